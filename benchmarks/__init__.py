@@ -1,0 +1,1 @@
+"""Benchmarks and datasets used to measure Baton."""

@@ -1,0 +1,1 @@
+"""Model servers: one plain class per deployment, constructible and testable without Ray."""

@@ -1,0 +1,1 @@
+"""The Baton engine: the turn pipeline as plain async Python (no Ray import)."""

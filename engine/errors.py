@@ -1,0 +1,31 @@
+"""Typed engine errors; only the ingress maps them to HTTP status codes and the error envelope."""
+from __future__ import annotations
+
+
+class BatonError(Exception):
+    code = "error"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class InvalidInput(BatonError):
+    code = "invalid_input"
+
+
+class TextTooLong(InvalidInput):
+    code = "text_too_long"
+
+
+class SessionForbidden(BatonError):
+    code = "session_forbidden"
+
+
+class SessionBusy(BatonError):
+    code = "session_busy"
+
+
+class Overloaded(BatonError):
+    code = "overloaded"

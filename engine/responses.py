@@ -1,0 +1,65 @@
+"""Response policy (seed 003 §24): every user-facing sentence is rendered from the pack's templates."""
+from __future__ import annotations
+
+from typing import Any
+
+from engine.pack import Intent, Pack, SlotSpec
+from engine.plugins import PluginResult
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def render(template: str, **values: Any) -> str:
+    return template.format_map(_Blank({k: _display(v) for k, v in values.items()}))
+
+
+def _display(value: Any) -> Any:
+    if isinstance(value, dict) and "text" in value:
+        return value["text"]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+class ResponsePolicy:
+    def __init__(self, pack: Pack) -> None:
+        self._t = pack.responses
+        self._pack = pack
+
+    def _say(self, key: str, **values: Any) -> str:
+        return render(self._t.get(key, ""), **values)
+
+    def ask_slot(self, slot: SlotSpec) -> str:
+        return self._say("ask_slot", ask=slot.ask) if slot.ask else self._say("ask_slot_default", slot=slot.name)
+
+    def clarify(self, intent_ids: list[str]) -> str:
+        labels = [i.label for i in map(self._pack.intent, intent_ids) if i]
+        return self._say("clarify", options="还是".join(labels))
+
+    def done(self, intent: Intent, slots: dict, result: PluginResult) -> str:
+        if not result.success:
+            return self._say("plugin_failed", label=intent.label, message=result.message)
+        if intent.reply and result.changed:
+            return render(intent.reply, **{**slots, **result.data})
+        return f"好的，{result.message}。"
+
+    def decided(self, intent: Intent | None, labels: list[str] | None = None) -> str:
+        label = "、".join(labels) if labels else (intent.label if intent else "")
+        agent = intent.agent if intent and intent.agent else ""
+        return self._say("decided", label=label, agent=agent)
+
+    def confirm(self, intent: Intent, slots: dict) -> str:
+        return self._say("confirm", label=render(intent.label, **slots), **slots)
+
+    def pending_hint(self, intent: Intent | None, waiting: str) -> str:
+        return self._say("pending_hint", label=intent.label, waiting=waiting) if intent else ""
+
+    def social(self, category: str) -> str:
+        return self._say(f"social_{category}") or self._say("social_chitchat")
+
+    def simple(self, key: str, **values: Any) -> str:
+        """reject, fallback, stopped, confirm_cancelled: templates that need at most a label."""
+        return self._say(key, **values)

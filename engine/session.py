@@ -1,0 +1,87 @@
+"""Per-conversation turn state and the store interface it lives behind (in-process today, PostgreSQL later)."""
+from __future__ import annotations
+
+import abc
+import asyncio
+import time
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class SessionStatus(str, Enum):
+    idle = "idle"
+    waiting_slot = "waiting_slot"
+    waiting_confirmation = "waiting_confirmation"
+    completed = "completed"
+    decided = "decided"
+    rejected = "rejected"
+    fallback = "fallback"
+    stopped = "stopped"
+    social = "social"
+
+
+ACTIVE = frozenset({SessionStatus.waiting_slot, SessionStatus.waiting_confirmation})
+
+
+class SessionState(BaseModel):
+    session_id: str
+    user_id: str
+    status: SessionStatus = SessionStatus.idle
+    current_intent: str | None = None
+    slots: dict[str, Any] = Field(default_factory=dict)
+    pending_slots: list[str] = Field(default_factory=list)
+    memory: dict[str, Any] = Field(default_factory=dict, description="Context memory for rewrites: last_temperature, last_destination...")
+    last_user_text: str = ""
+    last_agent_text: str = ""
+    turns: int = 0
+    version: int = 0
+    updated_at: float = Field(default_factory=time.time)
+
+    @property
+    def has_active_task(self) -> bool:
+        return self.status in ACTIVE and self.current_intent is not None
+
+    def reset_task(self) -> None:
+        self.current_intent = None
+        self.slots = {}
+        self.pending_slots = []
+
+
+class SessionStore(abc.ABC):
+    """Load and save turn state by session id; `save` must reject a stale version."""
+
+    @abc.abstractmethod
+    async def load(self, session_id: str) -> SessionState | None: ...
+
+    @abc.abstractmethod
+    async def save(self, state: SessionState) -> None: ...
+
+
+class StaleSession(Exception):
+    """Another turn saved the session since this one loaded it."""
+
+
+class InMemorySessionStore(SessionStore):
+    def __init__(self, ttl_s: float) -> None:
+        self._ttl_s = ttl_s
+        self._states: dict[str, SessionState] = {}
+        self._lock = asyncio.Lock()
+
+    async def load(self, session_id: str) -> SessionState | None:
+        state = self._states.get(session_id)
+        if state is None or time.time() - state.updated_at > self._ttl_s:
+            return None
+        return state.model_copy(deep=True)
+
+    async def save(self, state: SessionState) -> None:
+        async with self._lock:
+            current = self._states.get(state.session_id)
+            if current is not None and current.version != state.version:
+                raise StaleSession(state.session_id)
+            stored = state.model_copy(deep=True)
+            stored.version = state.version + 1
+            stored.updated_at = time.time()
+            self._states[state.session_id] = stored
+            state.version = stored.version

@@ -1,0 +1,107 @@
+"""Engine settings loaded from config/baton.yaml and config/budgets.yaml, validated once at start-up."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+import re
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+STAGES = ("asr", "ocr", "keyword", "classifier", "detector", "retriever", "fusion", "planner", "slots", "execute", "store")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FusionConfig(Section):
+    weights: dict[str, float] = Field(description="Weight of each matcher stage in the fused score.")
+    accepted_bonus: float = Field(description="Added to a stage's selected intent when that stage accepted.")
+    stage_accept: dict[str, float] = Field(description="Score at which a stage's top candidate counts as accepted.")
+    execute_threshold: float
+    route_to_cloud_threshold: float
+    clarify_margin: float
+    classifier_execute_score: float
+    classifier_execute_margin: float
+    max_clarify_options: int = 3
+
+
+class DetectorConfig(Section):
+    threshold: float = Field(description="Sigmoid score a label needs to count as detected (multi-clause text).")
+    single_clause_threshold: float = Field(description="The score needed when the text is a single clause.")
+    max_labels: int
+    clause_pattern: str = Field(description="Regex of clause boundaries.")
+    min_clause_chars: int = Field(description="Shorter fragments are not clauses.")
+
+    def clauses(self, text: str) -> list[str]:
+        parts = [p.strip() for p in re.split(self.clause_pattern, text)]
+        return [p for p in parts if len(p) >= self.min_clause_chars] or [text]
+
+
+class SlotConfig(Section):
+    temperature_min: float
+    temperature_max: float
+
+
+class SessionConfig(Section):
+    ttl_s: int = Field(description="An idle session is forgotten after this many seconds.")
+
+
+class ModelsConfig(Section):
+    encoder: str = Field(default="", description="HF / sentence-transformers path; empty = the bootstrapped e5-small under the state dir.")
+    classifier_backend: str = Field(default="encoder_head", description="Registry name: encoder_head | hf_sequence_classification.")
+    classifier_path: str = Field(default="", description="Checkpoint for hf_sequence_classification; empty = the pack's built head.")
+    ngram_weight: float = Field(ge=0, le=1, description="Share of the char n-gram model in the classifier ensemble.")
+    retriever_neighbors: int = Field(gt=0, description="Nearest training examples that vote in retrieval.")
+    retriever_temperature: float = Field(gt=0, description="Softmax temperature over neighbour similarities.")
+    torch_threads: int = Field(gt=0, description="torch intra-op threads per model replica.")
+    encode_batch_size: int = Field(gt=0)
+    max_batch_size: int = Field(gt=0, description="@serve.batch size cap per model replica.")
+
+
+class Budgets(Section):
+    turn_ms: dict[str, float] = Field(description="Whole-turn budget per input modality.")
+    stages_ms: dict[str, float] = Field(description="Per-stage budget, keyed by canonical stage name.")
+    batch_wait_share: float = Field(ge=0, le=1, description="Share of a stage budget a batch may wait to fill.")
+
+    def stage_s(self, stage: str) -> float:
+        return self.stages_ms[stage] / 1000.0
+
+
+class Settings(Section):
+    pack: str
+    timezone: str
+    max_text_chars: int = Field(gt=0)
+    top_k: int = Field(gt=0)
+    fusion: FusionConfig
+    detector: DetectorConfig
+    slots: SlotConfig
+    session: SessionConfig
+    models: ModelsConfig
+    budgets: Budgets
+    state_dir: Path = Path("var")
+    config_dir: Path = Path("config")
+
+    @property
+    def packs_dir(self) -> Path:
+        return self.config_dir / "domains"
+
+    @property
+    def encoder_path(self) -> Path:
+        return Path(self.models.encoder) if self.models.encoder else self.state_dir / "encoder" / "multilingual-e5-small"
+
+    def artifacts_dir(self, pack: str | None = None) -> Path:
+        return self.state_dir / "packs" / (pack or self.pack) / "models"
+
+
+def load_settings(config_dir: Path, env: Mapping[str, str] | None = None) -> Settings:
+    """Read both YAML files under `config_dir`; `BATON_PACK` and `BATON_STATE_DIR` in `env` override."""
+    env = env or {}
+    raw = yaml.safe_load((config_dir / "baton.yaml").read_text(encoding="utf-8"))
+    raw["budgets"] = yaml.safe_load((config_dir / "budgets.yaml").read_text(encoding="utf-8"))
+    raw["config_dir"] = config_dir
+    if env.get("BATON_PACK"):
+        raw["pack"] = env["BATON_PACK"]
+    raw["state_dir"] = Path(env.get("BATON_STATE_DIR") or raw.get("state_dir") or "var")
+    return Settings(**raw)

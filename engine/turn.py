@@ -1,0 +1,298 @@
+"""The turn pipeline (seed 003 §8, §19, §22): chat and fill-slots over session, routing, slots, plugins and responses."""
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from engine.deadline import Deadline
+from engine.dialog_rules import DialogRules
+from engine.errors import InvalidInput, SessionForbidden, TextTooLong
+from engine.fusion import RouteDecision
+from engine.keyword import KeywordMatcher
+from engine.model_client import ModelClient
+from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Intent, Pack, SlotSpec
+from engine.plugins import PluginRegistry
+from engine.responses import ResponsePolicy
+from engine.rewrite import rewrite
+from engine.router import Route, Router
+from engine.session import SessionState, SessionStatus, SessionStore
+from engine.settings import Settings
+from engine.slots import SlotLimits, extract_slots, validate_temperature
+from engine.social import SocialRouter
+from protocol.http_chat import (
+    ChatRequest,
+    ChatResponse,
+    Decision,
+    FillSlotsRequest,
+    RewriteDebug,
+    RoutingDebug,
+    TimeRange,
+    Timings,
+    TurnStatus,
+)
+
+FREE_TEXT_SLOTS = frozenset({"destination", "text"})
+
+
+class TurnEngine:
+    """Answers one chat or fill-slots request within the modality's latency budget.
+
+    Construct once per process with a loaded pack, validated settings, a `ModelClient` (Ray handles or
+    in-process models), a `SessionStore` and the plugin registry; `clock` returns the current time in
+    any zone (it is converted to the user's zone) and exists so relative dates are testable.
+    """
+
+    def __init__(self, *, pack: Pack, settings: Settings, models: ModelClient, sessions: SessionStore,
+                 plugins: PluginRegistry, clock: Callable[[], datetime] | None = None) -> None:
+        self.pack = pack
+        self._settings = settings
+        self._sessions = sessions
+        self._plugins = plugins
+        self._tz = ZoneInfo(settings.timezone)
+        self._clock = clock or (lambda: datetime.now(self._tz))
+        self._keywords = KeywordMatcher(pack)
+        self._router = Router(settings=settings, keywords=self._keywords, models=models)
+        self._social = SocialRouter(pack.rules, self._keywords)
+        self._rules = DialogRules(pack.rules)
+        self._say = ResponsePolicy(pack)
+        self._limits = SlotLimits(temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max)
+
+    # ---- entry points -------------------------------------------------------------------------
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        deadline = Deadline(self._settings.budgets.turn_ms["text"])
+        text = self._checked_text(request.text)
+        session = await self._session(request.session_id or uuid.uuid4().hex, request.user_id, create=True)
+        response = await self._chat_turn(session, text, deadline)
+        return await self._finish(session, text, response, deadline)
+
+    async def fill_slots(self, request: FillSlotsRequest) -> ChatResponse:
+        deadline = Deadline(self._settings.budgets.turn_ms["text"])
+        if request.text is None and request.slots is None:
+            raise InvalidInput("Provide 'text' or 'slots'.", field="text")
+        text = self._checked_text(request.text) if request.text is not None else ""
+        session = await self._session(request.session_id, request.user_id, create=False)
+        if session is None or not session.has_active_task:
+            session = session or SessionState(session_id=request.session_id, user_id=request.user_id)
+            response = self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=session.current_intent)
+            response.routing_debug.fusion = None
+            return await self._finish(session, text, response, deadline)
+        response = await self._continue(session, text, request.slots, deadline)
+        return await self._finish(session, text, response, deadline)
+
+    # ---- turn logic ---------------------------------------------------------------------------
+
+    async def _chat_turn(self, session: SessionState, text: str, deadline: Deadline) -> ChatResponse:
+        if session.has_active_task and (self._rules.is_stop(text) or session.status == SessionStatus.waiting_confirmation):
+            return await self._continue(session, text, None, deadline)
+        category = self._social.route(text)
+        if category:
+            return self._social_reply(session, category)
+
+        rewritten = rewrite(text, current_intent=session.current_intent, memory=session.memory)
+        route = await self._router.route(rewritten.text, deadline)
+        debug = RoutingDebug(
+            rewrite=RewriteDebug(applied=rewritten.applied, original_text=text, rewritten_text=rewritten.text, reason=rewritten.reason),
+            stages=route.stages, fusion=route.fusion.debug(), detector=route.detector,
+        )
+        response = await self._decide(session, rewritten.text, route, deadline)
+        response.routing_debug = debug
+        response.detected_intents = route.detected
+        response.multi_intent = route.multi_intent
+        return response
+
+    async def _decide(self, session: SessionState, text: str, route: Route, deadline: Deadline) -> ChatResponse:
+        fusion = route.fusion
+        top = fusion.top.intent if fusion.top else None
+        executing_other = fusion.decision == RouteDecision.execute and top != session.current_intent
+        if session.status == SessionStatus.waiting_slot and not executing_other:
+            filled = self._extract(text, self._pending_specs(session), deadline, free_text=False)
+            if filled:
+                return await self._continue(session, text, filled, deadline, intent_id=top)
+
+        if top == SOCIAL and fusion.decision != RouteDecision.reject:
+            return self._social_reply(session, "chitchat", intent=top)
+        if route.multi_intent and fusion.decision != RouteDecision.reject:
+            return self._multi_decision(session, text, route, deadline)
+        if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
+            return await self._execute(session, self.pack.intent(top), text, deadline)
+        if top == OUT_OF_SCOPE or fusion.decision == RouteDecision.reject:
+            if not fusion.ranked and deadline.degraded:
+                return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
+            return self._reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
+        # clarify, and route_to_cloud with no cloud planner: offer the known candidates (seed 003 §27.2)
+        options = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS][: self._settings.fusion.max_clarify_options]
+        if options:
+            return self._reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)
+        return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
+
+    async def _execute(self, session: SessionState, intent: Intent, text: str, deadline: Deadline) -> ChatResponse:
+        if intent.id != session.current_intent:
+            session.reset_task()
+        session.current_intent = intent.id
+        session.slots.update(self._extract(text, intent.slots, deadline, free_text=False))
+        return self._advance(session, intent, deadline)
+
+    async def _continue(self, session: SessionState, text: str, slots: dict[str, Any] | None, deadline: Deadline,
+                        intent_id: str | None = None) -> ChatResponse:
+        """Resume the session's active task with a stop, a confirmation answer, or slot values."""
+        intent = self.pack.intent(session.current_intent or "")
+        if intent is None:
+            return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
+        if text and self._rules.is_stop(text):
+            session.reset_task()
+            session.status = SessionStatus.stopped
+            return self._reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=intent.id)
+        if session.status == SessionStatus.waiting_confirmation and slots is None:
+            return self._confirmation(session, intent, text, deadline)
+        if slots is None:
+            slots = self._extract(text, self._pending_specs(session), deadline, free_text=True)
+        session.slots.update(self._known_slots(intent, slots))
+        return self._advance(session, intent, deadline)
+
+    def _advance(self, session: SessionState, intent: Intent, deadline: Deadline) -> ChatResponse:
+        invalid = self._invalid_slot(intent, session.slots)
+        if invalid:
+            session.slots.pop(invalid.name, None)
+        missing = [s for s in intent.slots if s.required and s.name not in session.slots]
+        session.pending_slots = [s.name for s in missing]
+        if missing:
+            session.status = SessionStatus.waiting_slot
+            return self._reply(session, TurnStatus.waiting_slot, self._say.ask_slot(missing[0]), intent=intent.id)
+        if intent.plugin is None:
+            session.status = SessionStatus.decided
+            decision = self._decision([intent.id], session.slots, intent)
+            return self._reply(session, TurnStatus.decided, self._say.decided(intent), intent=intent.id, decision=decision)
+        if intent.confirm:
+            session.status = SessionStatus.waiting_confirmation
+            return self._reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
+        return self._run_plugin(session, intent, deadline)
+
+    def _confirmation(self, session: SessionState, intent: Intent, text: str, deadline: Deadline) -> ChatResponse:
+        answer = self._rules.confirmation(text)
+        if answer is None:
+            return self._reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
+        if answer:
+            return self._run_plugin(session, intent, deadline)
+        session.reset_task()
+        session.status = SessionStatus.stopped
+        return self._reply(session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id)
+
+    def _run_plugin(self, session: SessionState, intent: Intent, deadline: Deadline) -> ChatResponse:
+        t0 = time.perf_counter()
+        result = self._plugins.execute(intent.plugin or "", user_id=session.user_id, slots=session.slots)
+        deadline.stages_ms["execute"] = round((time.perf_counter() - t0) * 1000.0, 3)
+        slots = dict(session.slots)
+        self._remember(session, slots)
+        session.status = SessionStatus.completed
+        session.pending_slots = []
+        reply = self._reply(session, TurnStatus.completed, self._say.done(intent, slots, result), intent=intent.id)
+        reply.slots = slots
+        reply.result = {"success": result.success, "message": result.message, "data": result.data, "plugin": intent.plugin}
+        return reply
+
+    def _multi_decision(self, session: SessionState, text: str, route: Route, deadline: Deadline) -> ChatResponse:
+        ids = [c.intent for c in route.detected]
+        specs = [s for i in ids for s in (self.pack.intent(i).slots if self.pack.intent(i) else [])]
+        params = self._extract(text, specs, deadline, free_text=False)
+        session.reset_task()
+        session.status = SessionStatus.decided
+        labels = [self.pack.intent(i).label for i in ids if self.pack.intent(i)]
+        decision = self._decision(ids, params, None)
+        top = route.fusion.top.intent if route.fusion.top else None
+        return self._reply(session, TurnStatus.decided, self._say.decided(None, labels), intent=top, decision=decision)
+
+    def _social_reply(self, session: SessionState, category: str, intent: str = SOCIAL) -> ChatResponse:
+        reply = self._say.social(category)
+        if session.has_active_task:
+            waiting = "确认" if session.status == SessionStatus.waiting_confirmation else "补充信息"
+            reply += self._say.pending_hint(self.pack.intent(session.current_intent or ""), waiting)
+        else:
+            session.status = SessionStatus.social
+        return self._reply(session, TurnStatus.social, reply, intent=intent)
+
+    # ---- helpers ------------------------------------------------------------------------------
+
+    def _extract(self, text: str, specs: list[SlotSpec], deadline: Deadline, *, free_text: bool) -> dict[str, Any]:
+        """Extract slot values; with `free_text`, a short answer fills a pending destination/text slot as is."""
+        t0 = time.perf_counter()
+        found = extract_slots(text, specs, now=self._clock().astimezone(self._tz), tz=self._tz, limits=self._limits)
+        if free_text and text.strip():
+            for spec in specs:
+                if spec.name not in found and spec.type in FREE_TEXT_SLOTS:
+                    found[spec.name] = text.strip(" ，。！？,.!?")
+        deadline.stages_ms["slots"] = deadline.stages_ms.get("slots", 0.0) + round((time.perf_counter() - t0) * 1000.0, 3)
+        return found
+
+    def _pending_specs(self, session: SessionState) -> list[SlotSpec]:
+        intent = self.pack.intent(session.current_intent or "")
+        return [s for s in intent.slots if s.name in session.pending_slots] if intent else []
+
+    def _known_slots(self, intent: Intent, slots: dict[str, Any]) -> dict[str, Any]:
+        names = {s.name for s in intent.slots}
+        unknown = sorted(set(slots) - names)
+        if unknown:
+            raise InvalidInput(f"Intent '{intent.id}' has no slot '{unknown[0]}'.", field=f"slots.{unknown[0]}")
+        return slots
+
+    def _invalid_slot(self, intent: Intent, slots: dict[str, Any]) -> SlotSpec | None:
+        for spec in intent.slots:
+            if spec.type == "temperature" and spec.name in slots:
+                try:
+                    value = float(slots[spec.name])
+                except (TypeError, ValueError):
+                    return spec
+                if not validate_temperature(value, self._limits):
+                    return spec
+        return None
+
+    def _decision(self, intent_ids: list[str], params: dict[str, Any], intent: Intent | None) -> Decision:
+        when = next((v for v in params.values() if isinstance(v, dict) and {"start", "end"} <= v.keys()), None)
+        return Decision(
+            intents=intent_ids,
+            agent=intent.agent if intent else None,
+            function=intent.action if intent else None,
+            params=params,
+            time_range=TimeRange(**when) if when else None,
+        )
+
+    @staticmethod
+    def _remember(session: SessionState, slots: dict[str, Any]) -> None:
+        if "temperature" in slots:
+            session.memory["last_temperature"] = slots["temperature"]
+        if "destination" in slots:
+            session.memory["last_destination"] = slots["destination"]
+
+    def _reply(self, session: SessionState, status: TurnStatus, text: str, *, intent: str | None,
+               decision: Decision | None = None) -> ChatResponse:
+        return ChatResponse(session_id=session.session_id, reply=text, status=status, intent=intent,
+                            slots=dict(session.slots), pending_slots=list(session.pending_slots), decision=decision)
+
+    def _checked_text(self, text: str) -> str:
+        if not text.strip():
+            raise InvalidInput("Field 'text' must not be empty or whitespace.", field="text")
+        if len(text) > self._settings.max_text_chars:
+            raise TextTooLong(f"Field 'text' is {len(text)} characters; the limit is {self._settings.max_text_chars}.", field="text")
+        return text.strip()
+
+    async def _session(self, session_id: str, user_id: str, *, create: bool) -> SessionState | None:
+        state = await self._sessions.load(session_id)
+        if state is not None and state.user_id != user_id:
+            raise SessionForbidden(f"Session '{session_id}' belongs to another user.", field="session_id")
+        if state is None and create:
+            state = SessionState(session_id=session_id, user_id=user_id)
+        return state
+
+    async def _finish(self, session: SessionState, text: str, response: ChatResponse, deadline: Deadline) -> ChatResponse:
+        session.last_user_text, session.last_agent_text = text, response.reply
+        session.turns += 1
+        t0 = time.perf_counter()
+        await self._sessions.save(session)
+        deadline.stages_ms["store"] = round((time.perf_counter() - t0) * 1000.0, 3)
+        response.timings = Timings(stages=dict(deadline.stages_ms), total_ms=round(deadline.elapsed_ms(), 3),
+                                   budget_ms=deadline.budget_ms, degraded=list(deadline.degraded))
+        return response

@@ -1,0 +1,1 @@
+"""Model building and loading: encoder bootstrap, head training, retrieval index, artifacts."""

@@ -1,0 +1,84 @@
+"""Training of the classifier and detector heads and the retrieval index from a pack's training split only."""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import faiss
+import joblib
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+
+from engine.pack import SPECIAL_INTENTS
+from models.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, DETECTOR_HEAD, RETRIEVER_INDEX, RETRIEVER_ROWS, LinearHead
+
+Encode = Callable[[list[str]], np.ndarray]
+
+# Joiners real users put between two requests in one breath.
+CONNECTORS = ("，然后", "，再", "，顺便", "，同时", "然后", "，还有", "，另外", "并且", "，再帮我", "，", "。", "，接着")
+CLASSIFIER_C = 20.0
+DETECTOR_C = 10.0
+MULTI_PER_LABEL = 40
+MAX_ITER = 3000
+
+
+def train_classifier(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path) -> list[str]:
+    """Multinomial logistic head on embeddings, plus a char 1–3-gram TF-IDF model for the ensemble."""
+    label_list = sorted(set(labels))
+    y = np.array([label_list.index(lab) for lab in labels])
+    head = LogisticRegression(C=CLASSIFIER_C, max_iter=MAX_ITER).fit(vectors, y)
+    LinearHead(head.coef_, head.intercept_, label_list).save(out / CLASSIFIER_HEAD)
+    ngram = Pipeline([
+        ("tfidf", TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True)),
+        ("lr", LogisticRegression(C=CLASSIFIER_C, max_iter=MAX_ITER)),
+    ]).fit(texts, y)
+    joblib.dump(ngram, out / CLASSIFIER_NGRAM)
+    return label_list
+
+
+def synthesize_multi(rows: list[tuple[str, str]], seed: int = 0) -> list[tuple[str, list[str]]]:
+    """Single-intent rows keep their label; pairs of rows from two task intents, joined as people do, carry both."""
+    rng = random.Random(seed)
+    by_intent: dict[str, list[str]] = {}
+    for text, intent in rows:
+        by_intent.setdefault(intent, []).append(text)
+    tasks = sorted(i for i in by_intent if i not in SPECIAL_INTENTS)
+    out: list[tuple[str, list[str]]] = [(t, [] if i in SPECIAL_INTENTS else [i]) for t, i in rows]
+    for first in tasks:
+        for _ in range(MULTI_PER_LABEL):
+            second = rng.choice([t for t in tasks if t != first])
+            a, b = rng.choice(by_intent[first]), rng.choice(by_intent[second])
+            if rng.random() < 0.5:
+                a, b, pair = b, a, [second, first]
+            else:
+                pair = [first, second]
+            out.append((a.rstrip("。！!") + rng.choice(CONNECTORS) + b, pair))
+    return out
+
+
+def train_detector(rows: list[tuple[str, str]], encode: Encode, out: Path) -> list[str]:
+    """One-vs-rest sigmoid head over task intents, trained on single rows and synthesized pairs."""
+    samples = synthesize_multi(rows)
+    label_list = sorted({lab for _, labs in samples for lab in labs})
+    x = encode([t for t, _ in samples])
+    weights, biases = [], []
+    for label in label_list:
+        y = np.array([label in labs for _, labs in samples], dtype=int)
+        clf = LogisticRegression(C=DETECTOR_C, max_iter=MAX_ITER).fit(x, y)
+        weights.append(clf.coef_[0])
+        biases.append(clf.intercept_[0])
+    LinearHead(np.stack(weights), np.array(biases), label_list).save(out / DETECTOR_HEAD)
+    return label_list
+
+
+def build_index(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path) -> None:
+    """Exact inner-product index over normalized training embeddings, one row per example."""
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    (out / RETRIEVER_INDEX).parent.mkdir(parents=True, exist_ok=True)
+    faiss.write_index(index, str(out / RETRIEVER_INDEX))
+    (out / RETRIEVER_ROWS).write_text(json.dumps([{"text": t, "intent": i} for t, i in zip(texts, labels)], ensure_ascii=False), encoding="utf-8")

@@ -1,0 +1,1 @@
+"""Wire types (pydantic only, no logic), one module per boundary."""

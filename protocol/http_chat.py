@@ -1,0 +1,110 @@
+"""HTTP chat protocol (seed 003 §6): chat and fill-slots requests, the turn response and its debug parts."""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import Field, StrictStr
+
+from protocol.base import WireModel
+
+
+class TurnStatus(str, Enum):
+    completed = "completed"
+    waiting_slot = "waiting_slot"
+    waiting_confirmation = "waiting_confirmation"
+    clarify = "clarify"
+    rejected = "rejected"
+    fallback = "fallback"
+    social = "social"
+    stopped = "stopped"
+    decided = "decided"
+
+
+class ChatRequest(WireModel):
+    session_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
+    user_id: StrictStr = Field(min_length=1, max_length=128)
+    text: StrictStr
+
+
+class FillSlotsRequest(WireModel):
+    session_id: StrictStr = Field(min_length=1, max_length=128)
+    user_id: StrictStr = Field(min_length=1, max_length=128)
+    text: StrictStr | None = None
+    slots: dict[str, Any] | None = None
+
+
+class Candidate(WireModel):
+    intent: str
+    score: float
+
+
+class StageDebug(WireModel):
+    accepted: bool = False
+    selected_intent: str | None = None
+    score: float = 0.0
+    candidates: list[Candidate] = Field(default_factory=list)
+    latency_ms: float = 0.0
+    degraded: bool = False
+    error: str | None = None
+
+
+class FusionDebug(WireModel):
+    decision: str
+    reason: str
+    top_score: float = 0.0
+    margin: float = 0.0
+    ranked: list[Candidate] = Field(default_factory=list)
+
+
+class RewriteDebug(WireModel):
+    applied: bool = False
+    original_text: str = ""
+    rewritten_text: str = ""
+    reason: str = ""
+
+
+class RoutingDebug(WireModel):
+    rewrite: RewriteDebug = Field(default_factory=RewriteDebug)
+    stages: dict[str, StageDebug] = Field(default_factory=dict)
+    fusion: FusionDebug | None = None
+    detector: StageDebug | None = None
+
+
+class Timings(WireModel):
+    stages: dict[str, float] = Field(default_factory=dict)
+    total_ms: float = 0.0
+    budget_ms: float = 0.0
+    degraded: list[str] = Field(default_factory=list)
+
+
+class TimeRange(WireModel):
+    start: str
+    end: str
+    text: str
+    all_day: bool
+
+
+class Decision(WireModel):
+    """What a turn decided when it does not execute a plugin itself (agents, multi-intent)."""
+
+    intents: list[str]
+    agent: str | None = None
+    function: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    time_range: TimeRange | None = None
+
+
+class ChatResponse(WireModel):
+    session_id: str
+    reply: str
+    status: TurnStatus
+    intent: str | None = None
+    slots: dict[str, Any] = Field(default_factory=dict)
+    pending_slots: list[str] = Field(default_factory=list)
+    detected_intents: list[Candidate] = Field(default_factory=list)
+    multi_intent: bool = False
+    decision: Decision | None = None
+    result: dict[str, Any] | None = None
+    routing_debug: RoutingDebug = Field(default_factory=RoutingDebug)
+    timings: Timings = Field(default_factory=Timings)

@@ -1,0 +1,116 @@
+"""`python -m serve_app.launcher`: start Ray and Serve on loopback, deploy a Serve config, stay up until signalled.
+
+The config is the standard Serve YAML; the launcher pins paths to absolute ones (replicas do not share the
+driver's working directory), applies `BATON_PACK` / `BATON_STATE_DIR` to the app args and forwards
+`BATON_FAULTS` to the replicas, then deploys it exactly as `serve run` does.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FORWARDED_ENV = ("BATON_FAULTS",)
+APP_NAME = "baton"
+
+
+def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = None) -> dict[str, Any]:
+    """The Serve config with absolute paths, env-selected pack/state dir, forwarded env vars and an optional port."""
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    root = path.resolve().parent.parent
+    if port is not None:
+        config.setdefault("http_options", {})["port"] = port
+    for app in config["applications"]:
+        args = app.setdefault("args", {})
+        args["config_dir"] = str((root / args.get("config_dir", "config")).resolve())
+        args["state_dir"] = str((root / (env.get("BATON_STATE_DIR") or args.get("state_dir", "var"))).resolve())
+        if env.get("BATON_PACK"):
+            args["pack"] = env["BATON_PACK"]
+        env_vars = app.setdefault("runtime_env", {}).setdefault("env_vars", {})
+        env_vars.update({k: env[k] for k in FORWARDED_ENV if env.get(k)})
+    return config
+
+
+def start(config: dict[str, Any], *, num_cpus: int | None = None) -> None:
+    """Start Ray (no dashboard) and Serve, and submit the config; returns once submitted."""
+    import ray
+    from ray.serve._private import api as serve_api
+    from ray.serve._private.constants import SERVE_NAMESPACE
+    from ray.serve.schema import ServeDeploySchema
+
+    schema = ServeDeploySchema.model_validate(config)
+    if not ray.is_initialized():
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, namespace=SERVE_NAMESPACE)
+    client = serve_api.serve_start(http_options=schema.http_options.model_dump(), proxy_location=schema.proxy_location,
+                                   global_logging_config=schema.logging_config)
+    client.deploy_apps(schema, _blocking=False)
+
+
+def wait_until_healthy(port: int, *, timeout_s: float, process_alive=lambda: True) -> None:
+    """Poll GET /health on loopback until the app reports ok (model replicas warm) or time runs out."""
+    from ray import serve
+
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        status = serve.status().applications.get(APP_NAME)
+        if status is not None and status.status == "DEPLOY_FAILED":
+            raise RuntimeError(f"Deploy failed: {status.message}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
+                if resp.status == 200 and b'"ok"' in resp.read():
+                    return
+        except OSError:
+            pass
+        time.sleep(1.0)
+    raise TimeoutError(f"Baton did not become healthy on :{port} within {timeout_s:.0f} s")
+
+
+def stop() -> None:
+    import ray
+    from ray import serve
+
+    if ray.is_initialized():
+        try:
+            serve.shutdown()
+        finally:
+            ray.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m serve_app.launcher", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=Path("config/serve_local.yaml"))
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the app to become healthy")
+    args = parser.parse_args(argv)
+
+    config = load_serve_config(args.config, os.environ, port=args.port)
+    port = config["http_options"]["port"]
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        start(config)
+        # after ray.init, which installs its own SIGTERM handler: ours shuts Serve and Ray down cleanly
+        signal.signal(signal.SIGTERM, on_signal)
+        wait_until_healthy(port, timeout_s=args.timeout)
+        print(f"Baton is serving on http://127.0.0.1:{port} (Ctrl-C or SIGTERM stops it)", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print("stopping Baton…", flush=True)
+    finally:
+        stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
