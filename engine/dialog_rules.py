@@ -15,7 +15,8 @@ class DialogRules:
     def is_stop(self, text: str) -> bool:
         norm = _STRIP.sub("", text)
         # a stop phrase must be (almost) the whole utterance: 暂停一下这首歌 is a music command, not a stop
-        return any(w in norm and len(norm) <= len(w) + 2 for w in self._rules.stop_words)
+        stops = (_STRIP.sub("", w) for w in self._rules.stop_words)
+        return any(w and w in norm and len(norm) <= len(w) + 2 for w in stops)
 
     def confirmation(self, text: str) -> bool | None:
         """True for yes, False for no, None when the reply is neither (ask again)."""

@@ -19,6 +19,7 @@ _NEXT = re.compile(r"(再来一首|换一首|换首|下一首|下首|切歌|切�
 _PREV = re.compile(r"(上一首|上首|刚才那首|前一首|回到刚才)")
 _ROUTE_PREF = re.compile(r"(不要|不走|别走|避开|绕开|躲开)(高速|收费站|拥堵|收费)")
 _UP_WORDS = ("高", "升", "暖", "热")
+HALF_STEP = 0.5
 _COLDER_FEELS = ("热", "闷")
 
 
@@ -49,7 +50,10 @@ def _rewrite_ac(text: str, memory: dict) -> Rewrite | None:
     step = _AC_STEP.match(text)
     if step:
         up = any(w in step.group("dir") for w in _UP_WORDS)
-        delta = parse_chinese_number(step.group("n")) if step.group("n") else 1
+        amount = step.group("n")
+        delta = HALF_STEP if amount == "半" else (parse_chinese_number(amount) if amount else 1)
+        if delta is None:
+            return None
     else:
         feel = _AC_FEEL.match(text)
         if not feel:

@@ -77,10 +77,11 @@ class TurnEngine:
         text = self._checked_text(request.text) if request.text is not None else ""
         session = await self._session(request.session_id, request.user_id, create=False)
         if session is None or not session.has_active_task:
+            # nothing to continue (seed 003 §22.1); an unknown id does not create a session
+            known = session is not None
             session = session or SessionState(session_id=request.session_id, user_id=request.user_id)
             response = self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=session.current_intent)
-            response.routing_debug.fusion = None
-            return await self._finish(session, text, response, deadline)
+            return await self._finish(session, text, response, deadline, persist=known)
         response = await self._continue(session, text, request.slots, deadline)
         return await self._finish(session, text, response, deadline)
 
@@ -131,8 +132,8 @@ class TurnEngine:
         return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
 
     async def _execute(self, session: SessionState, intent: Intent, text: str, deadline: Deadline) -> ChatResponse:
-        if intent.id != session.current_intent:
-            session.reset_task()
+        if intent.id != session.current_intent or not session.has_active_task:
+            session.reset_task()  # a new command starts from its own words, not the last task's slots
         session.current_intent = intent.id
         session.slots.update(self._extract(text, intent.slots, deadline, free_text=False))
         return self._advance(session, intent, deadline)
@@ -143,12 +144,12 @@ class TurnEngine:
         intent = self.pack.intent(session.current_intent or "")
         if intent is None:
             return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
+        if session.status == SessionStatus.waiting_confirmation and slots is None:
+            return self._confirmation(session, intent, text, deadline)
         if text and self._rules.is_stop(text):
             session.reset_task()
             session.status = SessionStatus.stopped
             return self._reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=intent.id)
-        if session.status == SessionStatus.waiting_confirmation and slots is None:
-            return self._confirmation(session, intent, text, deadline)
         if slots is None:
             slots = self._extract(text, self._pending_specs(session), deadline, free_text=True)
         session.slots.update(self._known_slots(intent, slots))
@@ -287,12 +288,14 @@ class TurnEngine:
             state = SessionState(session_id=session_id, user_id=user_id)
         return state
 
-    async def _finish(self, session: SessionState, text: str, response: ChatResponse, deadline: Deadline) -> ChatResponse:
+    async def _finish(self, session: SessionState, text: str, response: ChatResponse, deadline: Deadline,
+                      *, persist: bool = True) -> ChatResponse:
         session.last_user_text, session.last_agent_text = text, response.reply
         session.turns += 1
-        t0 = time.perf_counter()
-        await self._sessions.save(session)
-        deadline.stages_ms["store"] = round((time.perf_counter() - t0) * 1000.0, 3)
+        if persist:
+            t0 = time.perf_counter()
+            await self._sessions.save(session)
+            deadline.stages_ms["store"] = round((time.perf_counter() - t0) * 1000.0, 3)
         response.timings = Timings(stages=dict(deadline.stages_ms), total_ms=round(deadline.elapsed_ms(), 3),
                                    budget_ms=deadline.budget_ms, degraded=list(deadline.degraded))
         return response

@@ -7,6 +7,7 @@ driver's working directory), applies `BATON_PACK` / `BATON_STATE_DIR` to the app
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -18,8 +19,12 @@ from typing import Any
 
 import yaml
 
+from deployments.faults import FaultSet
+
 FORWARDED_ENV = ("BATON_FAULTS",)
 APP_NAME = "baton"
+WARMUP_USER = "__warmup__"
+WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social, so every model stage runs
 
 
 def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = None) -> dict[str, Any]:
@@ -54,8 +59,11 @@ def start(config: dict[str, Any], *, num_cpus: int | None = None) -> None:
     client.deploy_apps(schema, _blocking=False)
 
 
-def wait_until_healthy(port: int, *, timeout_s: float, process_alive=lambda: True) -> None:
-    """Poll GET /health on loopback until the app reports ok (model replicas warm) or time runs out."""
+def wait_until_healthy(port: int, *, timeout_s: float, faulty: frozenset[str] = frozenset()) -> None:
+    """Poll /health until the app is up, then send warm-up turns until one runs every stage inside its budget.
+
+    Stages in `faulty` (slowed on purpose by fault injection) may degrade.
+    """
     from ray import serve
 
     deadline = time.time() + timeout_s
@@ -65,12 +73,21 @@ def wait_until_healthy(port: int, *, timeout_s: float, process_alive=lambda: Tru
             raise RuntimeError(f"Deploy failed: {status.message}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
-                if resp.status == 200 and b'"ok"' in resp.read():
+                if resp.status == 200 and b'"ok"' in resp.read() and _warm_turn(port, faulty):
                     return
         except OSError:
             pass
         time.sleep(1.0)
     raise TimeoutError(f"Baton did not become healthy on :{port} within {timeout_s:.0f} s")
+
+
+def _warm_turn(port: int, faulty: frozenset[str]) -> bool:
+    """One chat turn; True when no stage degraded (first calls through fresh handles and replicas are slow)."""
+    body = json.dumps({"user_id": WARMUP_USER, "session_id": WARMUP_USER, "text": WARMUP_TEXT}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/agent/chat", data=body,
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        return resp.status == 200 and set(json.loads(resp.read())["timings"]["degraded"]) <= faulty
 
 
 def stop() -> None:
@@ -101,10 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         start(config)
         # after ray.init, which installs its own SIGTERM handler: ours shuts Serve and Ray down cleanly
         signal.signal(signal.SIGTERM, on_signal)
-        wait_until_healthy(port, timeout_s=args.timeout)
+        faulty = frozenset(FaultSet.parse(os.environ.get("BATON_FAULTS", "")).faults)
+        wait_until_healthy(port, timeout_s=args.timeout, faulty=faulty)
         print(f"Baton is serving on http://127.0.0.1:{port} (Ctrl-C or SIGTERM stops it)", flush=True)
-        while True:
-            time.sleep(3600)
+        parent = os.getppid()
+        while os.getppid() == parent:  # a parent that died (e.g. `make` got SIGTERM) takes us down too
+            time.sleep(1.0)
     except KeyboardInterrupt:
         print("stopping Baton…", flush=True)
     finally:

@@ -38,7 +38,8 @@ class ModelServer:
         self._stage = stage
         model, self._predict, settings = _build_model(stage, AppArgs.model_validate(args))
         model.warmup()
-        self._faults = FaultSet.parse(os.environ.get("BATON_FAULTS", ""), stage=None)
+        self._env_faults = os.environ.get("BATON_FAULTS", "")
+        self._faults = FaultSet.parse(self._env_faults)
         self._batched.set_max_batch_size(settings.models.max_batch_size)
         self._batched.set_batch_wait_timeout_s(settings.budgets.stage_s(stage) * settings.budgets.batch_wait_share)
         self._counts = {"calls": 0, "expired": 0}
@@ -46,8 +47,8 @@ class ModelServer:
     def reconfigure(self, user_config: dict) -> None:
         """user_config {"faults": "delay_ms=800"} flips fault injection without restarting the replica."""
         cancelled = self._faults.cancelled
-        self._faults = FaultSet.parse(user_config.get("faults", ""), stage=self._stage)
-        self._faults.cancelled = cancelled
+        env = FaultSet.parse(self._env_faults).faults
+        self._faults = FaultSet({**env, **FaultSet.parse(user_config.get("faults", ""), stage=self._stage).faults}, cancelled)
 
     async def __call__(self, text: str, deadline: float) -> list[Candidate]:
         self._counts["calls"] += 1

@@ -1,0 +1,41 @@
+# Baton: the two commands are `make run` and `make test`; each does whatever set-up is missing.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PACK ?= $(or $(BATON_PACK),cockpit)
+STAMP := $(VENV)/.installed
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export BATON_STATE_DIR ?= $(CURDIR)/var
+
+.PHONY: setup models run test bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	touch $@
+
+setup: $(STAMP)
+
+# make models PACK=<name>                      build a shipped pack's models
+# make models DATA=rows.jsonl PACK=<name>      build a pack from your {"text","intent"} rows
+models: setup
+	$(BIN)/python -m models.build --pack $(PACK) $(if $(DATA),--data $(DATA))
+
+run: setup
+	$(BIN)/python -m models.build --pack $(PACK)
+	BATON_PACK=$(PACK) $(BIN)/python -m serve_app.launcher
+
+test: setup
+	$(BIN)/python -m models.build --pack cockpit
+	$(BIN)/python -m models.build --pack timeflow
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python -m benchmarks.latency
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,65 @@
+"""Shared fixtures: settings, built packs (real models, built once), and the real Serve app started once per session."""
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG_DIR = ROOT / "config"
+STATE_DIR = Path(os.environ.get("BATON_STATE_DIR") or ROOT / "var").resolve()
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def settings_for(pack: str):
+    from engine.settings import load_settings
+
+    return load_settings(CONFIG_DIR, {"BATON_PACK": pack, "BATON_STATE_DIR": str(STATE_DIR)})
+
+
+def built_pack(pack_name: str):
+    """Load a shipped pack and make sure its models are built (a no-op when the fingerprint matches)."""
+    from engine.pack import find_pack, load_pack
+    from models.build import build
+
+    settings = settings_for(pack_name)
+    pack = load_pack(find_pack(pack_name, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
+    build(pack, settings)
+    return pack, settings
+
+
+@pytest.fixture(scope="session")
+def cockpit():
+    """(pack, settings) for the cockpit pack with built models."""
+    return built_pack("cockpit")
+
+
+@pytest.fixture(scope="session")
+def timeflow():
+    return built_pack("timeflow")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def serve_app(cockpit):
+    """The real Baton app on Ray Serve (cockpit pack), deployed once per test session; yields its base URL."""
+    from serve_app import launcher
+
+    port = _free_port()
+    config = launcher.load_serve_config(CONFIG_DIR / "serve_local.yaml", {"BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit"}, port=port)
+    try:
+        launcher.start(config)
+        launcher.wait_until_healthy(port, timeout_s=300)
+        yield {"url": f"http://127.0.0.1:{port}", "config": config}
+    finally:
+        launcher.stop()

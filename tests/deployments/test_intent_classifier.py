@@ -1,0 +1,148 @@
+"""Contract tests for deployments.intent_classifier with the real built cockpit models (no fakes)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deployments.intent_classifier import BACKENDS, IntentClassifier
+from models.artifacts import read_manifest
+
+from deploy_checks import assert_ranked, assert_same_results
+
+# Own phrasings (none copied from the pack), each naming one cockpit intent plainly.
+CLEAR = {
+    "打开车窗": "cabin_window_open",
+    "把空调调到22度": "cabin_set_ac",
+    "我想听点周杰伦的歌": "cabin_play_music",
+    "我买的东西快递现在到哪儿了": "cs_query_logistics",
+    "座椅加热帮我关掉吧": "cabin_seat_heat_off",
+    "导航去最近的加油站": "cabin_nav_to",
+}
+MIXED = ["打开车窗", "我想听点周杰伦的歌", "今天晚上吃什么好", "你好", "把空调调到22度", "后视镜收一下"]
+
+
+def make(settings, *, top_k: int, **models_update) -> IntentClassifier:
+    cfg = settings.models.model_copy(update=models_update) if models_update else settings.models
+    return IntentClassifier(artifacts=settings.artifacts_dir("cockpit"), encoder=settings.encoder_path, cfg=cfg, top_k=top_k)
+
+
+@pytest.fixture(scope="module")
+def classifier(cockpit):
+    _, settings = cockpit
+    return make(settings, top_k=settings.top_k)
+
+
+@pytest.fixture(scope="module")
+def full_classifier(cockpit):
+    """top_k = every label: the whole distribution comes back."""
+    _, settings = cockpit
+    labels = read_manifest(settings.artifacts_dir("cockpit"))["labels"]
+    return make(settings, top_k=len(labels))
+
+
+def test_labels_are_the_built_label_set(classifier, cockpit):
+    pack, settings = cockpit
+    assert classifier.labels == read_manifest(settings.artifacts_dir("cockpit"))["labels"]
+    assert classifier.labels == sorted(i.id for i in pack.intents if i.examples)
+
+
+def test_top_k_sorted_probabilities(classifier, cockpit):
+    _, settings = cockpit
+    for cands in classifier.classify_batch(MIXED):
+        assert len(cands) == settings.top_k
+        assert_ranked(cands, top_k=settings.top_k)
+        assert sum(c.score for c in cands) <= 1.0 + 1e-6
+
+
+def test_full_distribution_sums_to_one(full_classifier):
+    for text, cands in zip(MIXED, full_classifier.classify_batch(MIXED)):
+        assert len(cands) == len(full_classifier.labels)
+        assert {c.intent for c in cands} == set(full_classifier.labels)
+        assert_ranked(cands, top_k=len(full_classifier.labels))
+        assert sum(c.score for c in cands) == pytest.approx(1.0, abs=1e-5), text
+
+
+def test_top_k_is_a_prefix_of_the_full_ranking(classifier, full_classifier):
+    short, full = classifier.classify_batch(MIXED), full_classifier.classify_batch(MIXED)
+    for s, f in zip(short, full):
+        assert [c.intent for c in s] == [c.intent for c in f[: len(s)]]
+        assert [c.score for c in s] == pytest.approx([c.score for c in f[: len(s)]], abs=1e-6)
+
+
+def test_clear_commands_rank_their_intent_first(classifier):
+    got = {t: c[0].intent for t, c in zip(CLEAR, classifier.classify_batch(list(CLEAR)))}
+    assert got == CLEAR
+
+
+def test_batch_matches_one_by_one(classifier):
+    batch = classifier.classify_batch(MIXED)
+    assert len(batch) == len(MIXED)
+    assert_same_results(batch, [classifier.classify_batch([t])[0] for t in MIXED])
+
+
+def test_unknown_backend_is_rejected(cockpit):
+    _, settings = cockpit
+    with pytest.raises(ValueError, match="no_such_backend"):
+        make(settings, top_k=3, classifier_backend="no_such_backend")
+
+
+def test_registry_names_match_the_config_docs():
+    assert set(BACKENDS) == {"encoder_head", "hf_sequence_classification"}
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> tuple[Path, dict[int, str]]:
+    """A randomly initialised BertForSequenceClassification with its own tiny character vocab."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    path = tmp_path_factory.mktemp("tiny-bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys("打开关闭车窗空调到度音乐播放导航去公司我想听")]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    BertTokenizer(str(path / "vocab.txt")).save_pretrained(str(path))
+    id2label = {0: "alpha_open", 1: "beta_close", 2: "gamma_music", 3: "delta_nav"}
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, num_labels=len(id2label), id2label=id2label,
+                        label2id={v: k for k, v in id2label.items()})
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).eval().save_pretrained(str(path))
+    return path, id2label
+
+
+def test_hf_sequence_classification_backend(cockpit, tiny_bert):
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    _, settings = cockpit
+    path, id2label = tiny_bert
+    texts = ["打开车窗", "关闭空调", "我想听音乐", "导航去公司", "空调调到二十度"]
+    clf = make(settings, top_k=len(id2label), classifier_backend="hf_sequence_classification", classifier_path=str(path))
+    assert clf.labels == [id2label[i] for i in range(len(id2label))]
+    results = clf.classify_batch(texts)
+    assert len(results) == len(texts)
+    for cands in results:
+        assert_ranked(cands, top_k=len(id2label))
+        assert {c.intent for c in cands} == set(id2label.values())
+        assert sum(c.score for c in cands) == pytest.approx(1.0, abs=1e-5)
+
+    # the scores are that checkpoint's own softmax, mapped through its id2label
+    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True).eval()
+    with torch.inference_mode():
+        probs = torch.softmax(model(**tok(texts, padding=True, return_tensors="pt")).logits, dim=-1).numpy()
+    for row, cands in zip(probs, results):
+        expected = {id2label[j]: float(row[j]) for j in range(len(id2label))}
+        assert {c.intent: c.score for c in cands} == pytest.approx(expected, abs=1e-5)
+
+    top1 = make(settings, top_k=1, classifier_backend="hf_sequence_classification", classifier_path=str(path))
+    for row, cands in zip(probs, top1.classify_batch(texts)):
+        assert [c.intent for c in cands] == [id2label[int(np.argmax(row))]]
+
+
+def test_hf_backend_reads_labels_from_the_checkpoint_config(tiny_bert):
+    path, id2label = tiny_bert
+    saved = json.loads((path / "config.json").read_text(encoding="utf-8"))["id2label"]
+    assert {int(k): v for k, v in saved.items()} == id2label

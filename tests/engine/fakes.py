@@ -1,0 +1,112 @@
+"""Shared test doubles and builders for the engine unit tests: a scripted fake ModelClient plus the real packs/settings."""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+
+from engine.model_client import ModelClient, StageError
+from engine.pack import Pack, load_pack
+from engine.plugins import PluginRegistry
+from engine.session import InMemorySessionStore
+from engine.settings import Settings, load_settings
+from engine.turn import TurnEngine
+from protocol.http_chat import Candidate
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG_DIR = ROOT / "config"
+MODEL_STAGES = ("classifier", "retriever", "detector")
+
+Scores = Iterable[tuple[str, float]]
+
+
+@lru_cache(maxsize=None)
+def base_settings() -> Settings:
+    return load_settings(CONFIG_DIR, {})
+
+
+@lru_cache(maxsize=None)
+def pack(name: str) -> Pack:
+    return load_pack(CONFIG_DIR / "domains" / name)
+
+
+def with_budgets(settings: Settings | None = None, *, turn_ms: float | None = None, **stage_ms: float) -> Settings:
+    """Settings with a smaller turn budget and/or per-stage budgets (ms), built with model_copy(update=...)."""
+    settings = settings or base_settings()
+    budgets = settings.budgets
+    update: dict = {}
+    if turn_ms is not None:
+        update["turn_ms"] = {**budgets.turn_ms, "text": float(turn_ms)}
+    if stage_ms:
+        update["stages_ms"] = {**budgets.stages_ms, **{k: float(v) for k, v in stage_ms.items()}}
+    return settings.model_copy(update={"budgets": budgets.model_copy(update=update)})
+
+
+class FakeModelClient(ModelClient):
+    """Scripted model stages: candidates per (stage, text), optional per-stage delay or StageError.
+
+    Records every call (`calls`: (stage, text)), every stage whose awaiting task was cancelled while it slept
+    (`cancelled`) and every stage that returned normally (`finished`). Unscripted texts get no candidates.
+    """
+
+    def __init__(self, *, delays: dict[str, float] | None = None, errors: dict[str, str] | None = None) -> None:
+        self.script: dict[str, dict[str, list[Candidate]]] = {s: {} for s in MODEL_STAGES}
+        self.delays = dict(delays or {})
+        self.errors = dict(errors or {})
+        self.calls: list[tuple[str, str]] = []
+        self.deadlines: list[float] = []
+        self.cancelled: list[str] = []
+        self.finished: list[str] = []
+
+    def on(self, text: str, *, classifier: Scores = (), retriever: Scores = (), detector: Scores = ()) -> "FakeModelClient":
+        for stage, scores in (("classifier", classifier), ("retriever", retriever), ("detector", detector)):
+            cands = [Candidate(intent=i, score=s) for i, s in scores]
+            self.script[stage][text] = sorted(cands, key=lambda c: -c.score)
+        return self
+
+    def sure(self, text: str, intent: str, *, detector: Scores = ()) -> "FakeModelClient":
+        """Script a confident classifier and retriever for `intent` on `text`."""
+        return self.on(text, classifier=[(intent, 0.92), ("__out_of_scope__", 0.03)], retriever=[(intent, 0.88)],
+                       detector=detector)
+
+    def texts(self, stage: str) -> list[str]:
+        return [t for s, t in self.calls if s == stage]
+
+    async def _answer(self, stage: str, text: str, deadline: float) -> list[Candidate]:
+        self.calls.append((stage, text))
+        self.deadlines.append(deadline)
+        try:
+            if self.delays.get(stage):
+                await asyncio.sleep(self.delays[stage])
+        except asyncio.CancelledError:
+            self.cancelled.append(stage)
+            raise
+        if stage in self.errors:
+            raise StageError(stage, self.errors[stage])
+        self.finished.append(stage)
+        return list(self.script[stage].get(text, []))
+
+    async def classify(self, text: str, *, deadline: float) -> list[Candidate]:
+        return await self._answer("classifier", text, deadline)
+
+    async def retrieve(self, text: str, *, deadline: float) -> list[Candidate]:
+        return await self._answer("retriever", text, deadline)
+
+    async def detect(self, text: str, *, deadline: float) -> list[Candidate]:
+        return await self._answer("detector", text, deadline)
+
+
+class Rig:
+    """A TurnEngine over a real pack with the fake models, an in-memory store and fresh plugin state."""
+
+    def __init__(self, pack_name: str = "cockpit", *, models: FakeModelClient | None = None,
+                 settings: Settings | None = None, clock: Callable[[], datetime] | None = None) -> None:
+        self.settings = settings or base_settings()
+        self.pack = pack(pack_name)
+        self.models = models or FakeModelClient()
+        self.store = InMemorySessionStore(ttl_s=self.settings.session.ttl_s)
+        self.plugins = PluginRegistry()
+        self.engine = TurnEngine(pack=self.pack, settings=self.settings, models=self.models, sessions=self.store,
+                                 plugins=self.plugins, clock=clock)

@@ -1,0 +1,151 @@
+"""The real app on Ray Serve, driven over HTTP: served accuracy, budgets under fault injection, bad input."""
+from __future__ import annotations
+
+import copy
+import time
+
+import httpx
+import pytest
+
+from serve_app import launcher
+
+CHAT = "/api/v1/agent/chat"
+FILL = "/api/v1/agent/fill-slots"
+MARGIN_MS = 50
+
+
+@pytest.fixture(scope="module")
+def client(serve_app):
+    with httpx.Client(base_url=serve_app["url"], timeout=10.0) as c:
+        yield c
+
+
+def chat(client, text, session_id=None, user_id="it-user"):
+    body = {"user_id": user_id, "text": text, **({"session_id": session_id} if session_id else {})}
+    resp = client.post(CHAT, json=body)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def test_health_reports_the_pack(client):
+    resp = client.get("/health")
+    assert resp.status_code == 200
+    assert resp.json() == {"status": "ok", "pack": "cockpit"}
+
+
+def test_served_top1_accuracy_on_the_test_split(client, cockpit):
+    pack, _ = cockpit
+    rows = pack.test_rows()
+    answers = [chat(client, text, user_id="eval") for text, _ in rows]
+    hits = sum(a["intent"] == gold for a, (_, gold) in zip(answers, rows))
+    degraded = sum(bool(a["timings"]["degraded"]) for a in answers)
+    accuracy = hits / len(rows)
+    print(f"served cockpit test-split accuracy: {accuracy:.3f} over {len(rows)} rows ({degraded} degraded turns)")
+    for a, (text, gold) in zip(answers, rows):
+        if a["intent"] != gold:
+            print("  miss:", text, gold, a["intent"], a["status"], a["timings"]["degraded"], {k: (v["candidates"][:1], v["error"]) for k, v in a["routing_debug"]["stages"].items()})
+    assert accuracy >= 0.90
+
+
+def test_turn_response_contract(client):
+    body = chat(client, "把空调调到二十二度")
+    assert body["status"] == "completed" and body["intent"] == "cabin_set_ac"
+    assert body["slots"]["temperature"] == 22
+    stages = body["timings"]["stages"]
+    assert {"keyword", "classifier", "retriever", "detector", "fusion", "slots", "execute", "store"} <= stages.keys()
+    assert all(v > 0 for k, v in stages.items() if k in ("classifier", "retriever", "detector"))
+    assert body["timings"]["budget_ms"] == 600 and body["timings"]["degraded"] == []
+    debug = body["routing_debug"]
+    assert debug["fusion"]["decision"] == "execute"
+    assert debug["stages"]["classifier"]["candidates"][0]["intent"] == "cabin_set_ac"
+
+
+def test_window_state_changes_and_follow_up_rewrite(client):
+    first = chat(client, "帮我把车窗打开", user_id="car-1")
+    sid = first["session_id"]
+    assert first["result"]["data"]["window_open"] is True
+    closed = chat(client, "关窗", session_id=sid, user_id="car-1")
+    assert closed["intent"] == "cabin_window_close" and closed["result"]["data"]["window_open"] is False
+    chat(client, "空调调到24度", session_id=sid, user_id="car-1")
+    warmer = chat(client, "再调高两度", session_id=sid, user_id="car-1")
+    assert warmer["routing_debug"]["rewrite"]["applied"] is True
+    assert warmer["slots"]["temperature"] == 26
+
+
+def test_slot_filling_over_http(client):
+    asked = chat(client, "开个导航")
+    assert asked["status"] == "waiting_slot" and asked["pending_slots"] == ["destination"]
+    resp = client.post(FILL, json={"session_id": asked["session_id"], "user_id": "it-user", "text": "去公司"})
+    assert resp.status_code == 200
+    assert resp.json()["status"] == "completed" and resp.json()["slots"]["destination"] == "公司"
+
+
+def test_fill_slots_without_an_active_task_is_fallback(client):
+    resp = client.post(FILL, json={"session_id": "never-seen", "user_id": "it-user", "text": "公司"})
+    assert resp.status_code == 200 and resp.json()["status"] == "fallback"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"user_id": "u", "text": "   "}, 422, "text"),
+        ({"user_id": "u", "text": "开" * 2001}, 422, "text"),
+        ({"user_id": "u", "text": 123}, 422, "text"),
+        ({"user_id": "u"}, 422, "text"),
+        ({"text": "打开车窗"}, 422, "user_id"),
+        ({"user_id": "u", "text": "打开车窗", "extra": 1}, 422, "extra"),
+    ],
+)
+def test_bad_bodies_get_the_error_envelope(client, body, status, field):
+    resp = client.post(CHAT, json=body)
+    assert resp.status_code == status
+    error = resp.json()["error"]
+    assert error["field"] == field and error["code"] and error["message"]
+
+
+@pytest.mark.parametrize("raw", [b'{"user_id": "u", "text": ', b"\xff\xfe\x00", b'{"user_id":"u","text":"\xff"}'])
+def test_malformed_bodies_are_400_and_the_session_survives(client, raw):
+    start = chat(client, "导航", user_id="bad-1")
+    resp = client.post(CHAT, content=raw, headers={"content-type": "application/json"})
+    assert resp.status_code == 400 and resp.json()["error"]["code"] in ("invalid_json", "bad_request")
+    follow = client.post(FILL, json={"session_id": start["session_id"], "user_id": "bad-1", "text": "去人民广场"})
+    assert follow.json()["status"] == "completed" and follow.json()["slots"]["destination"] == "人民广场"
+
+
+def test_session_of_another_user_is_forbidden(client):
+    sid = chat(client, "打开车窗", user_id="owner")["session_id"]
+    resp = client.post(CHAT, json={"session_id": sid, "user_id": "intruder", "text": "关窗"})
+    assert resp.status_code == 403 and resp.json()["error"]["field"] == "session_id"
+
+
+def _set_classifier_faults(serve_app, spec: str) -> None:
+    config = copy.deepcopy(serve_app["config"])
+    for dep in config["applications"][0]["deployments"]:
+        if dep["name"] == "IntentClassifier":
+            dep["user_config"] = {"faults": spec}
+    launcher.start(config)
+
+
+def test_slow_classifier_degrades_inside_the_budget_and_is_cancelled(serve_app, client):
+    from ray import serve
+
+    _set_classifier_faults(serve_app, "delay_ms=800")
+    try:
+        deadline = time.time() + 60
+        while True:  # the user_config update reaches the replica asynchronously
+            t0 = time.perf_counter()
+            body = chat(client, "打开车窗", user_id="fault")
+            wall_ms = (time.perf_counter() - t0) * 1000
+            if "classifier" in body["timings"]["degraded"] or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        assert body["timings"]["degraded"] == ["classifier"]
+        assert wall_ms <= body["timings"]["budget_ms"] + MARGIN_MS
+        assert body["status"] == "completed" and body["intent"] == "cabin_window_open"
+        assert body["routing_debug"]["stages"]["classifier"]["degraded"] is True
+        handle = serve.get_deployment_handle("IntentClassifier", app_name=launcher.APP_NAME)
+        stats = handle.stats.remote().result(timeout_s=10)
+        assert stats["cancelled"] >= 1
+    finally:
+        _set_classifier_faults(serve_app, "")
+    time.sleep(2)

@@ -1,0 +1,278 @@
+"""Contract tests for models.build: train-only artifacts, the fingerprint, rows → pack, the CLI, held-out accuracy.
+
+Real encoder and real training throughout; the shipped packs are built once into the session state dir
+(`cockpit` / `timeflow` fixtures), extra packs are tiny and go to temporary state dirs.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import faiss
+import joblib
+import numpy as np
+import pytest
+import yaml
+from sklearn.base import clone
+
+from engine.pack import SPECIAL_INTENTS, find_pack, load_pack
+from models import artifacts as layout
+from models.build import build, held_out_accuracy, rows_to_pack
+
+from build_helpers import CONFIG_DIR, run_module, settings_in, tmp_state, write_jsonl
+
+MIN_HELD_OUT_ACCURACY = 0.90
+
+# A small hand-written user dataset: 4 intents × 12 rows.
+HANDWRITTEN = {
+    "water_plants": ["给阳台的花浇点水", "帮我浇一下花", "花盆里的土干了，浇水吧", "今天记得给绿萝浇水", "多肉该浇水了",
+                     "自动浇花打开", "把花园的喷灌开一下", "给盆栽补点水", "客厅那盆花需要浇水", "帮我给植物浇浇水",
+                     "花快渴死了，赶紧浇水", "启动浇花系统"],
+    "order_takeout": ["帮我点份外卖", "我想叫个外卖", "点一份黄焖鸡米饭", "来一杯奶茶外卖", "中午帮我订个盒饭",
+                      "叫份麻辣烫送到公司", "点个披萨当晚饭", "帮我下单一份寿司外卖", "晚上想吃烧烤，帮我点",
+                      "外卖来一份牛肉面", "订两份炸鸡送到家", "帮我在外卖平台点份饺子"],
+    "check_weather": ["今天天气怎么样", "明天会下雨吗", "外面现在多少度", "这周末天气好不好", "查一下北京的天气",
+                      "后天要带伞吗", "今天风大不大", "明早会降温吗", "最近几天有没有雾霾", "上海明天晴天吗",
+                      "今晚气温多少", "看看下午会不会下雪"],
+    "call_taxi": ["帮我叫辆车", "打个车去火车站", "叫一辆出租车到楼下", "我要打车回家", "帮我约个网约车", "叫辆专车去机场",
+                  "现在打车去公司", "给我叫个快车", "约一辆明早七点的车", "帮我叫车到医院", "打车去电影院", "叫个顺风车去市中心"],
+}
+CLI_PACK = "handwritten"
+
+
+def data_pack_head() -> dict:
+    return yaml.safe_load((CONFIG_DIR / "data_pack.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(params=["cockpit", "timeflow"])
+def shipped(request):
+    """(pack, settings) of each shipped pack, built (once per session) into the session state dir."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="module")
+def embedder(cockpit):
+    from models.embedding import Embedder
+
+    _, settings = cockpit
+    return Embedder(settings.encoder_path, batch_size=settings.models.encode_batch_size)
+
+
+# --- (a) the test split never reaches an artifact -------------------------------------------------------------
+
+
+def test_retriever_rows_are_exactly_the_training_split(shipped):
+    pack, settings = shipped
+    out = settings.artifacts_dir(pack.name)
+    rows = json.loads((out / layout.RETRIEVER_ROWS).read_text(encoding="utf-8"))
+    assert [(r["text"], r["intent"]) for r in rows] == pack.train_rows()
+    test_texts = {t for t, _ in pack.test_rows()}
+    assert test_texts, "a shipped pack without a test split proves nothing here"
+    assert not test_texts & {r["text"] for r in rows}
+    assert faiss.read_index(str(out / layout.RETRIEVER_INDEX)).ntotal == len(rows)
+
+
+def test_manifest_counts_the_training_split(shipped):
+    pack, settings = shipped
+    manifest = layout.read_manifest(settings.artifacts_dir(pack.name))
+    train = pack.train_rows()
+    assert manifest["pack"] == pack.name
+    assert manifest["train_rows"] == len(train)
+    assert manifest["train_counts"] == dict(Counter(i for _, i in train))
+    assert manifest["labels"] == sorted({i for _, i in train})
+    assert manifest["detector_labels"] == sorted({i for _, i in train} - set(SPECIAL_INTENTS))
+
+
+def test_ngram_vocabulary_was_fit_on_training_texts_only(shipped):
+    pack, settings = shipped
+    ngram = joblib.load(settings.artifacts_dir(pack.name) / layout.CLASSIFIER_NGRAM)
+    tfidf = ngram.named_steps["tfidf"]
+    train_texts = [t for t, _ in pack.train_rows()]
+    refit = clone(tfidf).fit(train_texts)
+    assert set(tfidf.vocabulary_) == set(refit.vocabulary_)
+    with_test = clone(tfidf).fit(train_texts + [t for t, _ in pack.test_rows()])
+    test_only = set(with_test.vocabulary_) - set(refit.vocabulary_)
+    assert test_only, "expected the held-out texts to hold some n-gram the training texts lack"
+    assert not test_only & set(tfidf.vocabulary_), sorted(test_only & set(tfidf.vocabulary_))[:10]
+    assert list(ngram.named_steps["lr"].classes_) == list(range(len(layout.read_manifest(settings.artifacts_dir(pack.name))["labels"])))
+
+
+def test_heads_match_the_manifest_and_the_encoder(shipped, embedder):
+    pack, settings = shipped
+    out = settings.artifacts_dir(pack.name)
+    manifest = layout.read_manifest(out)
+    clf, det = layout.LinearHead.load(out / layout.CLASSIFIER_HEAD), layout.LinearHead.load(out / layout.DETECTOR_HEAD)
+    assert clf.labels == manifest["labels"] and clf.weight.shape == (len(clf.labels), embedder.dim)
+    assert det.labels == manifest["detector_labels"] and det.weight.shape == (len(det.labels), embedder.dim)
+
+
+def test_index_row_i_is_the_embedding_of_rows_json_row_i(shipped, embedder):
+    pack, settings = shipped
+    out = settings.artifacts_dir(pack.name)
+    rows = json.loads((out / layout.RETRIEVER_ROWS).read_text(encoding="utf-8"))
+    index = faiss.read_index(str(out / layout.RETRIEVER_INDEX))
+    picks = sorted({0, len(rows) // 3, len(rows) // 2, len(rows) - 1})
+    stored = np.stack([index.reconstruct(i) for i in picks])
+    fresh = embedder.encode([rows[i]["text"] for i in picks])
+    assert np.all(np.sum(stored * fresh, axis=1) > 0.999)
+
+
+# --- (b) fingerprint ------------------------------------------------------------------------------------------
+
+
+def test_build_again_is_a_no_op(cockpit, capsys):
+    pack, settings = cockpit
+    out = settings.artifacts_dir(pack.name)
+    before = layout.read_manifest(out)
+    stamp = (out / layout.CLASSIFIER_HEAD).stat().st_mtime_ns
+    assert build(pack, settings) == out
+    assert "up to date" in capsys.readouterr().out
+    assert layout.read_manifest(out) == before  # built_at included
+    assert (out / layout.CLASSIFIER_HEAD).stat().st_mtime_ns == stamp
+
+
+def test_training_split_change_rebuilds_and_test_split_change_does_not(cli_build, tmp_path, capsys):
+    """On a copy of the tiny CLI-built pack: same data is a no-op, a new training row rebuilds, a new test row does not."""
+    state_a, _ = cli_build
+    state = tmp_state(tmp_path / "state", state_a / "encoder" / "multilingual-e5-small")
+    shutil.copytree(state_a / "packs" / CLI_PACK, state / "packs" / CLI_PACK)
+    settings = settings_in(state, CLI_PACK)
+    source = find_pack(CLI_PACK, shipped_dir=settings.packs_dir, state_dir=state)
+    assert source == state / "packs" / CLI_PACK / "source"
+    out = settings.artifacts_dir(CLI_PACK)
+    first = layout.read_manifest(out)
+
+    build(load_pack(source), settings)
+    assert "up to date" in capsys.readouterr().out
+    assert layout.read_manifest(out)["built_at"] == first["built_at"]
+
+    data = source / "intents" / "data.yaml"
+    intents = yaml.safe_load(data.read_text(encoding="utf-8"))
+    weather = next(i for i in intents if i["id"] == "check_weather")
+    weather["examples"].append("周日出门要不要带雨衣")
+    data.write_text(yaml.safe_dump(intents, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    pack = load_pack(source)
+    build(pack, settings)
+    assert "built models" in capsys.readouterr().out
+    second = layout.read_manifest(out)
+    assert second["built_at"] > first["built_at"]
+    assert second["fingerprint"] != first["fingerprint"]
+    assert second["train_rows"] == first["train_rows"] + 1
+    rows = json.loads((out / layout.RETRIEVER_ROWS).read_text(encoding="utf-8"))
+    assert {"text": "周日出门要不要带雨衣", "intent": "check_weather"} in rows
+    assert not list(out.parent.glob(".build-*")), "temporary build folder left behind"
+
+    weather["test_examples"].append("下周三会不会刮台风")
+    data.write_text(yaml.safe_dump(intents, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    build(load_pack(source), settings)
+    assert "up to date" in capsys.readouterr().out
+    assert layout.read_manifest(out) == second
+
+
+# --- (c) rows_to_pack -----------------------------------------------------------------------------------------
+
+
+def messy_rows_file(path: Path) -> Path:
+    lines = ["", json.dumps({"text": "  今天天气怎么样  ", "intent": "check_weather", "source": "x", "n": 1}, ensure_ascii=False)]
+    for intent, texts in HANDWRITTEN.items():
+        for k, text in enumerate(texts):
+            lines.append(json.dumps({"text": text, "intent": intent, "source": "handwritten", "id": k, "tags": ["a"]}, ensure_ascii=False))
+            if k % 4 == 0:
+                lines.append("   ")
+    lines.append(json.dumps({"intent": "order_takeout", "text": "帮我点份外卖", "extra": None}, ensure_ascii=False))  # duplicate
+    lines.append(json.dumps({"text": "帮我叫辆车", "intent": "order_takeout"}, ensure_ascii=False))  # same text, second intent
+    lines.append(json.dumps({"text": "只有一句的意图", "intent": "lonely"}, ensure_ascii=False))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_rows_to_pack_builds_a_stratified_disjoint_split(tmp_path):
+    settings = settings_in(tmp_path / "state", "messy")
+    source = rows_to_pack(messy_rows_file(tmp_path / "rows.jsonl"), "messy", settings)
+    assert source == tmp_path / "state" / "packs" / "messy" / "source"
+    pack = load_pack(source)  # the strict pack schema: any leaked extra key would fail here
+    head = data_pack_head()
+    assert pack.name == "messy"
+    assert pack.rules.model_dump() == head["rules"] and pack.responses == head["responses"]
+    assert sorted(pack.intent_ids) == sorted(HANDWRITTEN)  # 'lonely' (one row) is skipped
+
+    everything = [t for i in pack.intents for t in i.examples + i.test_examples]
+    assert len(everything) == len(set(everything)), "a text landed twice (duplicate row or two intents)"
+    assert set(everything) == {t for texts in HANDWRITTEN.values() for t in texts}
+    assert all(t == t.strip() for t in everything)
+    for intent in pack.intents:
+        n = len(intent.examples) + len(intent.test_examples)
+        assert intent.examples and intent.test_examples, intent.id
+        assert len(intent.test_examples) == max(1, round(n * head["test_share"])), intent.id
+        assert not set(intent.examples) & set(intent.test_examples)
+    train, test = {t for t, _ in pack.train_rows()}, {t for t, _ in pack.test_rows()}
+    assert not train & test
+
+
+def test_rows_to_pack_is_deterministic(tmp_path):
+    rows = messy_rows_file(tmp_path / "rows.jsonl")
+    a = rows_to_pack(rows, "p", settings_in(tmp_path / "a", "p"))
+    b = rows_to_pack(rows, "p", settings_in(tmp_path / "b", "p"))
+    assert (a / "intents" / "data.yaml").read_text(encoding="utf-8") == (b / "intents" / "data.yaml").read_text(encoding="utf-8")
+
+
+def test_two_rows_per_intent_is_enough_for_both_splits(tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"text": "甲一", "intent": "a"}, {"text": "甲二", "intent": "a"},
+                                                  {"text": "乙一", "intent": "b"}, {"text": "乙二", "intent": "b"}])
+    pack = load_pack(rows_to_pack(rows, "two", settings_in(tmp_path / "state", "two")))
+    assert {i.id: (len(i.examples), len(i.test_examples)) for i in pack.intents} == {"a": (1, 1), "b": (1, 1)}
+
+
+@pytest.mark.parametrize("bad", ['{"text": "没有意图"}', "{not json", '["帮我叫辆车", "call_taxi"]', '"just a string"', "42"])
+def test_malformed_line_exits_with_its_line_number(tmp_path, bad):
+    good = json.dumps({"text": "帮我叫辆车", "intent": "call_taxi"}, ensure_ascii=False)
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join([good, "", good.replace("帮我叫辆车", "打车去机场"), bad, good]) + "\n", encoding="utf-8")
+    settings = settings_in(tmp_path / "state", "broken")
+    with pytest.raises(SystemExit) as exc:
+        rows_to_pack(path, "broken", settings)
+    assert re.search(rf"{re.escape(str(path))}:4:", str(exc.value.code)), exc.value.code
+    assert not (tmp_path / "state" / "packs" / "broken").exists(), "a malformed file must not leave a half-written pack"
+
+
+# --- (d) the CLI ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_build(cockpit, tmp_path_factory):
+    """`python -m models.build --pack handwritten --data rows.jsonl` into a fresh state dir, run once."""
+    _, settings = cockpit
+    base = tmp_path_factory.mktemp("cli")
+    state = tmp_state(base / "state", settings.encoder_path)
+    rows = write_jsonl(base / "rows.jsonl", [{"text": t, "intent": i, "source": "handwritten"} for i, ts in HANDWRITTEN.items() for t in ts])
+    proc = run_module(["models.build", "--pack", CLI_PACK, "--data", str(rows)], state_dir=state)
+    return state, proc
+
+
+def test_cli_builds_a_pack_from_jsonl_rows(cli_build):
+    state, proc = cli_build
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    match = re.search(r"pack 'handwritten': classifier top-1 accuracy on the held-out split = ([0-9.]+) \((\d+) rows\)", proc.stdout)
+    assert match, proc.stdout
+    accuracy, n_test = float(match.group(1)), int(match.group(2))
+    print(f"\nhand-written CLI pack: held-out accuracy {accuracy:.3f} on {n_test} rows")
+    assert n_test == 4 * max(1, round(12 * data_pack_head()["test_share"]))
+    assert accuracy >= 0.75
+    manifest = layout.read_manifest(state / "packs" / CLI_PACK / "models")
+    assert manifest["train_rows"] == 4 * 12 - n_test
+    assert sorted(manifest["labels"]) == sorted(HANDWRITTEN) == manifest["detector_labels"]
+    # the link in the temp state dir was reused, not replaced by a fresh bootstrap
+    assert (state / "encoder" / "multilingual-e5-small").is_symlink()
+
+
+# --- (e) held-out accuracy of the shipped packs ---------------------------------------------------------------
+
+
+def test_held_out_accuracy_of_shipped_packs(shipped):
+    pack, settings = shipped
+    accuracy = held_out_accuracy(pack, settings)
+    print(f"\n{pack.name}: classifier top-1 accuracy on the held-out split = {accuracy:.3f} ({len(pack.test_rows())} rows)")
+    assert accuracy >= MIN_HELD_OUT_ACCURACY
