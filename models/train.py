@@ -20,23 +20,25 @@ Encode = Callable[[list[str]], np.ndarray]
 
 # Joiners real users put between two requests in one breath.
 CONNECTORS = ("，然后", "，再", "，顺便", "，同时", "然后", "，还有", "，另外", "并且", "，再帮我", "，", "。", "，接着")
-CLASSIFIER_C = 20.0
 DETECTOR_C = 10.0
 MULTI_PER_LABEL = 40
 MAX_ITER = 3000
 
 
-def train_classifier(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path) -> list[str]:
-    """Multinomial logistic head on embeddings, plus a char 1–3-gram TF-IDF model for the ensemble."""
+def _ngram_model(c: float) -> Pipeline:
+    return Pipeline([
+        ("tfidf", TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True)),
+        ("lr", LogisticRegression(C=c, max_iter=MAX_ITER)),
+    ])
+
+
+def train_classifier(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path, *, c: float) -> list[str]:
+    """Multinomial logistic head on embeddings plus a char 1–3-gram TF-IDF model for the ensemble."""
     label_list = sorted(set(labels))
     y = np.array([label_list.index(lab) for lab in labels])
-    head = LogisticRegression(C=CLASSIFIER_C, max_iter=MAX_ITER).fit(vectors, y)
+    head = LogisticRegression(C=c, max_iter=MAX_ITER).fit(vectors, y)
     LinearHead(head.coef_, head.intercept_, label_list).save(out / CLASSIFIER_HEAD)
-    ngram = Pipeline([
-        ("tfidf", TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True)),
-        ("lr", LogisticRegression(C=CLASSIFIER_C, max_iter=MAX_ITER)),
-    ]).fit(texts, y)
-    joblib.dump(ngram, out / CLASSIFIER_NGRAM)
+    joblib.dump(_ngram_model(c).fit(texts, y), out / CLASSIFIER_NGRAM)
     return label_list
 
 
