@@ -31,6 +31,7 @@ class EmbeddingRetriever:
 
     def _vote(self, sims: np.ndarray, ids: np.ndarray) -> list[Candidate]:
         """Softmax over neighbour similarities, summed per intent: a distribution like the classifier's."""
+        sims = sims.astype(np.float64)
         weights = np.exp((sims - sims.max()) / self._temperature)
         weights /= weights.sum()
         scores: dict[str, float] = {}

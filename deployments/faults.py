@@ -27,15 +27,21 @@ class FaultSet:
         With `stage` given (a replica's user_config), a spec without a `stage:` prefix applies to that stage.
         """
         faults: dict[str, Fault] = {}
-        for part in filter(None, (p.strip() for p in (spec or "").replace(" ", ";").split(";"))):
-            if ":" not in part and stage:
+        for part in filter(None, (p.strip() for p in (spec or "").split(";"))):
+            if ":" not in part:
+                if not stage:
+                    raise ValueError(f"Bad fault spec '{part}': expected 'stage:delay_ms=N[,error=1]'.")
                 part = f"{stage}:{part}"
-            stage_name, _, options = part.partition(":")
-            values: dict[str, str] = dict(kv.split("=", 1) for kv in options.split(",") if "=" in kv)
-            unknown = set(values) - {"delay_ms", "error"}
-            if not stage_name or unknown:
+            stage_name, _, options = (x.strip() for x in part.partition(":"))
+            values: dict[str, str] = {}
+            for kv in filter(None, (o.strip() for o in options.split(","))):
+                key, sep, value = (x.strip() for x in kv.partition("="))
+                if not sep or not value or key not in ("delay_ms", "error"):
+                    raise ValueError(f"Bad fault option '{kv}' in '{part}': expected delay_ms=N or error=0|1.")
+                values[key] = value
+            if not stage_name or not values:
                 raise ValueError(f"Bad fault spec '{part}': expected 'stage:delay_ms=N[,error=1]'.")
-            faults[stage_name.strip()] = Fault(delay_ms=float(values.get("delay_ms", 0)), error=values.get("error", "0") not in ("0", "false", ""))
+            faults[stage_name] = Fault(delay_ms=float(values.get("delay_ms", 0)), error=_flag(values.get("error", "0")))
         return cls(faults)
 
     async def apply(self, stage: str) -> None:
@@ -51,3 +57,12 @@ class FaultSet:
                 raise
         if fault.error:
             raise InjectedFault(f"injected failure in {stage}")
+
+
+def _flag(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"Bad fault flag '{value}': expected 0/1 or true/false.")

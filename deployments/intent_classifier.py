@@ -71,6 +71,8 @@ class IntentClassifier:
         return self._backend.labels
 
     def classify_batch(self, texts: list[str]) -> list[list[Candidate]]:
+        if not texts:
+            return []
         probs = self._backend.probabilities(texts)
         order = np.argsort(-probs, axis=1)[:, : self._top_k]
         return [[Candidate(intent=self.labels[j], score=float(row[j])) for j in idx] for row, idx in zip(probs, order)]

@@ -39,9 +39,12 @@ def rows_to_pack(rows_path: Path, name: str, settings: Settings) -> Path:
             continue
         try:
             row = json.loads(line)
-            text, intent = str(row["text"]).strip(), str(row["intent"]).strip()
+            text, intent = row["text"], row["intent"]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise SystemExit(f"{rows_path}:{n}: expected a JSON object with 'text' and 'intent' ({exc}).") from exc
+        if not isinstance(text, str) or not isinstance(intent, str):
+            raise SystemExit(f"{rows_path}:{n}: 'text' and 'intent' must be strings.")
+        text, intent = text.strip(), intent.strip()
         if text and intent and text not in by_intent[intent]:
             by_intent[intent].append(text)
     seen: set[str] = set()
@@ -97,7 +100,7 @@ def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
     try:
         vectors = embedder.encode(texts)
         classes = train_classifier(texts, labels, vectors, tmp, c=settings.models.classifier_c)
-        detector_labels = train_detector(rows, embedder.encode, tmp)
+        detector_labels = train_detector(rows, vectors, embedder.encode, tmp)
         build_index(texts, labels, vectors, tmp)
         manifest = {
             "pack": pack.name, "fingerprint": fp, "encoder": str(encoder), "labels": classes,

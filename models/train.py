@@ -20,8 +20,9 @@ Encode = Callable[[list[str]], np.ndarray]
 
 # Joiners real users put between two requests in one breath.
 CONNECTORS = ("，然后", "，再", "，顺便", "，同时", "然后", "，还有", "，另外", "并且", "，再帮我", "，", "。", "，接着")
-DETECTOR_C = 10.0
-MULTI_PER_LABEL = 40
+# Picked on a held-out 20% of the cockpit TRAINING split: pair recall .667 → .787 vs (40 pairs, C=10).
+DETECTOR_C = 30.0
+MULTI_PER_LABEL = 80
 MAX_ITER = 3000
 
 
@@ -62,11 +63,11 @@ def synthesize_multi(rows: list[tuple[str, str]], seed: int = 0) -> list[tuple[s
     return out
 
 
-def train_detector(rows: list[tuple[str, str]], encode: Encode, out: Path) -> list[str]:
+def train_detector(rows: list[tuple[str, str]], row_vectors: np.ndarray, encode: Encode, out: Path) -> list[str]:
     """One-vs-rest sigmoid head over task intents, trained on single rows and synthesized pairs."""
-    samples = synthesize_multi(rows)
+    samples = synthesize_multi(rows)  # the single rows come first, in order: reuse their vectors
     label_list = sorted({lab for _, labs in samples for lab in labs})
-    x = encode([t for t, _ in samples])
+    x = np.concatenate([row_vectors, encode([t for t, _ in samples[len(rows):]])])
     weights, biases = [], []
     for label in label_list:
         y = np.array([label in labs for _, labs in samples], dtype=int)
