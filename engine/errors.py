@@ -21,11 +21,3 @@ class TextTooLong(InvalidInput):
 
 class SessionForbidden(BatonError):
     code = "session_forbidden"
-
-
-class SessionBusy(BatonError):
-    code = "session_busy"
-
-
-class Overloaded(BatonError):
-    code = "overloaded"

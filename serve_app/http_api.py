@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engine.errors import BatonError, InvalidInput, Overloaded, SessionBusy, SessionForbidden, TextTooLong
+from engine.errors import BatonError, InvalidInput, SessionForbidden, TextTooLong
 from engine.turn import TurnEngine
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
@@ -17,8 +17,6 @@ STATUS_BY_ERROR: dict[type[BatonError], int] = {
     TextTooLong: 422,
     InvalidInput: 422,
     SessionForbidden: 403,
-    SessionBusy: 409,
-    Overloaded: 503,
 }
 
 
@@ -57,7 +55,7 @@ def create_api() -> FastAPI:
     @api.exception_handler(BatonError)
     async def baton_error(request: Request, exc: BatonError) -> JSONResponse:
         status = next((s for cls, s in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 503)
-        headers = {"Retry-After": "1"} if status in (409, 503) else None
+        headers = {"Retry-After": "1"} if status == 503 else None
         return error_response(status, exc.code, exc.message, exc.field, headers)
 
     @api.exception_handler(RequestValidationError)
