@@ -47,6 +47,8 @@ class ResponsePolicy:
         return f"好的，{result.message}。"
 
     def decided(self, intent: Intent | None, labels: list[str] | None = None) -> str:
+        if intent and not intent.agent and intent.reply:
+            return render(intent.reply)  # nobody to hand over to: the intent's own words (e.g. emotion support)
         label = "、".join(labels) if labels else (intent.label if intent else "")
         agent = intent.agent if intent and intent.agent else ""
         return self._say("decided", label=label, agent=agent)

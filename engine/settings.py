@@ -21,6 +21,7 @@ class FusionConfig(Section):
     stage_accept: dict[str, float] = Field(description="Score at which a stage's top candidate counts as accepted.")
     execute_threshold: float
     route_to_cloud_threshold: float
+    clarify_floor: float = Field(description="Below route_to_cloud a top task intent still gets a clarify question down to this score; lower is rejected.")
     clarify_margin: float
     classifier_execute_score: float
     classifier_execute_margin: float

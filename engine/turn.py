@@ -121,11 +121,12 @@ class TurnEngine:
             return self._multi_decision(session, text, route, deadline)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
             return await self._execute(session, self.pack.intent(top), text, deadline)
-        if top == OUT_OF_SCOPE or fusion.decision == RouteDecision.reject:
+        weak = fusion.decision == RouteDecision.reject and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
+        if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and deadline.degraded:
                 return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
             return self._reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
-        # clarify, and route_to_cloud with no cloud planner: offer the known candidates (seed 003 §27.2)
+        # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates (seed 003 §27.2)
         options = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS][: self._settings.fusion.max_clarify_options]
         if options:
             return self._reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)

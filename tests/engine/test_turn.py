@@ -342,6 +342,18 @@ async def test_low_scores_are_rejected() -> None:
     assert rig.plugins.vehicle("u1").window_open is False
 
 
+async def test_weak_known_candidate_is_asked_about_not_refused() -> None:
+    """Below route_to_cloud but above clarify_floor: a task intent gets a clarify question, nothing executes."""
+    text = "车里好闷能不能透透气"
+    rig = Rig(models=FakeModelClient().on(text, classifier=[("cabin_window_open", 0.35)], retriever=[("cabin_window_open", 0.3)]))
+    resp = await chat(rig, text)
+    assert resp.routing_debug.fusion.decision == "reject"
+    assert rig.settings.fusion.clarify_floor <= resp.routing_debug.fusion.top_score < rig.settings.fusion.route_to_cloud_threshold
+    assert resp.status == TurnStatus.clarify and resp.intent == "cabin_window_open"
+    assert "打开车窗" in resp.reply
+    assert rig.plugins.vehicle("u1").window_open is False
+
+
 async def test_close_candidates_ask_to_clarify() -> None:
     text = "打开那个窗"
     fake = FakeModelClient().on(text, classifier=[("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.42)],
@@ -373,3 +385,11 @@ async def test_replying_cancel_as_the_prompt_suggests_declines() -> None:
     resp = await chat(rig, "取消")
     assert resp.status == TurnStatus.stopped, f"got {resp.status.value}: {resp.reply}"
     assert rig.plugins.orders.status(ORDER) == "pending_shipment"
+
+
+async def test_decided_without_an_agent_answers_in_the_intents_own_words() -> None:
+    text = "最近压力好大什么都不想做"
+    rig = Rig("timeflow", models=FakeModelClient().sure(text, "emotion_support"))
+    resp = await chat(rig, text)
+    assert resp.status == TurnStatus.decided and resp.decision.agent is None
+    assert resp.reply == rig.pack.intent("emotion_support").reply
