@@ -58,12 +58,14 @@ def _in_process_api(settings):
     from engine.plugins import PluginRegistry
     from engine.session import InMemorySessionStore
     from engine.turn import TurnEngine
-    from serve_app.http_api import create_api
+    from serve_app.admission import Admission
+    from serve_app.http_api import Serving, create_api
 
     api = create_api()
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
-    api.state.engine = TurnEngine(pack=pack, settings=settings, models=InProcessModels(settings),
-                                  sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry())
+    engine = TurnEngine(pack=pack, settings=settings, models=InProcessModels(settings),
+                        sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry())
+    api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.max_in_flight_turns))
     return api, pack
 
 

@@ -21,3 +21,9 @@ class TextTooLong(InvalidInput):
 
 class SessionForbidden(BatonError):
     code = "session_forbidden"
+
+
+class Overloaded(BatonError):
+    """More turns are in flight than this replica admits; the client should retry after a pause."""
+
+    code = "overloaded"

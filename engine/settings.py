@@ -62,6 +62,12 @@ class ModelsConfig(Section):
     max_batch_size: int = Field(gt=0, description="@serve.batch size cap per model replica.")
 
 
+class ServingConfig(Section):
+    max_in_flight_turns: int = Field(gt=0, description="Turns one orchestrator replica runs at once; more are shed with 503.")
+    retry_after_s: int = Field(gt=0, description="Retry-After sent with a shed turn.")
+    metrics_port: int = Field(ge=0, description="Prometheus exposition port of the orchestrator replica; 0 disables it.")
+
+
 class Budgets(Section):
     turn_ms: dict[str, float] = Field(description="Whole-turn budget per input modality.")
     stages_ms: dict[str, float] = Field(description="Per-stage budget, keyed by canonical stage name.")
@@ -81,6 +87,7 @@ class Settings(Section):
     slots: SlotConfig
     session: SessionConfig
     models: ModelsConfig
+    serving: ServingConfig
     budgets: Budgets
     state_dir: Path = Path("var")
     config_dir: Path = Path("config")

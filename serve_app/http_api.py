@@ -1,6 +1,8 @@
 """The HTTP API (seed 003 §6): thin routes over the turn engine and the one mapping of errors to the envelope."""
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Request
@@ -8,8 +10,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engine.errors import BatonError, InvalidInput, SessionForbidden, TextTooLong
+from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, TextTooLong
 from engine.turn import TurnEngine
+from serve_app.admission import Admission
+from serve_app.metrics import TurnMetrics
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 
@@ -17,7 +21,28 @@ STATUS_BY_ERROR: dict[type[BatonError], int] = {
     TextTooLong: 422,
     InvalidInput: 422,
     SessionForbidden: 403,
+    Overloaded: 503,
 }
+
+
+@dataclass
+class Serving:
+    """What the routes need, built once per process: the engine, admission control and metrics."""
+
+    engine: TurnEngine
+    admission: Admission
+    metrics: TurnMetrics = field(default_factory=TurnMetrics)
+    retry_after_s: int = 1
+
+    async def turn(self, call: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        try:
+            async with self.admission.turn():
+                response = await call()
+        except Overloaded:
+            self.metrics.shed.inc()
+            raise
+        self.metrics.observe(response)
+        return response
 
 
 def error_response(status: int, code: str, message: str, field: str | None = None, headers: dict | None = None) -> JSONResponse:
@@ -25,37 +50,40 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
-def _engine(request: Request) -> TurnEngine:
-    engine = getattr(request.app.state, "engine", None)
-    if engine is None:
+def _serving(request: Request) -> Serving:
+    serving = getattr(request.app.state, "serving", None)
+    if serving is None:
         raise BatonError("The service is still starting.")
-    return engine
+    return serving
 
 
-EngineDep = Annotated[TurnEngine, Depends(_engine)]
+ServingDep = Annotated[Serving, Depends(_serving)]
 
 
 def create_api() -> FastAPI:
-    """The FastAPI app shared by the Serve ingress and the in-process monolith; set `app.state.engine` before serving."""
+    """The FastAPI app shared by the Serve ingress and the in-process monolith; set `app.state.serving` before serving."""
     api = FastAPI(title="Baton", version="0.1.0")
 
     @api.get("/health")
     async def health(request: Request) -> dict:
-        engine = getattr(request.app.state, "engine", None)
-        return {"status": "ok" if engine else "starting", "pack": engine.pack.name if engine else None}
+        serving = getattr(request.app.state, "serving", None)
+        return {"status": "ok" if serving else "starting", "pack": serving.engine.pack.name if serving else None}
 
     @api.post("/api/v1/agent/chat", response_model=ChatResponse)
-    async def chat(body: ChatRequest, engine: EngineDep) -> ChatResponse:
-        return await engine.chat(body)
+    async def chat(body: ChatRequest, serving: ServingDep) -> ChatResponse:
+        return await serving.turn(lambda: serving.engine.chat(body))
 
     @api.post("/api/v1/agent/fill-slots", response_model=ChatResponse)
-    async def fill_slots(body: FillSlotsRequest, engine: EngineDep) -> ChatResponse:
-        return await engine.fill_slots(body)
+    async def fill_slots(body: FillSlotsRequest, serving: ServingDep) -> ChatResponse:
+        return await serving.turn(lambda: serving.engine.fill_slots(body))
 
     @api.exception_handler(BatonError)
     async def baton_error(request: Request, exc: BatonError) -> JSONResponse:
         status = next((s for cls, s in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 503)
-        headers = {"Retry-After": "1"} if status == 503 else None
+        serving = getattr(request.app.state, "serving", None)
+        if serving is not None:
+            serving.metrics.errors.labels(exc.code).inc()
+        headers = {"Retry-After": str(serving.retry_after_s if serving else 1)} if status == 503 else None
         return error_response(status, exc.code, exc.message, exc.field, headers)
 
     @api.exception_handler(RequestValidationError)

@@ -10,17 +10,19 @@ from engine.plugins import PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from serve_app.app_args import AppArgs
+from serve_app.admission import Admission
 from serve_app.handle_client import HandleModels
-from serve_app.http_api import create_api
+from serve_app.http_api import Serving, create_api
+from serve_app.metrics import TurnMetrics
 
 # One engine per replica process. Serve builds the ASGI app (below) right after Orchestrator.__init__
 # runs in the replica, so the constructor leaves the engine here for the app factory to pick up.
-_replica_engine: list[TurnEngine] = []
+_replica_serving: list[Serving] = []
 
 
 def _replica_api() -> FastAPI:
     api = create_api()
-    api.state.engine = _replica_engine[-1]
+    api.state.serving = _replica_serving[-1]
     return api
 
 
@@ -29,9 +31,14 @@ class Orchestrator:
     def __init__(self, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle, args: dict) -> None:
         settings = AppArgs.model_validate(args).settings()
         pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
-        _replica_engine.append(TurnEngine(
+        engine = TurnEngine(
             pack=pack, settings=settings,
             models=HandleModels(classifier=classifier, detector=detector, retriever=retriever),
             sessions=InMemorySessionStore(settings.session.ttl_s),
             plugins=PluginRegistry(),
-        ))
+        )
+        serving = Serving(engine=engine, admission=Admission(settings.serving.max_in_flight_turns),
+                          metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s)
+        if settings.serving.metrics_port:
+            serving.metrics.serve(settings.serving.metrics_port)
+        _replica_serving.append(serving)

@@ -149,3 +149,27 @@ def test_slow_classifier_degrades_inside_the_budget_and_is_cancelled(serve_app, 
     finally:
         _set_classifier_faults(serve_app, "")
     time.sleep(2)
+
+
+def _turns_total(port: int) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    return sum(s.value for fam in text_string_to_metric_families(text) if fam.name == "baton_turns"
+               for s in fam.samples if s.name == "baton_turns_total")
+
+
+def test_metrics_endpoint_counts_the_turns_sent(client, cockpit):
+    _, settings = cockpit
+    port = settings.serving.metrics_port
+    deadline = time.time() + 30
+    while True:  # the exporter binds in the background
+        try:
+            before = _turns_total(port)
+            break
+        except httpx.HTTPError:
+            assert time.time() < deadline, f"no metrics on :{port}"
+            time.sleep(0.5)
+    for text in ("打开车窗", "你好", "把音量调小一点"):
+        chat(client, text, user_id="metrics")
+    assert _turns_total(port) == before + 3

@@ -1,0 +1,47 @@
+"""Prometheus metrics of served turns: counts by status, per-stage latency, degradations, sheds and errors."""
+from __future__ import annotations
+
+import threading
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+
+from protocol.http_chat import ChatResponse
+
+BIND_RETRY_S = 1.0
+BIND_ATTEMPTS = 120
+LATENCY_BUCKETS_MS = (5, 10, 20, 40, 60, 80, 100, 150, 200, 300, 400, 600, 800, 1200, 2000)
+
+
+class TurnMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.turns = Counter("baton_turns", "Turns answered, by status.", ["status"], registry=self.registry)
+        self.turn_ms = Histogram("baton_turn_latency_ms", "Server-side turn latency (ms).", buckets=LATENCY_BUCKETS_MS,
+                                 registry=self.registry)
+        self.stage_ms = Histogram("baton_stage_latency_ms", "Per-stage latency (ms).", ["stage"], buckets=LATENCY_BUCKETS_MS,
+                                  registry=self.registry)
+        self.degraded = Counter("baton_degraded_stages", "Stages that missed their budget or failed.", ["stage"], registry=self.registry)
+        self.shed = Counter("baton_shed_turns", "Turns refused by admission control.", registry=self.registry)
+        self.errors = Counter("baton_errors", "Requests answered with an error envelope, by code.", ["code"], registry=self.registry)
+
+    def observe(self, response: ChatResponse) -> None:
+        self.turns.labels(response.status.value).inc()
+        self.turn_ms.observe(response.timings.total_ms)
+        for stage, ms in response.timings.stages.items():
+            self.stage_ms.labels(stage).observe(ms)
+        for stage in response.timings.degraded:
+            self.degraded.labels(stage).inc()
+
+    def serve(self, port: int, *, retry_s: float = BIND_RETRY_S, attempts: int = BIND_ATTEMPTS) -> None:
+        """Expose /metrics on loopback; while a replaced replica still holds the port, keep trying in the background."""
+
+        def bind() -> None:
+            for _ in range(attempts):
+                try:
+                    start_http_server(port, addr="127.0.0.1", registry=self.registry)
+                    return
+                except OSError:
+                    time.sleep(retry_s)
+
+        threading.Thread(target=bind, name="baton-metrics", daemon=True).start()

@@ -1,0 +1,51 @@
+"""The HTTP layer around the engine (no Ray): admission control sheds with 503 + Retry-After, metrics count turns."""
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from protocol.http_chat import ChatResponse, Timings, TurnStatus
+from serve_app.admission import Admission
+from serve_app.http_api import Serving, create_api
+from serve_app.metrics import TurnMetrics
+
+
+class HeldEngine:
+    """Stands in for TurnEngine: each chat waits until released, so turns stay in flight."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.pack = type("P", (), {"name": "stub"})()
+
+    async def chat(self, body) -> ChatResponse:
+        await self.release.wait()
+        return ChatResponse(session_id="s", reply="ok", status=TurnStatus.completed, intent="x",
+                            timings=Timings(stages={"classifier": 12.0}, total_ms=20.0, budget_ms=600, degraded=["detector"]))
+
+
+def _value(metrics: TurnMetrics, name: str, labels: dict | None = None) -> float:
+    return metrics.registry.get_sample_value(name, labels or {}) or 0.0
+
+
+async def test_turns_over_the_limit_are_shed_with_retry_after_and_counted():
+    engine, metrics = HeldEngine(), TurnMetrics()
+    api = create_api()
+    api.state.serving = Serving(engine=engine, admission=Admission(1), metrics=metrics, retry_after_s=2)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t") as client:
+        first = asyncio.create_task(client.post("/api/v1/agent/chat", json={"user_id": "u", "text": "a"}))
+        while api.state.serving.admission.in_flight == 0:
+            await asyncio.sleep(0.01)
+        shed = await client.post("/api/v1/agent/chat", json={"user_id": "u", "text": "b"})
+        assert shed.status_code == 503 and shed.headers["retry-after"] == "2"
+        assert shed.json()["error"]["code"] == "overloaded"
+        engine.release.set()
+        assert (await first).status_code == 200
+        again = await client.post("/api/v1/agent/chat", json={"user_id": "u", "text": "c"})
+        assert again.status_code == 200
+    assert api.state.serving.admission.in_flight == 0
+    assert _value(metrics, "baton_shed_turns_total") == 1
+    assert _value(metrics, "baton_turns_total", {"status": "completed"}) == 2
+    assert _value(metrics, "baton_degraded_stages_total", {"stage": "detector"}) == 2
+    assert _value(metrics, "baton_stage_latency_ms_count", {"stage": "classifier"}) == 2
+    assert _value(metrics, "baton_errors_total", {"code": "overloaded"}) == 1
