@@ -1,9 +1,19 @@
-"""Assertions shared by the deployment contract tests (imported by name: pytest puts this folder on sys.path)."""
+"""Texts and assertions shared by the deployment contract tests (imported by name: pytest puts this folder on sys.path)."""
 from __future__ import annotations
 
 import pytest
 
 from protocol.http_chat import Candidate
+
+# Own phrasings (none copied from the pack), each naming one cockpit intent plainly.
+CLEAR = {
+    "打开车窗": "cabin_window_open",
+    "把空调调到22度": "cabin_set_ac",
+    "我想听点周杰伦的歌": "cabin_play_music",
+    "我买的东西快递现在到哪儿了": "cs_query_logistics",
+    "座椅加热帮我关掉吧": "cabin_seat_heat_off",
+    "导航去最近的加油站": "cabin_nav_to",
+}
 
 
 def assert_ranked(cands: list[Candidate], *, top_k: int) -> None:

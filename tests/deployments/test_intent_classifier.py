@@ -10,17 +10,8 @@ import pytest
 from deployments.intent_classifier import BACKENDS, IntentClassifier
 from models.artifacts import read_manifest
 
-from deploy_checks import assert_ranked, assert_same_results
+from deploy_checks import CLEAR, assert_ranked, assert_same_results
 
-# Own phrasings (none copied from the pack), each naming one cockpit intent plainly.
-CLEAR = {
-    "打开车窗": "cabin_window_open",
-    "把空调调到22度": "cabin_set_ac",
-    "我想听点周杰伦的歌": "cabin_play_music",
-    "我买的东西快递现在到哪儿了": "cs_query_logistics",
-    "座椅加热帮我关掉吧": "cabin_seat_heat_off",
-    "导航去最近的加油站": "cabin_nav_to",
-}
 MIXED = ["打开车窗", "我想听点周杰伦的歌", "今天晚上吃什么好", "你好", "把空调调到22度", "后视镜收一下"]
 
 
