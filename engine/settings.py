@@ -105,7 +105,7 @@ class Settings(Section):
 
 
 def load_settings(config_dir: Path, env: Mapping[str, str] | None = None) -> Settings:
-    """Read both YAML files under `config_dir`; `BATON_PACK` and `BATON_STATE_DIR` in `env` override."""
+    """Read both YAML files under `config_dir`; `BATON_PACK`, `BATON_STATE_DIR` and `BATON_METRICS_PORT` in `env` override."""
     env = env or {}
     raw = yaml.safe_load((config_dir / "baton.yaml").read_text(encoding="utf-8"))
     raw["budgets"] = yaml.safe_load((config_dir / "budgets.yaml").read_text(encoding="utf-8"))
@@ -113,4 +113,6 @@ def load_settings(config_dir: Path, env: Mapping[str, str] | None = None) -> Set
     if env.get("BATON_PACK"):
         raw["pack"] = env["BATON_PACK"]
     raw["state_dir"] = Path(env.get("BATON_STATE_DIR") or raw.get("state_dir") or "var")
+    if env.get("BATON_METRICS_PORT"):
+        raw["serving"]["metrics_port"] = int(env["BATON_METRICS_PORT"])
     return Settings(**raw)

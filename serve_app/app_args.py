@@ -1,6 +1,7 @@
 """Typed arguments of the Baton application, as given in the Serve config's `args`."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,5 +17,7 @@ class AppArgs(BaseModel):
     pack: str | None = Field(default=None, description="Domain pack to serve; None = baton.yaml's pack.")
 
     def settings(self) -> Settings:
-        env = {"BATON_STATE_DIR": self.state_dir, **({"BATON_PACK": self.pack} if self.pack else {})}
+        # the replica's own environment (runtime_env env_vars) carries BATON_METRICS_PORT
+        env = {**{k: v for k, v in os.environ.items() if k == "BATON_METRICS_PORT"},
+               "BATON_STATE_DIR": self.state_dir, **({"BATON_PACK": self.pack} if self.pack else {})}
         return load_settings(Path(self.config_dir).resolve(), env)

@@ -2,7 +2,7 @@
 
 The config is the standard Serve YAML; the launcher pins paths to absolute ones (replicas do not share the
 driver's working directory), applies `BATON_PACK` / `BATON_STATE_DIR` to the app args and forwards
-`BATON_FAULTS` to the replicas, then deploys it exactly as `serve run` does.
+`BATON_FAULTS` and `BATON_METRICS_PORT` to the replicas, then deploys it exactly as `serve run` does.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import yaml
 
 from deployments.faults import FaultSet
 
-FORWARDED_ENV = ("BATON_FAULTS",)
+FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT")
 APP_NAME = "baton"
 WARMUP_USER = "__warmup__"
 WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social, so every model stage runs

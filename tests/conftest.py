@@ -55,11 +55,12 @@ def serve_app(cockpit):
     """The real Baton app on Ray Serve (cockpit pack), deployed once per test session; yields its base URL."""
     from serve_app import launcher
 
-    port = _free_port()
-    config = launcher.load_serve_config(CONFIG_DIR / "serve_local.yaml", {"BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit"}, port=port)
+    port, metrics_port = _free_port(), _free_port()
+    env = {"BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit", "BATON_METRICS_PORT": str(metrics_port)}
+    config = launcher.load_serve_config(CONFIG_DIR / "serve_local.yaml", env, port=port)
     try:
         launcher.start(config)
         launcher.wait_until_healthy(port, timeout_s=300)
-        yield {"url": f"http://127.0.0.1:{port}", "config": config}
+        yield {"url": f"http://127.0.0.1:{port}", "config": config, "metrics_port": metrics_port}
     finally:
         launcher.stop()

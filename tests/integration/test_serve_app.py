@@ -159,9 +159,8 @@ def _turns_total(port: int) -> float:
                for s in fam.samples if s.name == "baton_turns_total")
 
 
-def test_metrics_endpoint_counts_the_turns_sent(client, cockpit):
-    _, settings = cockpit
-    port = settings.serving.metrics_port
+def test_metrics_endpoint_counts_the_turns_sent(client, serve_app):
+    port = serve_app["metrics_port"]
     deadline = time.time() + 30
     while True:  # the exporter binds in the background
         try:

@@ -31,6 +31,15 @@ def test_faults_are_forwarded_to_the_replicas_only_when_set():
     assert without["applications"][0]["args"].get("pack") is None
 
 
+def test_metrics_port_override_reaches_the_replica_settings(monkeypatch):
+    config = load_serve_config(SERVE_LOCAL, {"BATON_METRICS_PORT": "19464"})
+    assert config["applications"][0]["runtime_env"]["env_vars"]["BATON_METRICS_PORT"] == "19464"
+    monkeypatch.setenv("BATON_METRICS_PORT", "19464")  # what runtime_env sets in the replica
+    assert AppArgs.model_validate(config["applications"][0]["args"]).settings().serving.metrics_port == 19464
+    monkeypatch.delenv("BATON_METRICS_PORT")
+    assert AppArgs.model_validate(config["applications"][0]["args"]).settings().serving.metrics_port == 9464
+
+
 def test_every_deployment_is_bounded_and_fractional():
     """The Serve config gives each deployment autoscaling, both queue limits and a fractional CPU share."""
     deployments = {d["name"]: d for d in load_serve_config(SERVE_LOCAL, {})["applications"][0]["deployments"]}
