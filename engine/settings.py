@@ -68,6 +68,28 @@ class ServingConfig(Section):
     metrics_port: int = Field(ge=0, description="Prometheus exposition port of the orchestrator replica; 0 disables it.")
 
 
+class StoreConfig(Section):
+    schema_name: str = Field(pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="PostgreSQL schema holding Baton's tables.")
+    pool_min: int = Field(ge=0, description="Connections each orchestrator replica keeps open.")
+    pool_max: int = Field(gt=0, description="Connections each orchestrator replica may open.")
+    connect_timeout_s: float = Field(gt=0)
+    command_timeout_s: float = Field(gt=0, description="A statement running longer fails the request with 503.")
+    session_lease_s: float = Field(gt=0, description="A turn's hold on its session; a crashed replica's hold lapses after this.")
+    session_busy_wait_ms: float = Field(ge=0, description="How long a second turn on a busy session waits before 409 session_busy.")
+    session_busy_poll_ms: float = Field(gt=0)
+    write_request_ttl_s: int = Field(gt=0, description="A write request not decided within this expires.")
+    clarification_ttl_s: int = Field(gt=0, description="An open clarification question expires after this.")
+    recent_messages: int = Field(gt=0, description="Messages in a conversation snapshot.")
+    page_limit_max: int = Field(gt=0)
+    embedded_start_timeout_s: float = Field(gt=0)
+
+
+class AuthConfig(Section):
+    token_ttl_s: int = Field(gt=0, description="Lifetime of an access token.")
+    secret_env: str = Field(description="Env var holding the token signing secret; unset = one generated under the state dir.")
+    algorithm: str = "HS256"
+
+
 class Budgets(Section):
     turn_ms: dict[str, float] = Field(description="Whole-turn budget per input modality.")
     stages_ms: dict[str, float] = Field(description="Per-stage budget, keyed by canonical stage name.")
@@ -88,6 +110,8 @@ class Settings(Section):
     session: SessionConfig
     models: ModelsConfig
     serving: ServingConfig
+    store: StoreConfig
+    auth: AuthConfig
     budgets: Budgets
     state_dir: Path = Path("var")
     config_dir: Path = Path("config")

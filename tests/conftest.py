@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,12 +53,48 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def serve_app(cockpit):
+def postgres():
+    """A real PostgreSQL for the whole session: DATABASE_URL when set, else an embedded server in a temp folder.
+
+    Yields {"dsn", "server"}; "server" is the EmbeddedPostgres (None for an external URL) so a test can restart it.
+    """
+    if os.environ.get("DATABASE_URL"):
+        yield {"dsn": os.environ["DATABASE_URL"], "server": None}
+        return
+    from store.embedded import EmbeddedPostgres
+
+    # not under pytest's 0700 temp root: the server runs as its own system user and must reach the folder
+    folder = Path(tempfile.mkdtemp(prefix="baton-pg-"))
+    server = EmbeddedPostgres(folder / "pgdata")
+    dsn = server.start()
+    try:
+        yield {"dsn": dsn, "server": server}
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+async def db(postgres, cockpit):
+    """An asyncpg pool on the session's PostgreSQL with the schema migrated, closed after the test."""
+    from store.database import Database
+
+    _, settings = cockpit
+    database = await Database.open(postgres["dsn"], settings.store)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest.fixture(scope="session")
+def serve_app(cockpit, postgres):
     """The real Baton app on Ray Serve (cockpit pack), deployed once per test session; yields its base URL."""
     from serve_app import launcher
 
     port, metrics_port = _free_port(), _free_port()
-    env = {"BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit", "BATON_METRICS_PORT": str(metrics_port)}
+    env = {"BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit", "BATON_METRICS_PORT": str(metrics_port),
+           "DATABASE_URL": postgres["dsn"]}
     config = launcher.load_serve_config(CONFIG_DIR / "serve_local.yaml", env, port=port)
     try:
         launcher.start(config)

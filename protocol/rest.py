@@ -1,0 +1,154 @@
+"""REST protocol of seed 002: auth, conversation history, items, long goals, profile and write-request bodies."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import Field, StrictStr, field_validator, model_validator
+
+from protocol.base import WireModel
+from protocol.store import (ConversationMessageDTO, LongGoalDTO, TaskItemDTO, TaskProfileSnapshot)
+
+
+class RegisterRequest(WireModel):
+    email: StrictStr = Field(min_length=3, max_length=254)
+    password: StrictStr = Field(min_length=8, max_length=256)
+    display_name: StrictStr | None = Field(default=None, max_length=64)
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str) -> str:
+        value = value.strip().lower()
+        local, _, domain = value.partition("@")
+        if not local or "." not in domain or any(c.isspace() for c in value):
+            raise ValueError("not an email address")
+        return value
+
+
+class LoginRequest(WireModel):
+    email: StrictStr = Field(min_length=1, max_length=254)
+    password: StrictStr = Field(min_length=1, max_length=256)
+
+
+class AuthResponse(WireModel):
+    user_id: UUID
+    business_user_id: str
+    access_token: str
+    token_type: Literal["bearer"] = "bearer"
+    expires_in: int
+
+
+class MeResponse(WireModel):
+    user_id: UUID
+    business_user_id: str
+    display_name: str | None
+
+
+class MessagesPage(WireModel):
+    messages: list[ConversationMessageDTO]
+    has_more: bool
+
+
+class PendingClarification(WireModel):
+    question_id: UUID
+    question_text: str
+    missing_fields: list[str]
+    expires_at: datetime
+    session_id: str | None
+
+
+class ConversationSnapshot(WireModel):
+    recent_messages: list[ConversationMessageDTO]
+    pending_clarification: PendingClarification | None
+    last_event: ConversationMessageDTO | None
+
+
+class TimelineResponse(WireModel):
+    items: list[TaskItemDTO]
+
+
+class GoalsResponse(WireModel):
+    goals: list[LongGoalDTO]
+
+
+class GoalDetailResponse(WireModel):
+    goal: LongGoalDTO
+    subtasks: list[TaskItemDTO]
+    task_profile: TaskProfileSnapshot | None
+
+
+WriteAction = Literal["create", "update", "delete", "feedback", "replan", "goal_split"]
+WriteTarget = Literal["task_item", "long_goal", "feedback", "profile"]
+
+
+class WriteRequestCreate(WireModel):
+    action: WriteAction
+    target_type: WriteTarget
+    target_id: UUID | None = None
+    payload: dict[str, Any]
+    preview_text: StrictStr = Field(min_length=1, max_length=2000)
+    base_version: int | None = Field(default=None, gt=0)
+    idempotency_key: StrictStr | None = Field(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="after")
+    def _target(self) -> WriteRequestCreate:
+        if not self.preview_text.strip():
+            raise ValueError("preview_text must not be blank")
+        if self.action == "create" and self.target_id is not None:
+            raise ValueError("a create has no target_id")
+        if self.action in ("update", "delete") and self.target_id is None:
+            raise ValueError(f"an {self.action} needs target_id")
+        return self
+
+
+class WriteRequestCreated(WireModel):
+    write_request_id: UUID
+    payload_hash: str
+    confirmation_payload: dict[str, Any]
+
+
+class WriteDecisionRequest(WireModel):
+    decision: Literal["confirmed", "rejected"]
+    idempotency_key: StrictStr = Field(min_length=1, max_length=128)
+    payload_hash: StrictStr | None = Field(default=None, min_length=64, max_length=64)
+
+
+class TaskItemPayload(WireModel):
+    """The fields of a task item a write request may create or update (seed 002 TaskItemDTO, writable part)."""
+
+    item_type: Literal["schedule", "todo", "subtask"]
+    title: StrictStr = Field(min_length=1, max_length=200)
+    description: StrictStr | None = Field(default=None, max_length=4000)
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    due_at: datetime | None = None
+    long_goal_id: UUID | None = None
+    status: Literal["planned", "in_progress", "completed", "cancelled", "deferred"] = "planned"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskItemPayload:
+        if not self.title.strip():
+            raise ValueError("title must not be blank")
+        if (self.item_type == "subtask") != (self.long_goal_id is not None):
+            raise ValueError("only a subtask, and every subtask, is bound to a long_goal_id")
+        if self.start_at and self.end_at and self.end_at < self.start_at:
+            raise ValueError("end_at is before start_at")
+        for name in ("start_at", "end_at", "due_at"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                raise ValueError(f"{name} needs a time zone offset")
+        return self
+
+
+class LongGoalPayload(WireModel):
+    title: StrictStr = Field(min_length=1, max_length=200)
+    description: StrictStr | None = Field(default=None, max_length=4000)
+    plan_overview: StrictStr | None = Field(default=None, max_length=8000)
+    start_at: datetime | None = None
+    deadline_at: datetime | None = None
+    status: Literal["active", "completed", "cancelled"] = "active"
+
+
+class ProfilePayload(WireModel):
+    profile_data: dict[str, Any]

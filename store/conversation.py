@@ -1,0 +1,108 @@
+"""The conversation log (conversation_messages) and the stored replies of chat turns (chat_turns)."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, InputModality, MessageRole
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    role: MessageRole
+    raw_content: str
+    metadata: ConversationMessageMetadata
+    modality: InputModality | None = None
+    source_url: str | None = None
+    id: UUID = field(default_factory=uuid.uuid4)
+
+
+_COLUMNS = "id, user_id, message_index, role, modality, raw_content, source_url, metadata, created_at"
+
+
+def _dto(row: asyncpg.Record) -> ConversationMessageDTO:
+    return ConversationMessageDTO.model_validate(dict(row))
+
+
+async def append(conn: asyncpg.Connection, user_id: UUID, messages: list[NewMessage]) -> list[ConversationMessageDTO]:
+    """Append messages with consecutive per-user indexes; call inside a transaction."""
+    # serialises appends per user so message_index stays gap-free under concurrent turns
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", str(user_id))
+    last = await conn.fetchval("SELECT coalesce(max(message_index), 0) FROM conversation_messages WHERE user_id = $1", user_id)
+    rows = []
+    for offset, message in enumerate(messages, start=1):
+        metadata = message.metadata.model_dump(mode="json", exclude_defaults=True)
+        metadata["schema_version"] = 1
+        metadata["message_kind"] = message.metadata.message_kind
+        rows.append(await conn.fetchrow(
+            f"INSERT INTO conversation_messages (id, user_id, message_index, role, modality, raw_content, source_url, metadata)"
+            f" VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {_COLUMNS}",
+            message.id, user_id, last + offset, message.role, message.modality, message.raw_content,
+            message.source_url, metadata))
+    return [_dto(r) for r in rows]
+
+
+async def page(conn: asyncpg.Connection, user_id: UUID, *, before_message_id: UUID | None, limit: int) -> tuple[list[ConversationMessageDTO], bool]:
+    """Up to `limit` messages before `before_message_id` (or the newest), oldest first, and whether older ones exist."""
+    before = None
+    if before_message_id is not None:
+        before = await conn.fetchval("SELECT message_index FROM conversation_messages WHERE user_id = $1 AND id = $2",
+                                     user_id, before_message_id)
+        if before is None:
+            return [], False
+    rows = await conn.fetch(
+        f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1 AND ($2::integer IS NULL OR message_index < $2)"
+        f" ORDER BY message_index DESC LIMIT $3", user_id, before, limit + 1)
+    has_more = len(rows) > limit
+    return [_dto(r) for r in reversed(rows[:limit])], has_more
+
+
+async def expire_questions(conn: asyncpg.Connection, user_id: UUID) -> int:
+    """Mark open clarification questions past their expiry as expired (seed 002's rule); returns how many."""
+    result = await conn.execute(
+        "UPDATE conversation_messages SET metadata = jsonb_set(metadata, '{question_status}', '\"expired\"')"
+        " WHERE user_id = $1 AND metadata->>'question_status' = 'open' AND (metadata->>'expires_at')::timestamptz < now()",
+        user_id)
+    return int(result.split()[-1])
+
+
+async def open_question(conn: asyncpg.Connection, user_id: UUID, session_id: str | None = None) -> ConversationMessageDTO | None:
+    """The newest open, unexpired clarification question (of one session when given)."""
+    row = await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1 AND metadata->>'question_status' = 'open'"
+        f" AND (metadata->>'expires_at')::timestamptz >= now() AND ($2::text IS NULL OR metadata->>'session_id' = $2)"
+        f" ORDER BY message_index DESC LIMIT 1", user_id, session_id)
+    return _dto(row) if row else None
+
+
+async def close_question(conn: asyncpg.Connection, user_id: UUID, question_id: UUID, status: str) -> bool:
+    """Move an open question to answered/expired; False if it was no longer open (someone else consumed it)."""
+    result = await conn.execute(
+        "UPDATE conversation_messages SET metadata = jsonb_set(metadata, '{question_status}', to_jsonb($3::text))"
+        " WHERE user_id = $1 AND id = $2 AND metadata->>'message_kind' = 'clarification_question'"
+        " AND metadata->>'question_status' = 'open'", user_id, question_id, status)
+    return result.endswith(" 1")
+
+
+async def last_event(conn: asyncpg.Connection, user_id: UUID) -> ConversationMessageDTO | None:
+    row = await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1 AND role <> 'user'"
+        f" ORDER BY message_index DESC LIMIT 1", user_id)
+    return _dto(row) if row else None
+
+
+async def stored_reply(conn: asyncpg.Connection, user_id: UUID, client_message_id: str) -> dict[str, Any] | None:
+    """The reply a turn with this client_message_id already got, if any."""
+    return await conn.fetchval("SELECT response FROM chat_turns WHERE user_id = $1 AND client_message_id = $2",
+                               user_id, client_message_id)
+
+
+async def store_reply(conn: asyncpg.Connection, user_id: UUID, client_message_id: str, session_id: str,
+                      input_message_id: UUID, response: dict[str, Any]) -> None:
+    await conn.execute(
+        "INSERT INTO chat_turns (user_id, client_message_id, session_id, input_message_id, response) VALUES ($1, $2, $3, $4, $5)",
+        user_id, client_message_id, session_id, input_message_id, response)

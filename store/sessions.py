@@ -1,0 +1,93 @@
+"""Turn-state sessions in PostgreSQL: a short lease per running turn plus an optimistic version on every save.
+
+A turn leases its session row before it runs and commits the new state (version + 1, lease cleared) in the
+same transaction that logs the turn; a second turn on that session waits for the lease, then gives up with
+`session_busy`. So two replicas never run one conversation's turns at once, and a plugin never runs twice.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from engine.errors import SessionForbidden
+from engine.session import StaleSession
+from engine.settings import StoreConfig
+from store.database import Database
+from store.errors import SessionBusy
+
+
+@dataclass(frozen=True)
+class SessionLease:
+    session_id: str
+    user_id: UUID
+    token: UUID
+    state: dict[str, Any] | None  # None: a new session, or one idle past its time to live
+    version: int
+
+
+_LEASE = """
+INSERT INTO sessions (id, user_id, lease_token, lease_until)
+VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+ON CONFLICT (id) DO UPDATE SET lease_token = EXCLUDED.lease_token, lease_until = EXCLUDED.lease_until
+WHERE sessions.user_id = EXCLUDED.user_id AND (sessions.lease_until IS NULL OR sessions.lease_until < now())
+RETURNING state, version, (now() - updated_at) > make_interval(secs => $5) AS idle_expired, (xmax = 0) AS created
+"""
+
+_LEASE_EXISTING = """
+UPDATE sessions SET lease_token = $3, lease_until = now() + make_interval(secs => $4)
+WHERE id = $1 AND user_id = $2 AND (lease_until IS NULL OR lease_until < now())
+RETURNING state, version, (now() - updated_at) > make_interval(secs => $5) AS idle_expired, false AS created
+"""
+
+
+async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float, create: bool = True) -> SessionLease | None:
+    """Lease the session for one turn, waiting up to `session_busy_wait_ms` for a running turn to finish.
+
+    Returns None when `create` is False and no such session exists. Raises SessionForbidden when the id
+    belongs to another user and SessionBusy when the wait runs out.
+    """
+    config: StoreConfig = db.config
+    token = uuid.uuid4()
+    give_up = time.monotonic() + config.session_busy_wait_ms / 1000.0
+    while True:
+        async with db.connection() as conn:
+            row = await conn.fetchrow(_LEASE if create else _LEASE_EXISTING, session_id, user_id, token,
+                                      config.session_lease_s, float(ttl_s))
+            if row is not None:
+                fresh = row["created"] or row["idle_expired"] or not row["state"]
+                return SessionLease(session_id, user_id, token, None if fresh else row["state"], row["version"])
+            owner = await conn.fetchval("SELECT user_id FROM sessions WHERE id = $1", session_id)
+        if owner is None and not create:
+            return None
+        if owner is not None and owner != user_id:
+            raise SessionForbidden(f"Session '{session_id}' belongs to another user.", field="session_id")
+        if time.monotonic() >= give_up:
+            raise SessionBusy(f"Another turn of session '{session_id}' is still running; retry shortly.", field="session_id")
+        await asyncio.sleep(config.session_busy_poll_ms / 1000.0)
+
+
+async def commit(conn: asyncpg.Connection, lease: SessionLease, state: dict[str, Any]) -> int:
+    """Save the turn's state and end the lease, inside the caller's transaction; returns the new version.
+
+    Raises StaleSession when the lease lapsed and another turn has taken the session since.
+    """
+    version = await conn.fetchval(
+        "UPDATE sessions SET state = $3, version = version + 1, lease_token = NULL, lease_until = NULL, updated_at = now()"
+        " WHERE id = $1 AND lease_token = $2 AND version = $4 RETURNING version",
+        lease.session_id, lease.token, state, lease.version)
+    if version is None:
+        raise StaleSession(lease.session_id)
+    return version
+
+
+async def release(db: Database, lease: SessionLease) -> None:
+    """End the lease without saving (the turn failed); the session keeps its last committed state."""
+    async with db.connection() as conn:
+        await conn.execute("UPDATE sessions SET lease_token = NULL, lease_until = NULL WHERE id = $1 AND lease_token = $2",
+                           lease.session_id, lease.token)

@@ -1,0 +1,69 @@
+"""Users: registered accounts (email + password hash) and the shadow users that own token-less local chats."""
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from uuid import UUID
+
+import asyncpg
+
+from store.errors import EmailTaken
+
+SHADOW_PREFIX = "local:"
+# A hash no password verifies against: a shadow user can never log in.
+UNUSABLE_PASSWORD = "!"
+
+
+@dataclass(frozen=True)
+class User:
+    id: UUID
+    business_user_id: str
+    email: str
+    password_hash: str
+    display_name: str | None
+
+    @property
+    def is_shadow(self) -> bool:
+        return self.business_user_id.startswith(SHADOW_PREFIX)
+
+
+def _user(row: asyncpg.Record | None) -> User | None:
+    if row is None:
+        return None
+    return User(row["id"], row["business_user_id"], row["email"], row["password_hash"], row["display_name"])
+
+
+_COLUMNS = "id, business_user_id, email, password_hash, display_name"
+
+
+async def register(conn: asyncpg.Connection, *, email: str, password_hash: str, display_name: str | None) -> User:
+    business_id = f"u_{uuid.uuid4().hex[:20]}"
+    try:
+        row = await conn.fetchrow(
+            f"INSERT INTO users (business_user_id, email, password_hash, display_name) VALUES ($1, $2, $3, $4)"
+            f" RETURNING {_COLUMNS}", business_id, email, password_hash, display_name)
+    except asyncpg.UniqueViolationError as exc:
+        raise EmailTaken("An account with this email already exists.", field="email") from exc
+    return _user(row)
+
+
+async def by_email(conn: asyncpg.Connection, email: str) -> User | None:
+    return _user(await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM users WHERE email = $1 AND NOT is_deleted AND status = 'active'", email))
+
+
+async def by_id(conn: asyncpg.Connection, user_id: UUID) -> User | None:
+    return _user(await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM users WHERE id = $1 AND NOT is_deleted AND status = 'active'", user_id))
+
+
+async def shadow(conn: asyncpg.Connection, local_user_id: str) -> User:
+    """The user behind a token-less chat's `user_id` (local mode), created on first use."""
+    business_id = SHADOW_PREFIX + local_user_id
+    digest = hashlib.sha256(local_user_id.encode("utf-8")).hexdigest()[:32]
+    row = await conn.fetchrow(
+        f"INSERT INTO users (business_user_id, email, password_hash, display_name) VALUES ($1, $2, $3, $4)"
+        f" ON CONFLICT (business_user_id) DO UPDATE SET updated_at = users.updated_at RETURNING {_COLUMNS}",
+        business_id, f"{digest}@shadow.invalid", UNUSABLE_PASSWORD, local_user_id[:64])
+    return _user(row)
