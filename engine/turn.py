@@ -64,26 +64,36 @@ class TurnEngine:
     # ---- entry points -------------------------------------------------------------------------
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        deadline = Deadline(self._settings.budgets.turn_ms["text"])
-        text = self._checked_text(request.text)
+        """Load the session, run the turn, save the session (the in-process path)."""
         session = await self._session(request.session_id or uuid.uuid4().hex, request.user_id, create=True)
-        response = await self._chat_turn(session, text, deadline)
-        return await self._finish(session, text, response, deadline)
+        response = await self.chat_on(session, request)
+        return await self._save(session, response)
 
     async def fill_slots(self, request: FillSlotsRequest) -> ChatResponse:
+        session = await self._session(request.session_id, request.user_id, create=False)
+        response = await self.fill_slots_on(session, request)
+        return await self._save(session, response) if session is not None else response
+
+    async def chat_on(self, session: SessionState, request: ChatRequest) -> ChatResponse:
+        """Run a chat turn on `session`, mutating it in place; the caller persists it (and may add a `store` timing)."""
+        deadline = Deadline(self._settings.budgets.turn_ms["text"])
+        text = self._checked_text(request.text)
+        response = await self._chat_turn(session, text, deadline)
+        return self._finish(session, text, response, deadline)
+
+    async def fill_slots_on(self, session: SessionState | None, request: FillSlotsRequest) -> ChatResponse:
+        """Continue `session`'s active task; None (an unknown id) or no active task answers fallback and changes nothing."""
         deadline = Deadline(self._settings.budgets.turn_ms["text"])
         if request.text is None and request.slots is None:
             raise InvalidInput("Provide 'text' or 'slots'.", field="text")
         text = self._checked_text(request.text) if request.text is not None else ""
-        session = await self._session(request.session_id, request.user_id, create=False)
         if session is None or not session.has_active_task:
             # nothing to continue (seed 003 §22.1); an unknown id does not create a session
-            known = session is not None
-            session = session or SessionState(session_id=request.session_id, user_id=request.user_id)
-            response = self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=session.current_intent)
-            return await self._finish(session, text, response, deadline, persist=known)
+            probe = session or SessionState(session_id=request.session_id, user_id=request.user_id)
+            response = self._reply(probe, TurnStatus.fallback, self._say.simple("fallback"), intent=probe.current_intent)
+            return self._finish(probe, text, response, deadline)
         response = await self._continue(session, text, request.slots, deadline)
-        return await self._finish(session, text, response, deadline)
+        return self._finish(session, text, response, deadline)
 
     # ---- turn logic ---------------------------------------------------------------------------
 
@@ -289,14 +299,21 @@ class TurnEngine:
             state = SessionState(session_id=session_id, user_id=user_id)
         return state
 
-    async def _finish(self, session: SessionState, text: str, response: ChatResponse, deadline: Deadline,
-                      *, persist: bool = True) -> ChatResponse:
+    def _finish(self, session: SessionState, text: str, response: ChatResponse, deadline: Deadline) -> ChatResponse:
         session.last_user_text, session.last_agent_text = text, response.reply
         session.turns += 1
-        if persist:
-            t0 = time.perf_counter()
-            await self._sessions.save(session)
-            deadline.stages_ms["store"] = round((time.perf_counter() - t0) * 1000.0, 3)
         response.timings = Timings(stages=dict(deadline.stages_ms), total_ms=round(deadline.elapsed_ms(), 3),
                                    budget_ms=deadline.budget_ms, degraded=list(deadline.degraded))
         return response
+
+    async def _save(self, session: SessionState, response: ChatResponse) -> ChatResponse:
+        t0 = time.perf_counter()
+        await self._sessions.save(session)
+        add_store_timing(response, (time.perf_counter() - t0) * 1000.0)
+        return response
+
+
+def add_store_timing(response: ChatResponse, store_ms: float) -> None:
+    """Account the time spent persisting the turn in its timings (a stage of its own, and in the total)."""
+    response.timings.stages["store"] = round(response.timings.stages.get("store", 0.0) + store_ms, 3)
+    response.timings.total_ms = round(response.timings.total_ms + store_ms, 3)
