@@ -21,10 +21,16 @@ class TurnStatus(str, Enum):
     decided = "decided"
 
 
+def _client_message_id() -> Any:
+    return Field(default=None, min_length=1, max_length=128,
+                 description="Client idempotency key: a repeat returns the stored reply and runs nothing again.")
+
+
 class ChatRequest(WireModel):
     session_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
     user_id: StrictStr = Field(min_length=1, max_length=128)
     text: StrictStr
+    client_message_id: StrictStr | None = _client_message_id()
 
 
 class FillSlotsRequest(WireModel):
@@ -32,6 +38,7 @@ class FillSlotsRequest(WireModel):
     user_id: StrictStr = Field(min_length=1, max_length=128)
     text: StrictStr | None = None
     slots: dict[str, Any] | None = None
+    client_message_id: StrictStr | None = _client_message_id()
 
 
 class Candidate(WireModel):

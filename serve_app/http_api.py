@@ -5,7 +5,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -13,26 +13,38 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, TextTooLong
 from engine.turn import TurnEngine
 from serve_app.admission import Admission
+from serve_app.auth import Unauthorized
 from serve_app.metrics import TurnMetrics
+from serve_app.rest_api import Persistence, chat_user, store_router
+from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, UnsupportedWrite
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 
 STATUS_BY_ERROR: dict[type[BatonError], int] = {
     TextTooLong: 422,
     InvalidInput: 422,
+    UnsupportedWrite: 422,
+    Unauthorized: 401,
     SessionForbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
     Overloaded: 503,
+    StoreUnavailable: 503,
 }
+# errors a client should simply retry after a pause
+RETRYABLE = (Overloaded, StoreUnavailable, SessionBusy)
 
 
 @dataclass
 class Serving:
-    """What the routes need, built once per process: the engine, admission control and metrics."""
+    """What the routes need, built once per process: the engine, admission control, metrics and, in the
+    served app, the store (sessions, conversation log, accounts); without it sessions stay in-process."""
 
     engine: TurnEngine
     admission: Admission
     metrics: TurnMetrics = field(default_factory=TurnMetrics)
     retry_after_s: int = 1
+    persistence: Persistence | None = None
 
     async def turn(self, call: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         try:
@@ -70,12 +82,29 @@ def create_api() -> FastAPI:
         return {"status": "ok" if serving else "starting", "pack": serving.engine.pack.name if serving else None}
 
     @api.post("/api/v1/agent/chat", response_model=ChatResponse)
-    async def chat(body: ChatRequest, serving: ServingDep) -> ChatResponse:
-        return await serving.turn(lambda: serving.engine.chat(body))
+    async def chat(body: ChatRequest, serving: ServingDep, authorization: Annotated[str | None, Header()] = None) -> ChatResponse:
+        stored = serving.persistence
+        if stored is None:
+            return await serving.turn(lambda: serving.engine.chat(body))
+
+        async def stored_turn() -> ChatResponse:
+            user = await chat_user(stored, authorization, body.user_id)
+            return await stored.chat.chat(body, user.id)
+        return await serving.turn(stored_turn)
 
     @api.post("/api/v1/agent/fill-slots", response_model=ChatResponse)
-    async def fill_slots(body: FillSlotsRequest, serving: ServingDep) -> ChatResponse:
-        return await serving.turn(lambda: serving.engine.fill_slots(body))
+    async def fill_slots(body: FillSlotsRequest, serving: ServingDep,
+                         authorization: Annotated[str | None, Header()] = None) -> ChatResponse:
+        stored = serving.persistence
+        if stored is None:
+            return await serving.turn(lambda: serving.engine.fill_slots(body))
+
+        async def stored_turn() -> ChatResponse:
+            user = await chat_user(stored, authorization, body.user_id)
+            return await stored.chat.fill_slots(body, user.id)
+        return await serving.turn(stored_turn)
+
+    api.include_router(store_router())
 
     @api.exception_handler(BatonError)
     async def baton_error(request: Request, exc: BatonError) -> JSONResponse:
@@ -83,8 +112,10 @@ def create_api() -> FastAPI:
         serving = getattr(request.app.state, "serving", None)
         if serving is not None:
             serving.metrics.errors.labels(exc.code).inc()
-        headers = {"Retry-After": str(serving.retry_after_s if serving else 1)} if status == 503 else None
-        return error_response(status, exc.code, exc.message, exc.field, headers)
+        headers = {"Retry-After": str(serving.retry_after_s if serving else 1)} if isinstance(exc, RETRYABLE) else {}
+        if status == 401:
+            headers["WWW-Authenticate"] = "Bearer"
+        return error_response(status, exc.code, exc.message, exc.field, headers or None)
 
     @api.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:

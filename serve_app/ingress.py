@@ -1,5 +1,8 @@
-"""The Orchestrator deployment: FastAPI under @serve.ingress, composing the model deployments through handles."""
+"""The Orchestrator deployment: FastAPI under @serve.ingress, composing the model deployments through handles,
+with sessions, the conversation log and accounts in PostgreSQL (one asyncpg pool per replica)."""
 from __future__ import annotations
+
+import os
 
 from fastapi import FastAPI
 from ray import serve
@@ -13,7 +16,11 @@ from serve_app.app_args import AppArgs
 from serve_app.admission import Admission
 from serve_app.handle_client import HandleModels
 from serve_app.http_api import Serving, create_api
+from serve_app.auth import Auth, signing_secret
 from serve_app.metrics import TurnMetrics
+from serve_app.rest_api import Persistence
+from serve_app.stored_chat import StoredChat
+from store.database import Database
 
 # One engine per replica process. Serve builds the ASGI app (below) right after Orchestrator.__init__
 # runs in the replica, so the constructor leaves the engine here for the app factory to pick up.
@@ -28,8 +35,11 @@ def _replica_api() -> FastAPI:
 
 @serve.ingress(_replica_api)
 class Orchestrator:
-    def __init__(self, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle, args: dict) -> None:
+    async def __init__(self, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle, args: dict) -> None:
         settings = AppArgs.model_validate(args).settings()
+        dsn = os.environ.get("DATABASE_URL")
+        if not dsn:
+            raise RuntimeError("DATABASE_URL is not set: start Baton with `make run` (embedded PostgreSQL) or set it.")
         pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
         engine = TurnEngine(
             pack=pack, settings=settings,
@@ -37,8 +47,11 @@ class Orchestrator:
             sessions=InMemorySessionStore(settings.session.ttl_s),
             plugins=PluginRegistry(),
         )
+        db = await Database.open(dsn, settings.store)  # applies pending migrations under an advisory lock
+        auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
+        persistence = Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings)
         serving = Serving(engine=engine, admission=Admission(settings.serving.max_in_flight_turns),
-                          metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s)
+                          metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s, persistence=persistence)
         if settings.serving.metrics_port:
             serving.metrics.serve(settings.serving.metrics_port)
         _replica_serving.append(serving)

@@ -2,13 +2,16 @@
 
 The config is the standard Serve YAML; the launcher pins paths to absolute ones (replicas do not share the
 driver's working directory), applies `BATON_PACK` / `BATON_STATE_DIR` to the app args and forwards
-`BATON_FAULTS` and `BATON_METRICS_PORT` to the replicas, then deploys it exactly as `serve run` does.
+`BATON_FAULTS`, `BATON_METRICS_PORT`, `DATABASE_URL` and `BATON_AUTH_SECRET` to the replicas, then deploys it
+exactly as `serve run` does. Without `DATABASE_URL` it starts an embedded PostgreSQL under the state dir
+and stops it on exit.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -20,8 +23,10 @@ from typing import Any
 import yaml
 
 from deployments.faults import FaultSet
+from serve_app.metrics import MULTIPROC_ENV
+from store.embedded import EmbeddedPostgres
 
-FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT")
+FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT", "DATABASE_URL", "BATON_AUTH_SECRET")
 APP_NAME = "baton"
 WARMUP_USER = "__warmup__"
 WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social, so every model stage runs
@@ -41,6 +46,8 @@ def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = 
             args["pack"] = env["BATON_PACK"]
         env_vars = app.setdefault("runtime_env", {}).setdefault("env_vars", {})
         env_vars.update({k: env[k] for k in FORWARDED_ENV if env.get(k)})
+        port_id = config.get("http_options", {}).get("port", 8000)
+        env_vars[MULTIPROC_ENV] = str(Path(args["state_dir"]) / "metrics" / str(port_id))
     return config
 
 
@@ -52,6 +59,11 @@ def start(config: dict[str, Any], *, num_cpus: int | None = None) -> None:
     from ray.serve.schema import ServeDeploySchema
 
     schema = ServeDeploySchema.model_validate(config)
+    for app in config["applications"]:
+        # samples of a previous run on this port would be summed into this one's
+        metrics_dir = Path(app["runtime_env"]["env_vars"][MULTIPROC_ENV])
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True)
     if not ray.is_initialized():
         ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, namespace=SERVE_NAMESPACE)
     client = serve_api.serve_start(http_options=schema.http_options.model_dump(), proxy_location=schema.proxy_location,
@@ -90,6 +102,21 @@ def _warm_turn(port: int, faulty: frozenset[str]) -> bool:
         return resp.status == 200 and set(json.loads(resp.read())["timings"]["degraded"]) <= faulty
 
 
+def ensure_database(config: dict[str, Any]) -> EmbeddedPostgres | None:
+    """Without DATABASE_URL, start (or adopt) the embedded PostgreSQL under the state dir and point the replicas at it.
+
+    Returns the server to stop on exit, or None when an external database is configured.
+    """
+    env_vars = [app["runtime_env"]["env_vars"] for app in config["applications"]]
+    if all(v.get("DATABASE_URL") for v in env_vars):
+        return None
+    database = EmbeddedPostgres(Path(config["applications"][0]["args"]["state_dir"]) / "pgdata")
+    dsn = database.start()
+    for v in env_vars:
+        v.setdefault("DATABASE_URL", dsn)
+    return database
+
+
 def stop() -> None:
     import ray
     from ray import serve
@@ -110,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_serve_config(args.config, os.environ, port=args.port)
     port = config["http_options"]["port"]
+    database = ensure_database(config)
+    if database is not None:
+        print(f"embedded PostgreSQL running from {database.pgdata}", flush=True)
 
     def on_signal(signum, frame):
         raise KeyboardInterrupt
@@ -128,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         print("stopping Baton…", flush=True)
     finally:
         stop()
+        if database is not None:
+            database.stop()
     return 0
 
 

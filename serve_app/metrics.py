@@ -1,15 +1,18 @@
 """Prometheus metrics of served turns: counts by status, per-stage latency, degradations, sheds and errors."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, multiprocess, start_http_server
 
 from protocol.http_chat import ChatResponse
 
 BIND_RETRY_S = 1.0
-BIND_ATTEMPTS = 120
+# Set by the launcher for every orchestrator replica: each replica writes its samples there, and whichever
+# replica holds the port exposes the sum over all of them.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS_MS = (5, 10, 20, 40, 60, 80, 100, 150, 200, 300, 400, 600, 800, 1200, 2000)
 
 
@@ -33,13 +36,18 @@ class TurnMetrics:
         for stage in response.timings.degraded:
             self.degraded.labels(stage).inc()
 
-    def serve(self, port: int, *, retry_s: float = BIND_RETRY_S, attempts: int = BIND_ATTEMPTS) -> None:
-        """Expose /metrics on loopback; while a replaced replica still holds the port, keep trying in the background."""
+    def serve(self, port: int, *, retry_s: float = BIND_RETRY_S) -> None:
+        """Expose /metrics on loopback. Only one replica can hold the port: the others keep trying in the
+        background, so one of them takes over when the holder goes away."""
+        registry = self.registry
+        if os.environ.get(MULTIPROC_ENV):
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
 
         def bind() -> None:
-            for _ in range(attempts):
+            while True:
                 try:
-                    start_http_server(port, addr="127.0.0.1", registry=self.registry)
+                    start_http_server(port, addr="127.0.0.1", registry=registry)
                     return
                 except OSError:
                     time.sleep(retry_s)

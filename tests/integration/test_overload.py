@@ -10,6 +10,7 @@ BURST = 160
 # Client-side slack over the 600 ms turn budget: 160 connections opening at once on 2 cores put the slowest
 # answer at 1.7–2.4 s here (shed answers included); a hung request would sit at the 30 s client timeout.
 HANG_MARGIN_S = 3.0
+RECOVERY_S = 10.0
 
 
 async def _one(client: httpx.AsyncClient, i: int) -> tuple[int, float, dict, dict]:
@@ -40,6 +41,12 @@ def test_burst_sheds_cleanly_and_recovers(serve_app, cockpit):
     print(f"burst of {BURST}: {len(answered)} answered, {len(shed)} shed, slowest {slowest * 1000:.0f} ms")
     assert slowest <= budget_s + HANG_MARGIN_S
 
+    # model replicas may still be draining work the burst queued; the service must be back within seconds
     with httpx.Client(base_url=serve_app["url"], timeout=10.0) as client:
-        after = client.post("/api/v1/agent/chat", json={"user_id": "after-burst", "text": "把车窗打开"})
-    assert after.status_code == 200 and after.json()["status"] == "completed"
+        recovered_by = time.perf_counter() + RECOVERY_S
+        while True:
+            after = client.post("/api/v1/agent/chat", json={"user_id": "after-burst", "text": "把车窗打开"})
+            if after.status_code == 200 and not after.json()["timings"]["degraded"] or time.perf_counter() > recovered_by:
+                break
+            time.sleep(0.5)
+    assert after.status_code == 200 and after.json()["status"] == "completed", after.text

@@ -49,3 +49,12 @@ async def test_turns_over_the_limit_are_shed_with_retry_after_and_counted():
     assert _value(metrics, "baton_degraded_stages_total", {"stage": "detector"}) == 2
     assert _value(metrics, "baton_stage_latency_ms_count", {"stage": "classifier"}) == 2
     assert _value(metrics, "baton_errors_total", {"code": "overloaded"}) == 1
+
+
+async def test_store_routes_without_a_database_answer_503_with_the_envelope():
+    api = create_api()
+    api.state.serving = Serving(engine=HeldEngine(), admission=Admission(1))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t") as client:
+        resp = await client.get("/api/v1/auth/me", headers={"Authorization": "Bearer x"})
+    assert resp.status_code == 503 and resp.headers["retry-after"] == "1"
+    assert resp.json()["error"]["code"] == "store_unavailable"

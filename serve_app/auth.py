@@ -1,0 +1,84 @@
+"""Accounts: argon2 password hashes and signed, expiring bearer tokens (JWT, HS256 by default)."""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from uuid import UUID
+
+import jwt
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from engine.errors import BatonError
+from engine.settings import AuthConfig
+
+SECRET_FILE = "auth_secret"
+
+
+class Unauthorized(BatonError):
+    """Missing, malformed, expired or forged credentials."""
+
+    code = "unauthorized"
+
+
+def signing_secret(config: AuthConfig, state_dir: Path, env: Mapping[str, str]) -> str:
+    """The secret from the configured env var, else one generated once under the state dir (shared by replicas)."""
+    if env.get(config.secret_env):
+        return env[config.secret_env]
+    path = state_dir / SECRET_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="ascii").strip()
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(secrets.token_urlsafe(48))
+    return path.read_text(encoding="ascii").strip()
+
+
+class Auth:
+    def __init__(self, config: AuthConfig, secret: str) -> None:
+        self._config = config
+        self._secret = secret
+        self._hasher = PasswordHasher()
+
+    @property
+    def token_ttl_s(self) -> int:
+        return self._config.token_ttl_s
+
+    def hash_password(self, password: str) -> str:
+        return self._hasher.hash(password)
+
+    def verify_password(self, password_hash: str, password: str) -> bool:
+        try:
+            return self._hasher.verify(password_hash, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    def issue(self, user_id: UUID, *, now: float | None = None) -> str:
+        now = time.time() if now is None else now
+        claims = {"sub": str(user_id), "iat": int(now), "exp": int(now) + self._config.token_ttl_s}
+        return jwt.encode(claims, self._secret, algorithm=self._config.algorithm)
+
+    def verify(self, token: str) -> UUID:
+        """The user id a token was issued to; Unauthorized if it is forged, expired or malformed."""
+        try:
+            claims = jwt.decode(token, self._secret, algorithms=[self._config.algorithm], options={"require": ["sub", "exp"]})
+            return UUID(claims["sub"])
+        except jwt.ExpiredSignatureError as exc:
+            raise Unauthorized("The access token has expired; log in again.") from exc
+        except (jwt.InvalidTokenError, ValueError) as exc:
+            raise Unauthorized("The access token is not valid.") from exc
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; None when absent; Unauthorized when malformed."""
+    if authorization is None:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("Use 'Authorization: Bearer <access_token>'.")
+    return token.strip()

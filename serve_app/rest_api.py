@@ -1,0 +1,174 @@
+"""REST endpoints of seed 002 over the store: auth, conversation history, items, long goals, profile, write gate.
+
+Every business endpoint requires a bearer token and reads or writes only the caller's own rows; another
+user's ids answer 404 exactly as missing ones do.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+
+from engine.errors import InvalidInput, SessionForbidden
+from engine.settings import Settings
+from protocol.rest import (AuthResponse, ConversationSnapshot, GoalDetailResponse, GoalsResponse, LoginRequest,
+                           MeResponse, MessagesPage, PendingClarification, RegisterRequest, TimelineResponse,
+                           WriteDecisionRequest, WriteRequestCreate, WriteRequestCreated)
+from protocol.store import UserProfileDTO, WriteDecisionResult
+from serve_app.auth import Auth, Unauthorized, bearer_token
+from serve_app.stored_chat import StoredChat
+from store import business, conversation, users, write_gate
+from store.database import Database
+from store.errors import StoreUnavailable
+from store.turn_log import utc_now
+from store.users import User
+
+
+@dataclass
+class Persistence:
+    """What the store-backed routes need, built once per orchestrator replica."""
+
+    db: Database
+    auth: Auth
+    chat: StoredChat
+    settings: Settings
+
+
+def _persistence(request: Request) -> Persistence:
+    serving = getattr(request.app.state, "serving", None)
+    persistence = getattr(serving, "persistence", None)
+    if persistence is None:
+        raise StoreUnavailable("This deployment runs without a database.")
+    return persistence
+
+
+PersistenceDep = Annotated[Persistence, Depends(_persistence)]
+AuthorizationHeader = Annotated[str | None, Header()]
+
+
+async def _current_user(p: PersistenceDep, authorization: AuthorizationHeader = None) -> User:
+    token = bearer_token(authorization)
+    if token is None:
+        raise Unauthorized("This endpoint needs 'Authorization: Bearer <access_token>'.")
+    user_id = p.auth.verify(token)
+    async with p.db.connection() as conn:
+        user = await users.by_id(conn, user_id)
+    if user is None:
+        raise Unauthorized("The account behind this token no longer exists.")
+    return user
+
+
+CurrentUser = Annotated[User, Depends(_current_user)]
+
+
+async def chat_user(p: Persistence, authorization: str | None, body_user_id: str) -> User:
+    """The user a chat turn belongs to: the token's user, or (no token, local mode) the shadow user of `user_id`."""
+    token = bearer_token(authorization)
+    if token is None:
+        async with p.db.connection() as conn:
+            return await users.shadow(conn, body_user_id)
+    user = await _current_user(p, authorization)
+    if body_user_id not in (str(user.id), user.business_user_id):
+        raise SessionForbidden("user_id does not match the access token.", field="user_id")
+    return user
+
+
+def _auth_response(p: Persistence, user: User) -> AuthResponse:
+    return AuthResponse(user_id=user.id, business_user_id=user.business_user_id, access_token=p.auth.issue(user.id),
+                        expires_in=p.auth.token_ttl_s)
+
+
+def store_router() -> APIRouter:
+    router = APIRouter(prefix="/api/v1")
+
+    @router.post("/auth/register", response_model=AuthResponse, status_code=201)
+    async def register(body: RegisterRequest, p: PersistenceDep) -> AuthResponse:
+        password_hash = p.auth.hash_password(body.password)
+        async with p.db.connection() as conn:
+            user = await users.register(conn, email=body.email, password_hash=password_hash, display_name=body.display_name)
+        return _auth_response(p, user)
+
+    @router.post("/auth/login", response_model=AuthResponse)
+    async def login(body: LoginRequest, p: PersistenceDep) -> AuthResponse:
+        async with p.db.connection() as conn:
+            user = await users.by_email(conn, body.email.strip().lower())
+        if user is None or user.is_shadow or not p.auth.verify_password(user.password_hash, body.password):
+            raise Unauthorized("Wrong email or password.")
+        return _auth_response(p, user)
+
+    @router.get("/auth/me", response_model=MeResponse)
+    async def me(user: CurrentUser) -> MeResponse:
+        return MeResponse(user_id=user.id, business_user_id=user.business_user_id, display_name=user.display_name)
+
+    @router.get("/conversation/messages", response_model=MessagesPage)
+    async def messages(user: CurrentUser, p: PersistenceDep, before_message_id: UUID | None = None,
+                       limit: Annotated[int, Query(ge=1)] = 20) -> MessagesPage:
+        async with p.db.connection() as conn:
+            page, has_more = await conversation.page(conn, user.id, before_message_id=before_message_id,
+                                                     limit=min(limit, p.settings.store.page_limit_max))
+        return MessagesPage(messages=page, has_more=has_more)
+
+    @router.get("/conversation/snapshot", response_model=ConversationSnapshot)
+    async def snapshot(user: CurrentUser, p: PersistenceDep, last_seen_message_id: UUID | None = None) -> ConversationSnapshot:
+        async with p.db.connection() as conn:
+            await conversation.expire_questions(conn, user.id)
+            recent, _ = await conversation.page(conn, user.id, before_message_id=None, limit=p.settings.store.recent_messages)
+            question = await conversation.open_question(conn, user.id)
+            last = await conversation.last_event(conn, user.id)
+        if last_seen_message_id is not None:
+            seen = next((m.message_index for m in recent if m.id == last_seen_message_id), None)
+            if seen is not None:
+                recent = [m for m in recent if m.message_index > seen]
+        pending = None
+        if question is not None:
+            meta = question.metadata
+            pending = PendingClarification(question_id=question.id, question_text=question.raw_content,
+                                           missing_fields=meta.missing_fields, expires_at=meta.expires_at,
+                                           session_id=meta.session_id)
+        return ConversationSnapshot(recent_messages=recent, pending_clarification=pending, last_event=last)
+
+    @router.get("/items/timeline", response_model=TimelineResponse)
+    async def timeline(user: CurrentUser, p: PersistenceDep, start_at: datetime, end_at: datetime,
+                       item_type: Literal["schedule", "todo", "subtask"] | None = None) -> TimelineResponse:
+        if start_at.tzinfo is None or end_at.tzinfo is None:
+            raise InvalidInput("start_at and end_at need a time zone offset.", field="start_at")
+        if end_at <= start_at:
+            raise InvalidInput("end_at must be after start_at.", field="end_at")
+        async with p.db.connection() as conn:
+            items = await business.timeline(conn, user.id, start_at=start_at, end_at=end_at, item_type=item_type)
+        return TimelineResponse(items=items)
+
+    @router.get("/long-goals", response_model=GoalsResponse)
+    async def long_goals(user: CurrentUser, p: PersistenceDep,
+                         status: Literal["active", "completed", "cancelled"] | None = None) -> GoalsResponse:
+        async with p.db.connection() as conn:
+            return GoalsResponse(goals=await business.goals(conn, user.id, status=status))
+
+    @router.get("/long-goals/{goal_id}", response_model=GoalDetailResponse)
+    async def long_goal(goal_id: UUID, user: CurrentUser, p: PersistenceDep) -> GoalDetailResponse:
+        async with p.db.connection() as conn:
+            goal, subtasks, profile = await business.goal_detail(conn, user.id, goal_id)
+        return GoalDetailResponse(goal=goal, subtasks=subtasks, task_profile=profile)
+
+    @router.get("/user/profile", response_model=UserProfileDTO)
+    async def user_profile(user: CurrentUser, p: PersistenceDep) -> UserProfileDTO:
+        async with p.db.connection() as conn:
+            return await business.profile(conn, user.id)
+
+    @router.post("/write-requests", response_model=WriteRequestCreated, status_code=201)
+    async def create_write_request(body: WriteRequestCreate, user: CurrentUser, p: PersistenceDep) -> WriteRequestCreated:
+        async with p.db.transaction() as conn:
+            return await write_gate.create(conn, user.id, body, idempotency_key=body.idempotency_key or f"srv-{uuid.uuid4().hex}",
+                                           ttl_s=p.settings.store.write_request_ttl_s, now=utc_now())
+
+    @router.post("/write-requests/{write_request_id}/decide", response_model=WriteDecisionResult)
+    async def decide(write_request_id: UUID, body: WriteDecisionRequest, user: CurrentUser, p: PersistenceDep) -> WriteDecisionResult:
+        async with p.db.connection() as conn:
+            return await write_gate.decide(conn, user.id, write_request_id, decision=body.decision,
+                                           idempotency_key=body.idempotency_key, payload_hash=body.payload_hash)
+
+    return router
