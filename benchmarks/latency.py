@@ -80,6 +80,7 @@ async def run(pack_name: str, rounds: int, block: int, out: Path) -> dict:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     config = launcher.load_serve_config(ROOT / "config" / "serve_local.yaml", {**os.environ, "BATON_PACK": pack_name}, port=port)
+    database = launcher.ensure_database(config)
     launcher.start(config)
     try:
         launcher.wait_until_healthy(port, timeout_s=300)
@@ -94,6 +95,8 @@ async def run(pack_name: str, rounds: int, block: int, out: Path) -> dict:
                 await _drive(local_client, chunk, samples["in_process"])
     finally:
         launcher.stop()
+        if database is not None:
+            database.stop()
 
     result = {
         "benchmark": "sequential local-path turn latency",
