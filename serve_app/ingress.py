@@ -27,9 +27,21 @@ from store.database import Database
 _replica_serving: list[Serving] = []
 
 
+REPLICA_HEADER = "X-Baton-Replica"
+
+
 def _replica_api() -> FastAPI:
     api = create_api()
     api.state.serving = _replica_serving[-1]
+    replica = serve.get_replica_context().replica_id.unique_id
+
+    @api.middleware("http")
+    async def name_the_replica(request, call_next):
+        # which orchestrator replica answered: sessions are shared, so a conversation may move between them
+        response = await call_next(request)
+        response.headers[REPLICA_HEADER] = replica
+        return response
+
     return api
 
 

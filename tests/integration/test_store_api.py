@@ -3,11 +3,15 @@ the conversation log of chat turns, idempotent and racing turns, and a database 
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 import uuid
 
 import httpx
 import pytest
+from ray import serve
+
+from serve_app import launcher
 
 CHAT = "/api/v1/agent/chat"
 
@@ -201,3 +205,35 @@ def test_database_restart_under_the_running_app(client, postgres):
     assert resp.status_code == 200, resp.text
     user = register(client)
     assert client.get("/api/v1/auth/me", headers=user["headers"]).status_code == 200
+
+
+def _set_orchestrator_replicas(serve_app, replicas: int) -> None:
+    config = copy.deepcopy(serve_app["config"])
+    for dep in config["applications"][0]["deployments"]:
+        if dep["name"] == "Orchestrator":
+            dep["autoscaling_config"]["min_replicas"] = replicas
+    launcher.start(config)
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        app = serve.status().applications[launcher.APP_NAME]
+        orchestrator = app.deployments["Orchestrator"]
+        if app.status == "RUNNING" and orchestrator.replica_states.get("RUNNING", 0) >= replicas:
+            return
+        time.sleep(1)
+    raise TimeoutError(f"Orchestrator did not reach {replicas} replicas")
+
+
+def test_two_orchestrator_replicas_serve_one_conversation(client, serve_app):
+    _set_orchestrator_replicas(serve_app, 2)
+    try:
+        user_id, replicas = f"two-{uuid.uuid4().hex[:6]}", set()
+        sid = None
+        for _ in range(6):  # a slot-filling exchange, repeated: each answer needs the previous turn's state
+            ask = client.post(CHAT, json={"user_id": user_id, "text": "空调温度调一下", **({"session_id": sid} if sid else {})})
+            sid = ask.json()["session_id"]
+            done = client.post(CHAT, json={"user_id": user_id, "session_id": sid, "text": "二十三度"})
+            assert (ask.json()["status"], done.json()["status"]) == ("waiting_slot", "completed"), done.text
+            replicas |= {ask.headers["x-baton-replica"], done.headers["x-baton-replica"]}
+        assert len(replicas) == 2, replicas
+    finally:
+        _set_orchestrator_replicas(serve_app, 1)
