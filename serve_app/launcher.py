@@ -60,10 +60,11 @@ def start(config: dict[str, Any], *, num_cpus: int | None = None) -> None:
 
     schema = ServeDeploySchema.model_validate(config)
     for app in config["applications"]:
-        # samples of a previous run on this port would be summed into this one's
         metrics_dir = Path(app["runtime_env"]["env_vars"][MULTIPROC_ENV])
-        shutil.rmtree(metrics_dir, ignore_errors=True)
-        metrics_dir.mkdir(parents=True)
+        if not ray.is_initialized():
+            # samples of a previous run on this port would be summed into this one's; a redeploy keeps them
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True, exist_ok=True)
     if not ray.is_initialized():
         ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, namespace=SERVE_NAMESPACE)
     client = serve_api.serve_start(http_options=schema.http_options.model_dump(), proxy_location=schema.proxy_location,
