@@ -1,6 +1,6 @@
 """`python -m benchmarks.write_gate`: latency of a write-request create + confirm round trip over HTTP.
 
-Starts Baton (embedded PostgreSQL unless DATABASE_URL is set) on a free loopback port, registers one user and
+Starts Baton (on a throwaway embedded PostgreSQL unless DATABASE_URL is set) on a free loopback port, registers one user and
 times N sequential round trips: POST /api/v1/write-requests, then POST …/decide with `confirmed`. Writes
 JSON + markdown under benchmarks/results/.
 """
@@ -10,9 +10,11 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -65,12 +67,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from serve_app import launcher
+    from store.embedded import EmbeddedPostgres
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = launcher.load_serve_config(ROOT / "config" / "serve_local.yaml", os.environ, port=port)
-    database = launcher.ensure_database(config)
+    env = dict(os.environ)
+    database = None
+    if not env.get("DATABASE_URL"):
+        # a throwaway server: benchmark users and items stay out of the state dir's database
+        database = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="baton-bench-pg-")) / "pgdata")
+        env["DATABASE_URL"] = database.start()
+    config = launcher.load_serve_config(ROOT / "config" / "serve_local.yaml", env, port=port)
     launcher.start(config)
     try:
         launcher.wait_until_healthy(port, timeout_s=300)
@@ -79,10 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         launcher.stop()
         if database is not None:
             database.stop()
+            shutil.rmtree(database.pgdata.parent, ignore_errors=True)
     result = {
         "benchmark": "write-request create + confirm round trip over HTTP (sequential)",
         "latency_ms": latency, "rounds": args.rounds, "warmup": args.warmup,
-        "database": "external DATABASE_URL" if os.environ.get("DATABASE_URL") else "embedded PostgreSQL 18 (Unix socket)",
+        "database": "external DATABASE_URL" if database is None else "embedded PostgreSQL 18 (Unix socket), fresh",
         "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m": round(os.getloadavg()[0], 2)},
         "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
