@@ -22,15 +22,20 @@ class EmbeddedPostgres:
     def __init__(self, pgdata: Path) -> None:
         self.pgdata = pgdata.resolve()
         self._server: PostgresServer | None = None
+        self._owned = False
 
     def start(self) -> str:
-        """Initialise the folder on first use, start the server unless it already runs; returns its DSN."""
+        """Initialise the folder on first use and start the server, or adopt one already running from it
+        (another Baton on the same state dir); returns its DSN. Only a server this object started is
+        stopped by `stop()`."""
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         self.pgdata.mkdir(exist_ok=True)
         self._clear_stale_pid()
+        running = self._running_pid() is not None
         # cleanup_mode=None: this object, not the package's atexit hook, decides when the server stops
         PostgresServer._instances.pop(self.pgdata, None)
         self._server = PostgresServer(self.pgdata, cleanup_mode=None)
+        self._owned = not running
         return self.dsn
 
     @property
@@ -43,8 +48,9 @@ class EmbeddedPostgres:
         return self._server.get_pid() if self._server else None
 
     def stop(self, *, mode: str = "fast") -> None:
-        """Stop the server (fast: roll back open transactions and disconnect clients); a no-op when not running."""
-        if self._server is None:
+        """Stop the server this object started (fast: roll back open transactions, disconnect clients)."""
+        if self._server is None or not self._owned:
+            self._server = None
             return
         info = self._server._postmaster_info
         if info is not None and info.is_running():
@@ -55,16 +61,21 @@ class EmbeddedPostgres:
                 os.kill(info.pid, signal.SIGTERM)
         self._server = None
 
+    def _pid_in_file(self) -> int | None:
+        try:
+            return int((self.pgdata / "postmaster.pid").read_text().splitlines()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return None
+
+    def _running_pid(self) -> int | None:
+        pid = self._pid_in_file()
+        return pid if pid is not None and _alive(pid) else None
+
     def _clear_stale_pid(self) -> None:
         pid_file = self.pgdata / "postmaster.pid"
-        if not pid_file.exists():
+        if not pid_file.exists() or self._running_pid() is not None:
             return
-        try:
-            pid = int(pid_file.read_text().splitlines()[0])
-        except (ValueError, IndexError):
-            pid = None
-        if pid is not None and _alive(pid):
-            return
+        pid = self._pid_in_file()
         log.info("removing stale %s (pid %s is gone)", pid_file, pid)
         pid_file.unlink(missing_ok=True)
         # the postmaster's children may outlive a hard kill for a moment; give them time to exit

@@ -47,3 +47,19 @@ async def test_data_survives_restart_and_a_stale_pid_file():
     finally:
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_a_second_user_of_the_folder_adopts_the_server_and_does_not_stop_it():
+    folder = Path(tempfile.mkdtemp(prefix="baton-pg-"))
+    owner, adopter = EmbeddedPostgres(folder / "pgdata"), EmbeddedPostgres(folder / "pgdata")
+    try:
+        dsn = owner.start()
+        pid = owner.pid
+        assert adopter.start() == dsn and adopter.pid == pid
+        adopter.stop()
+        assert await _query(dsn, "SELECT 1") == 1  # still up: the adopter did not start it
+        owner.stop()
+        assert not (folder / "pgdata" / "postmaster.pid").exists()  # the owner did stop it
+    finally:
+        owner.stop()
+        shutil.rmtree(folder, ignore_errors=True)
