@@ -11,13 +11,21 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, TextTooLong
+from engine.media_errors import MediaForbidden, MediaNotFound, MediaTooLarge, MediaUnavailable, UnsupportedMediaType
 from engine.turn import TurnEngine
+from media.uploads import MediaUploads
 from serve_app.admission import Admission
+from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 
 STATUS_BY_ERROR: dict[type[BatonError], int] = {
+    UnsupportedMediaType: 415,
+    MediaTooLarge: 413,
+    MediaNotFound: 404,
+    MediaForbidden: 403,
+    MediaUnavailable: 503,
     TextTooLong: 422,
     InvalidInput: 422,
     SessionForbidden: 403,
@@ -33,6 +41,7 @@ class Serving:
     admission: Admission
     metrics: TurnMetrics = field(default_factory=TurnMetrics)
     retry_after_s: int = 1
+    uploads: MediaUploads | None = None
 
     async def turn(self, call: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         try:
@@ -63,6 +72,7 @@ ServingDep = Annotated[Serving, Depends(_serving)]
 def create_api() -> FastAPI:
     """The FastAPI app shared by the Serve ingress and the in-process monolith; set `app.state.serving` before serving."""
     api = FastAPI(title="Baton", version="0.1.0")
+    api.include_router(media_router)
 
     @api.get("/health")
     async def health(request: Request) -> dict:

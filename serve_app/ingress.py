@@ -13,6 +13,9 @@ from serve_app.app_args import AppArgs
 from serve_app.admission import Admission
 from serve_app.handle_client import HandleModels
 from serve_app.http_api import Serving, create_api
+from serve_app.media_client import HandleMedia
+from media.store import build_store
+from media.uploads import MediaUploads
 from serve_app.metrics import TurnMetrics
 
 # One engine per replica process. Serve builds the ASGI app (below) right after Orchestrator.__init__
@@ -28,7 +31,8 @@ def _replica_api() -> FastAPI:
 
 @serve.ingress(_replica_api)
 class Orchestrator:
-    def __init__(self, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle, args: dict) -> None:
+    def __init__(self, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle, args: dict,
+                 asr: DeploymentHandle | None = None, ocr: DeploymentHandle | None = None) -> None:
         settings = AppArgs.model_validate(args).settings()
         pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
         engine = TurnEngine(
@@ -36,9 +40,11 @@ class Orchestrator:
             models=HandleModels(classifier=classifier, detector=detector, retriever=retriever),
             sessions=InMemorySessionStore(settings.session.ttl_s),
             plugins=PluginRegistry(),
+            media=HandleMedia(asr=asr, ocr=ocr) if asr and ocr else None,
         )
         serving = Serving(engine=engine, admission=Admission(settings.serving.max_in_flight_turns),
-                          metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s)
+                          metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s,
+                          uploads=MediaUploads(store=build_store(settings), cfg=settings.media))
         if settings.serving.metrics_port:
             serving.metrics.serve(settings.serving.metrics_port)
         _replica_serving.append(serving)
