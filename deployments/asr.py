@@ -47,7 +47,7 @@ class SpeechRecognizer:
             no_speech_threshold=cfg.no_speech_threshold,
         )
         segments = [Segment(start_s=round(s.start, 3), end_s=round(s.end, 3), text=s.text.strip(), no_speech_prob=round(s.no_speech_prob, 4))
-                    for s in pieces if s.text.strip() and s.no_speech_prob <= cfg.no_speech_threshold]
+                    for s in pieces if s.text.strip() and s.compression_ratio <= cfg.max_compression_ratio]
         text = " ".join(s.text for s in segments) if _spaced(info.language) else "".join(s.text for s in segments)
         elapsed = round((time.perf_counter() - t0) * 1000.0, 3)
         if not text:

@@ -50,7 +50,8 @@ class AsrConfig(_Section):
     initial_prompt: str = Field(default="", description="Decoder prompt (e.g. one that asks for simplified characters).")
     temperature: float = Field(ge=0, description="Sampling temperature; a single value means no slow temperature fallback.")
     vad_filter: bool = Field(description="Drop non-speech with the packaged Silero VAD before decoding.")
-    no_speech_threshold: float = Field(ge=0, le=1, description="A segment whose no-speech probability is above this is dropped.")
+    no_speech_threshold: float = Field(ge=0, le=1, description="Whisper skips a window whose no-speech probability is above this and whose log-probability is low.")
+    max_compression_ratio: float = Field(gt=0, description="A segment whose text compresses better than this (a repetition loop) is dropped.")
     cpu_threads: int = Field(gt=0, description="CTranslate2 intra-op threads per replica.")
 
 
