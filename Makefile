@@ -47,6 +47,7 @@ test: setup
 
 bench: setup
 	$(BIN)/python -m benchmarks.latency
+	$(BIN)/python -m benchmarks.media
 
 clean:
 	rm -rf $(VENV) var
