@@ -3,13 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.media_settings import MediaKind
+from engine.media import STAGE_KIND
 from engine.settings import Settings
 from media.keys import is_valid_key, kind_of
 from media.store import ObjectNotFound, ObjectStore
 from protocol.media import Recognition
-
-STAGE_KIND: dict[str, MediaKind] = {"asr": "audio", "ocr": "image"}
 
 
 class StoredMediaRecognizer:

@@ -16,12 +16,14 @@ from engine.media_errors import (
     NoText,
     UndecodableMedia,
 )
+from engine.media_settings import MediaKind
 from engine.model_client import StageError
 from engine.settings import MEDIA_STAGE, Settings
-from media.keys import key_from_source_url
+from media.keys import key_from_source_url, kind_of
 from protocol.http_chat import ChatRequest
 from protocol.media import Recognition
 
+STAGE_KIND: dict[str, MediaKind] = {"asr": "audio", "ocr": "image"}
 ERROR_BY_STATUS = {
     "no_speech": NoSpeech, "no_text": NoText, "undecodable": UndecodableMedia, "too_large": MediaTooLarge,
     "not_found": MediaNotFound, "forbidden": MediaForbidden, "wrong_kind": MediaKindMismatch,
@@ -75,6 +77,9 @@ class MediaStage:
         """Recognized text of a voice/image turn, or a typed error; the text turn never runs on a failed recognition."""
         stage = MEDIA_STAGE[request.modality]
         key = self.object_key(request.source_url or "")
+        if kind_of(key) != STAGE_KIND[stage]:
+            raise MediaKindMismatch(f"{request.modality} needs an {STAGE_KIND[stage]} upload; source_url names an {kind_of(key)} object.",
+                                    field="source_url")
         if self._media is None:
             raise MediaUnavailable(f"This server has no {stage} stage.", field="modality")
         call = self._media.transcribe if stage == "asr" else self._media.ocr

@@ -190,3 +190,11 @@ def test_media_turn_budgets_must_add_up() -> None:
     budgets["turn_ms"]["image_ocr"] += 1
     with pytest.raises(ValueError, match="turn_ms.image_ocr"):
         Budgets.model_validate(budgets)
+
+
+async def test_an_audio_object_in_an_image_turn_is_refused_before_the_hop() -> None:
+    media = FakeMedia({AUDIO_KEY: ok("打开车窗")})
+    engine, models = rig(media)
+    with pytest.raises(MediaKindMismatch) as exc:
+        await engine.chat(image_turn(AUDIO_KEY))
+    assert exc.value.field == "source_url" and media.calls == [] and models.calls == []
