@@ -84,7 +84,7 @@ class Budgets(Section):
                 raise ValueError(f"budgets need turn_ms.text, turn_ms.{modality} and stages_ms.{stage}.")
             want = self.stages_ms[stage] + self.turn_ms["text"]
             if self.turn_ms[modality] != want:
-                    raise ValueError(f"turn_ms.{modality} is {self.turn_ms[modality]:g}; it must be stages_ms.{stage} + turn_ms.text = {want:g}.")
+                raise ValueError(f"turn_ms.{modality} is {self.turn_ms[modality]:g}; it must be stages_ms.{stage} + turn_ms.text = {want:g}.")
         return self
 
     def stage_s(self, stage: str) -> float:

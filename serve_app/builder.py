@@ -17,8 +17,9 @@ def build_app(args: AppArgs | dict) -> Application:
     """Build the Baton application.
 
     Each model stage is a `ModelServer` deployment named as in `MODEL_DEPLOYMENTS`; the Orchestrator
-    ingress receives their handles, and the `MediaServer` deployments of `MEDIA_DEPLOYMENTS` (ASR, OCR) theirs. Replica counts, autoscaling, queue limits, CPU shares and fault
-    `user_config` come from the Serve config (`config/serve_local.yaml`), matched by deployment name.
+    ingress receives their handles, and those of the `MediaServer` deployments in `MEDIA_DEPLOYMENTS`
+    (ASR, OCR). Replica counts, autoscaling, queue limits, CPU shares and fault `user_config` come
+    from the Serve config (`config/serve_local.yaml`), matched by deployment name.
     """
     args = AppArgs.model_validate(args).model_dump() if isinstance(args, dict) else args.model_dump()
     handles = {
