@@ -4,6 +4,8 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
+import numpy as np
+
 from engine.media_errors import EmptyMedia, MediaTooLarge, UndecodableMedia, UnsupportedMediaType
 from engine.media_settings import MediaConfig, MediaKind
 
@@ -95,7 +97,7 @@ def probe_image(data: bytes, max_pixels: int) -> tuple[int, int]:
     return width, height
 
 
-def decode_audio(data: bytes) -> "np.ndarray":  # noqa: F821 - numpy is imported by the decoder
+def decode_audio(data: bytes) -> np.ndarray:
     """Mono float32 samples at 16 kHz via faster-whisper's PyAV decoder (wav, mp3, m4a, webm/opus, ogg, flac)."""
     from faster_whisper.audio import decode_audio as fw_decode
 
