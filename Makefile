@@ -10,7 +10,10 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export BATON_STATE_DIR ?= $(CURDIR)/var
 
-.PHONY: setup models run test bench clean
+# Debian packages: CJK fonts and espeak-ng make the test media (rendered Chinese text, synthesized speech)
+SYSTEM_PACKAGES := espeak-ng fonts-noto-cjk fonts-wqy-zenhei
+
+.PHONY: setup system-packages models run test bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -18,7 +21,15 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	touch $@
 
-setup: $(STAMP)
+system-packages:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing $$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+setup: $(STAMP) system-packages
+	$(BIN)/python -m models.whisper
 
 # make models PACK=<name>                      build a shipped pack's models
 # make models DATA=rows.jsonl PACK=<name>      build a pack from your {"text","intent"} rows
@@ -36,6 +47,7 @@ test: setup
 
 bench: setup
 	$(BIN)/python -m benchmarks.latency
+	$(BIN)/python -m benchmarks.media
 
 clean:
 	rm -rf $(VENV) var

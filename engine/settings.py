@@ -6,8 +6,11 @@ import re
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.media_settings import AsrConfig, MediaConfig, OcrConfig
+
+MEDIA_STAGE = {"voice_asr": "asr", "image_ocr": "ocr"}
 STAGES = ("asr", "ocr", "keyword", "classifier", "detector", "retriever", "fusion", "planner", "slots", "execute", "store")
 
 
@@ -95,6 +98,17 @@ class Budgets(Section):
     stages_ms: dict[str, float] = Field(description="Per-stage budget, keyed by canonical stage name.")
     batch_wait_share: float = Field(ge=0, le=1, description="Share of a stage budget a batch may wait to fill.")
 
+    @model_validator(mode="after")
+    def _media_turns_add_up(self) -> "Budgets":
+        """A media turn's budget is its media stage budget plus the text-turn budget."""
+        for modality, stage in MEDIA_STAGE.items():
+            if modality not in self.turn_ms or stage not in self.stages_ms or "text" not in self.turn_ms:
+                raise ValueError(f"budgets need turn_ms.text, turn_ms.{modality} and stages_ms.{stage}.")
+            want = self.stages_ms[stage] + self.turn_ms["text"]
+            if self.turn_ms[modality] != want:
+                raise ValueError(f"turn_ms.{modality} is {self.turn_ms[modality]:g}; it must be stages_ms.{stage} + turn_ms.text = {want:g}.")
+        return self
+
     def stage_s(self, stage: str) -> float:
         return self.stages_ms[stage] / 1000.0
 
@@ -113,6 +127,9 @@ class Settings(Section):
     store: StoreConfig
     auth: AuthConfig
     budgets: Budgets
+    media: MediaConfig
+    asr: AsrConfig
+    ocr: OcrConfig
     state_dir: Path = Path("var")
     config_dir: Path = Path("config")
 
@@ -123,6 +140,14 @@ class Settings(Section):
     @property
     def encoder_path(self) -> Path:
         return Path(self.models.encoder) if self.models.encoder else self.state_dir / "encoder" / "multilingual-e5-small"
+
+    @property
+    def media_dir(self) -> Path:
+        return Path(self.media.store.local_dir) if self.media.store.local_dir else self.state_dir / "media"
+
+    @property
+    def whisper_path(self) -> Path:
+        return Path(self.asr.model_path) if self.asr.model_path else self.state_dir / "whisper" / "base"
 
     def artifacts_dir(self, pack: str | None = None) -> Path:
         return self.state_dir / "packs" / (pack or self.pack) / "models"

@@ -13,6 +13,7 @@ from engine.dialog_rules import DialogRules
 from engine.errors import InvalidInput, SessionForbidden, TextTooLong
 from engine.fusion import RouteDecision
 from engine.keyword import KeywordMatcher
+from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Intent, Pack, SlotSpec
 from engine.plugins import PluginRegistry
@@ -47,7 +48,7 @@ class TurnEngine:
     """
 
     def __init__(self, *, pack: Pack, settings: Settings, models: ModelClient, sessions: SessionStore,
-                 plugins: PluginRegistry, clock: Callable[[], datetime] | None = None) -> None:
+                 plugins: PluginRegistry, clock: Callable[[], datetime] | None = None, media: MediaClient | None = None) -> None:
         self.pack = pack
         self._settings = settings
         self._sessions = sessions
@@ -60,11 +61,13 @@ class TurnEngine:
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)
         self._limits = SlotLimits(temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max)
+        self._media = MediaStage(settings=settings, media=media)
 
     # ---- entry points -------------------------------------------------------------------------
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Load the session, run the turn, save the session (the in-process path)."""
+        check_modality(request)  # before the session exists: bad input creates nothing
         session = await self._session(request.session_id or uuid.uuid4().hex, request.user_id, create=True)
         response = await self.chat_on(session, request)
         return await self._save(session, response)
@@ -75,10 +78,18 @@ class TurnEngine:
         return await self._save(session, response) if session is not None else response
 
     async def chat_on(self, session: SessionState, request: ChatRequest) -> ChatResponse:
-        """Run a chat turn on `session`, mutating it in place; the caller persists it (and may add a `store` timing)."""
-        deadline = Deadline(self._settings.budgets.turn_ms["text"])
-        text = self._checked_text(request.text)
+        """Run a chat turn on `session`, mutating it in place; the caller persists it (and may add a `store` timing).
+
+        A voice or image turn first recognizes its media inside the same deadline (its modality's budget)."""
+        check_modality(request)
+        deadline = Deadline(self._settings.budgets.turn_ms[request.modality])
+        text = self._checked_text(request.text) if request.modality == "text" else ""
+        recognition = await self._media.recognize(request, deadline) if request.modality != "text" else None
+        if recognition is not None:
+            text = self._checked_text(recognition.recognized_text)
         response = await self._chat_turn(session, text, deadline)
+        if recognition is not None:
+            response.recognized_text, response.recognition = recognition.recognized_text, recognition
         return self._finish(session, text, response, deadline)
 
     async def fill_slots_on(self, session: SessionState | None, request: FillSlotsRequest) -> ChatResponse:

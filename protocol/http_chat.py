@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field, StrictStr
 
 from protocol.base import WireModel
+from protocol.media import InputModality, Recognition
 
 
 class TurnStatus(str, Enum):
@@ -27,9 +28,13 @@ def _client_message_id() -> Any:
 
 
 class ChatRequest(WireModel):
+    """`text` turns need `text` and no `source_url`; `voice_asr` / `image_ocr` need `source_url` and no `text` (seed 002)."""
+
     session_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
     user_id: StrictStr = Field(min_length=1, max_length=128)
-    text: StrictStr
+    text: StrictStr | None = None
+    modality: InputModality = "text"
+    source_url: StrictStr | None = Field(default=None, max_length=2048)
     client_message_id: StrictStr | None = _client_message_id()
 
 
@@ -115,3 +120,5 @@ class ChatResponse(WireModel):
     result: dict[str, Any] | None = None
     routing_debug: RoutingDebug = Field(default_factory=RoutingDebug)
     timings: Timings = Field(default_factory=Timings)
+    recognized_text: str | None = None
+    recognition: Recognition | None = None

@@ -8,8 +8,8 @@ from uuid import UUID
 from pydantic import Field, model_validator
 
 from protocol.base import WireModel
+from protocol.media import InputModality
 
-InputModality = Literal["text", "voice_asr", "image_ocr"]
 MessageRole = Literal["user", "assistant", "system", "tool"]
 MessageKind = Literal[
     "input", "clarification_question", "clarification_answer", "decision", "execution_processing",

@@ -11,9 +11,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, TextTooLong
+from engine.media_errors import MediaForbidden, MediaNotFound, MediaTooLarge, MediaUnavailable, UnsupportedMediaType
 from engine.turn import TurnEngine
+from media.uploads import MediaUploads
 from serve_app.admission import Admission
 from serve_app.auth import Unauthorized
+from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
 from serve_app.rest_api import Persistence, chat_user, store_router
 from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, UnsupportedWrite
@@ -21,6 +24,11 @@ from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 
 STATUS_BY_ERROR: dict[type[BatonError], int] = {
+    UnsupportedMediaType: 415,
+    MediaTooLarge: 413,
+    MediaNotFound: 404,
+    MediaForbidden: 403,
+    MediaUnavailable: 503,
     TextTooLong: 422,
     InvalidInput: 422,
     UnsupportedWrite: 422,
@@ -45,6 +53,7 @@ class Serving:
     metrics: TurnMetrics = field(default_factory=TurnMetrics)
     retry_after_s: int = 1
     persistence: Persistence | None = None
+    uploads: MediaUploads | None = None
 
     async def turn(self, call: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         try:
@@ -75,6 +84,7 @@ ServingDep = Annotated[Serving, Depends(_serving)]
 def create_api() -> FastAPI:
     """The FastAPI app shared by the Serve ingress and the in-process monolith; set `app.state.serving` before serving."""
     api = FastAPI(title="Baton", version="0.1.0")
+    api.include_router(media_router)
 
     @api.get("/health")
     async def health(request: Request) -> dict:
@@ -88,8 +98,8 @@ def create_api() -> FastAPI:
             return await serving.turn(lambda: serving.engine.chat(body))
 
         async def stored_turn() -> ChatResponse:
-            user = await chat_user(stored, authorization, body.user_id)
-            return await stored.chat.chat(body, user.id)
+            user, key = await chat_user(stored, authorization, body.user_id)
+            return await stored.chat.chat(body.model_copy(update={"user_id": key}), user.id)
         return await serving.turn(stored_turn)
 
     @api.post("/api/v1/agent/fill-slots", response_model=ChatResponse)
@@ -100,8 +110,8 @@ def create_api() -> FastAPI:
             return await serving.turn(lambda: serving.engine.fill_slots(body))
 
         async def stored_turn() -> ChatResponse:
-            user = await chat_user(stored, authorization, body.user_id)
-            return await stored.chat.fill_slots(body, user.id)
+            user, key = await chat_user(stored, authorization, body.user_id)
+            return await stored.chat.fill_slots(body.model_copy(update={"user_id": key}), user.id)
         return await serving.turn(stored_turn)
 
     api.include_router(store_router())

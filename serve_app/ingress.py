@@ -17,6 +17,9 @@ from serve_app.admission import Admission
 from serve_app.handle_client import HandleModels
 from serve_app.http_api import Serving, create_api
 from serve_app.auth import Auth, signing_secret
+from serve_app.media_client import HandleMedia
+from media.store import build_store
+from media.uploads import MediaUploads
 from serve_app.metrics import TurnMetrics
 from serve_app.rest_api import Persistence
 from serve_app.stored_chat import StoredChat
@@ -47,7 +50,8 @@ def _replica_api() -> FastAPI:
 
 @serve.ingress(_replica_api)
 class Orchestrator:
-    async def __init__(self, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle, args: dict) -> None:
+    async def __init__(self, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle, args: dict,
+                       asr: DeploymentHandle | None = None, ocr: DeploymentHandle | None = None) -> None:
         settings = AppArgs.model_validate(args).settings()
         dsn = os.environ.get("DATABASE_URL")
         if not dsn:
@@ -58,12 +62,14 @@ class Orchestrator:
             models=HandleModels(classifier=classifier, detector=detector, retriever=retriever),
             sessions=InMemorySessionStore(settings.session.ttl_s),
             plugins=PluginRegistry(),
+            media=HandleMedia(asr=asr, ocr=ocr) if asr and ocr else None,
         )
         db = await Database.open(dsn, settings.store)  # applies pending migrations under an advisory lock
         auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
         persistence = Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings)
         serving = Serving(engine=engine, admission=Admission(settings.serving.max_in_flight_turns),
-                          metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s, persistence=persistence)
+                          metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s, persistence=persistence,
+                          uploads=MediaUploads(store=build_store(settings), cfg=settings.media))
         if settings.serving.metrics_port:
             serving.metrics.serve(settings.serving.metrics_port)
         _replica_serving.append(serving)

@@ -65,16 +65,20 @@ async def _current_user(p: PersistenceDep, authorization: AuthorizationHeader = 
 CurrentUser = Annotated[User, Depends(_current_user)]
 
 
-async def chat_user(p: Persistence, authorization: str | None, body_user_id: str) -> User:
-    """The user a chat turn belongs to: the token's user, or (no token, local mode) the shadow user of `user_id`."""
+async def chat_user(p: Persistence, authorization: str | None, claimed_user_id: str | None) -> tuple[User, str]:
+    """Who a turn or a media object belongs to: the token's user or, with no token (local mode), the shadow
+    user of the claimed `user_id`. Returns the user and the key the engine and the media store own things by
+    (the user's id with a token; the claimed user_id without one)."""
     token = bearer_token(authorization)
     if token is None:
+        if not claimed_user_id:
+            raise InvalidInput("Give user_id, or an access token.", field="user_id")
         async with p.db.connection() as conn:
-            return await users.shadow(conn, body_user_id)
+            return await users.shadow(conn, claimed_user_id), claimed_user_id
     user = await _current_user(p, authorization)
-    if body_user_id not in (str(user.id), user.business_user_id):
+    if claimed_user_id and claimed_user_id not in (str(user.id), user.business_user_id):
         raise SessionForbidden("user_id does not match the access token.", field="user_id")
-    return user
+    return user, str(user.id)
 
 
 def _auth_response(p: Persistence, user: User) -> AuthResponse:

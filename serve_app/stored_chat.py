@@ -9,17 +9,27 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from uuid import UUID
 
+from engine.media import check_modality
 from engine.session import SessionState, StaleSession
 from engine.settings import Settings
 from engine.turn import TurnEngine, add_store_timing
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
+from protocol.store import InputModality
 from store import conversation, sessions, turn_log
 from store.database import Database
 from store.errors import SessionBusy
 
 TurnRunner = Callable[[SessionState | None], Awaitable[ChatResponse]]
+
+
+@dataclass(frozen=True)
+class UserInput:
+    text: str
+    modality: InputModality = "text"
+    source_url: str | None = None
 
 
 class StoredChat:
@@ -29,18 +39,20 @@ class StoredChat:
         self._settings = settings
 
     async def chat(self, body: ChatRequest, user_id: UUID) -> ChatResponse:
+        check_modality(body)  # before anything is leased or written
         session_id = body.session_id or uuid.uuid4().hex
         request = body.model_copy(update={"session_id": session_id})
-        return await self._turn(user_id, session_id, body.client_message_id, request.text, create=True,
+        said = UserInput(text=body.text or "", modality=body.modality, source_url=body.source_url)
+        return await self._turn(user_id, session_id, body.client_message_id, said, create=True,
                                 new_state=lambda: SessionState(session_id=session_id, user_id=body.user_id),
                                 run=lambda state: self._engine.chat_on(state, request))
 
     async def fill_slots(self, body: FillSlotsRequest, user_id: UUID) -> ChatResponse:
-        text = body.text if body.text is not None else _slots_text(body.slots)
-        return await self._turn(user_id, body.session_id, body.client_message_id, text, create=False,
+        said = UserInput(text=body.text if body.text is not None else _slots_text(body.slots))
+        return await self._turn(user_id, body.session_id, body.client_message_id, said, create=False,
                                 new_state=None, run=lambda state: self._engine.fill_slots_on(state, body))
 
-    async def _turn(self, user_id: UUID, session_id: str, client_message_id: str | None, text: str, *,
+    async def _turn(self, user_id: UUID, session_id: str, client_message_id: str | None, said: UserInput, *,
                     create: bool, new_state: Callable[[], SessionState] | None, run: TurnRunner) -> ChatResponse:
         if client_message_id is not None:
             stored = await self._stored(user_id, client_message_id)
@@ -62,7 +74,7 @@ class StoredChat:
             else:
                 state = new_state() if new_state is not None else None
             response = await run(state)
-            await self._commit(user_id, session_id, lease, state, response, text, client_message_id, question)
+            await self._commit(user_id, session_id, lease, state, response, said, client_message_id, question)
             committed = lease is not None and state is not None
             return response
         except StaleSession as exc:
@@ -71,9 +83,12 @@ class StoredChat:
             if lease is not None and not committed:
                 await sessions.release(self._db, lease)
 
-    async def _commit(self, user_id, session_id, lease, state, response, text, client_message_id, question) -> None:
+    async def _commit(self, user_id, session_id, lease, state, response, said, client_message_id, question) -> None:
         cmid = client_message_id or turn_log.new_client_message_id()
-        asked = turn_log.user_message(text, session_id=session_id, client_message_id=cmid, question=question)
+        # a voice or image message is logged as what was recognized, with the URL of the original media
+        text = said.text if said.modality == "text" else (response.recognized_text or "")
+        asked = turn_log.user_message(text, session_id=session_id, client_message_id=cmid, question=question,
+                                      modality=said.modality, source_url=said.source_url)
         reply = turn_log.reply_message(response, now=turn_log.utc_now(), question_ttl_s=self._settings.store.clarification_ttl_s)
         t0 = time.perf_counter()
         async with self._db.transaction() as conn:

@@ -5,7 +5,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 from protocol.http_chat import ChatResponse, TurnStatus
-from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, StoredTimeRange
+from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, InputModality, StoredTimeRange
 from store.conversation import NewMessage
 
 QUESTION_TYPE = {
@@ -25,14 +25,15 @@ def new_client_message_id() -> str:
     return f"srv-{uuid.uuid4().hex}"
 
 
-def user_message(text: str, *, session_id: str, client_message_id: str, question: ConversationMessageDTO | None) -> NewMessage:
+def user_message(text: str, *, session_id: str, client_message_id: str, question: ConversationMessageDTO | None,
+                 modality: InputModality = "text", source_url: str | None = None) -> NewMessage:
     """`input`, or `clarification_answer` when the session has an open question this message answers."""
     if question is not None:
         metadata = ConversationMessageMetadata(message_kind="clarification_answer", session_id=session_id,
                                                client_message_id=client_message_id, reply_to_question_id=question.id)
     else:
         metadata = ConversationMessageMetadata(message_kind="input", session_id=session_id, client_message_id=client_message_id)
-    return NewMessage(role="user", modality="text", raw_content=text, metadata=metadata)
+    return NewMessage(role="user", modality=modality, source_url=source_url, raw_content=text, metadata=metadata)
 
 
 def reply_message(response: ChatResponse, *, now: datetime, question_ttl_s: int) -> NewMessage:

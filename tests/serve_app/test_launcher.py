@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from serve_app.app_args import AppArgs
-from serve_app.builder import MODEL_DEPLOYMENTS
+from serve_app.builder import MEDIA_DEPLOYMENTS, MODEL_DEPLOYMENTS
 from serve_app.launcher import load_serve_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,13 +43,13 @@ def test_metrics_port_override_reaches_the_replica_settings(monkeypatch):
 def test_every_deployment_is_bounded_and_fractional():
     """The Serve config gives each deployment autoscaling, both queue limits and a fractional CPU share."""
     deployments = {d["name"]: d for d in load_serve_config(SERVE_LOCAL, {})["applications"][0]["deployments"]}
-    assert set(deployments) == {"Orchestrator", *MODEL_DEPLOYMENTS.values()}
+    assert set(deployments) == {"Orchestrator", *MODEL_DEPLOYMENTS.values(), *MEDIA_DEPLOYMENTS.values()}
     for name, dep in deployments.items():
         assert dep["max_ongoing_requests"] > 0, name
         assert "max_queued_requests" in dep, name
         assert 0 < dep["ray_actor_options"]["num_cpus"] < 1, name
         assert dep["autoscaling_config"]["min_replicas"] >= 1, name
-    assert deployments["Orchestrator"]["autoscaling_config"]["max_replicas"] == 1  # sessions are in-process
+    assert deployments["Orchestrator"]["autoscaling_config"]["max_replicas"] >= 2  # sessions live in PostgreSQL
 
 
 @pytest.mark.parametrize("bad", [{"config_dir": "config", "unknown": 1}, {"pack": 3}])

@@ -1,0 +1,47 @@
+"""Media protocol (seed 002): input modalities, the upload answer, and what the ASR/OCR modules return."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from protocol.base import WireModel
+
+InputModality = Literal["text", "voice_asr", "image_ocr"]
+FileType = Literal["image", "audio"]
+# ok: text recognized; the rest say why there is none (the orchestrator turns each into a typed error)
+RecognitionStatus = Literal["ok", "no_speech", "no_text", "undecodable", "too_large", "not_found", "forbidden", "wrong_kind"]
+
+
+class UploadResponse(WireModel):
+    source_url: str
+    object_key: str
+    file_type: FileType
+    content_type: str
+    bytes: int
+
+
+class Segment(WireModel):
+    start_s: float
+    end_s: float
+    text: str
+    no_speech_prob: float = 0.0
+
+
+class TextLine(WireModel):
+    text: str
+    confidence: float
+    box: list[list[float]] = Field(description="Four corner points (x, y), clockwise from top-left.")
+
+
+class Recognition(WireModel):
+    """The ASR/OCR module contract: `source_url` in, `recognized_text` and `status` out, plus details."""
+
+    status: RecognitionStatus
+    recognized_text: str = ""
+    reason: str = ""
+    language: str | None = None
+    duration_s: float | None = None
+    segments: list[Segment] = Field(default_factory=list)
+    lines: list[TextLine] = Field(default_factory=list)
+    elapsed_ms: float = 0.0

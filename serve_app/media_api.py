@@ -1,0 +1,91 @@
+"""Media routes (seed 002): POST /api/v1/media/upload (multipart: file, file_type, user_id) and GET /api/v1/media/{object_key}."""
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import Field, StrictStr, ValidationError
+from starlette.datastructures import UploadFile
+
+from engine.errors import BatonError, InvalidInput
+from engine.media_errors import MediaTooLarge
+from media.uploads import MediaUploads
+from protocol.base import WireModel
+from protocol.media import FileType, UploadResponse
+from serve_app.rest_api import chat_user
+
+FORM_FIELDS = ("file", "file_type", "user_id")
+# multipart framing around the file: boundaries, part headers and the two small fields
+FORM_OVERHEAD_BYTES = 64 * 1024
+
+router = APIRouter()
+
+
+class UploadFields(WireModel):
+    user_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
+    file_type: FileType
+
+
+async def requesting_user(request: Request, claimed: str | None) -> str:
+    """Who uploads or reads a media object, by the same rule as chat: the token's user, or (no token, local
+    mode) the claimed user_id. Without a database (the in-process path) only the claimed user_id exists."""
+    persistence = getattr(getattr(request.app.state, "serving", None), "persistence", None)
+    if persistence is not None:
+        _, key = await chat_user(persistence, request.headers.get("authorization"), claimed)
+        return key
+    if not claimed:
+        raise InvalidInput("Give the owner's user_id (query parameter or X-User-Id header).", field="user_id")
+    return claimed
+
+
+def _uploads(request: Request) -> MediaUploads:
+    serving = getattr(request.app.state, "serving", None)
+    uploads = getattr(serving, "uploads", None)
+    if uploads is None:
+        raise BatonError("The media store is not available yet.")
+    return uploads
+
+
+UploadsDep = Annotated[MediaUploads, Depends(_uploads)]
+
+
+async def _form_fields(request: Request, uploads: MediaUploads) -> tuple[UploadFields, UploadFile]:
+    declared = request.headers.get("content-length")
+    limit = max(uploads.cfg.max_bytes.values())
+    if declared and declared.isdigit() and int(declared) > limit + FORM_OVERHEAD_BYTES:
+        raise MediaTooLarge(f"The request is {declared} bytes; a file may be at most {limit}.", field="file")
+    form = await request.form(max_files=1, max_fields=len(FORM_FIELDS))
+    extra = sorted(set(form.keys()) - set(FORM_FIELDS))
+    if extra:
+        raise InvalidInput(f"Unknown form field '{extra[0]}'; expected {', '.join(FORM_FIELDS)}.", field=extra[0])
+    file = form.get("file")
+    if not isinstance(file, UploadFile):
+        raise InvalidInput("Form field 'file' is required and must be a file part.", field="file")
+    try:
+        fields = UploadFields.model_validate({k: form.get(k) for k in ("user_id", "file_type") if form.get(k) is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"]) or None
+        raise InvalidInput(f"{name}: {first['msg']}", field=name) from exc
+    return fields, file
+
+
+@router.post("/api/v1/media/upload", response_model=UploadResponse)
+async def upload(request: Request, uploads: UploadsDep) -> UploadResponse:
+    fields, file = await _form_fields(request, uploads)
+    limit = uploads.cfg.max_bytes[fields.file_type]
+    data = await file.read(limit + 1)
+    if len(data) > limit:
+        raise MediaTooLarge(f"The {fields.file_type} is over the limit of {limit} bytes.", field="file")
+    owner = await requesting_user(request, fields.user_id)
+    # decoding to check the bytes is CPU work: off the ingress event loop
+    return await asyncio.to_thread(uploads.accept, data=data, file_type=fields.file_type, user_id=owner)
+
+
+@router.get("/api/v1/media/{object_key:path}")
+async def media_object(object_key: str, request: Request, uploads: UploadsDep) -> Response:
+    owner = await requesting_user(request, request.query_params.get("user_id") or request.headers.get("x-user-id"))
+    info, data = await asyncio.to_thread(uploads.read, object_key=object_key, user_id=owner)
+    return Response(content=data, media_type=info.content_type,
+                    headers={"Cache-Control": "private, no-store", "X-Content-Type-Options": "nosniff"})
