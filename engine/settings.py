@@ -76,6 +76,7 @@ class StoreConfig(Section):
     pool_min: int = Field(ge=0, description="Connections each orchestrator replica keeps open.")
     pool_max: int = Field(gt=0, description="Connections each orchestrator replica may open.")
     connect_timeout_s: float = Field(gt=0)
+    pool_acquire_timeout_s: float = Field(gt=0, description="Waiting longer for a free connection sheds the request (503 overloaded).")
     command_timeout_s: float = Field(gt=0, description="A statement running longer fails the request with 503.")
     session_lease_s: float = Field(gt=0, description="A turn's hold on its session; a crashed replica's hold lapses after this.")
     session_busy_wait_ms: float = Field(ge=0, description="How long a second turn on a busy session waits before 409 session_busy.")

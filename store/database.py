@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
+from engine.errors import Overloaded
 from engine.settings import StoreConfig
 from store.errors import StoreUnavailable
 from store.migrate import migrate
@@ -58,10 +59,18 @@ class Database:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
         try:
-            async with self.pool.acquire(timeout=self.config.connect_timeout_s) as conn:
-                yield conn
+            conn = await self.pool.acquire(timeout=self.config.pool_acquire_timeout_s)
+        except asyncio.TimeoutError as exc:
+            # every connection is busy: back-pressure, answered like any other shed turn
+            raise Overloaded("Every database connection of this replica is busy; retry shortly.") from exc
         except UNAVAILABLE as exc:
             raise StoreUnavailable(f"The database is unavailable ({type(exc).__name__}); nothing was written.") from exc
+        try:
+            yield conn
+        except UNAVAILABLE as exc:
+            raise StoreUnavailable(f"The database is unavailable ({type(exc).__name__}); nothing was written.") from exc
+        finally:
+            await self.pool.release(conn)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
