@@ -34,8 +34,12 @@ test: setup
 	$(BIN)/python -m models.build --pack timeflow
 	$(BIN)/python -m pytest
 
+# make bench                                         short default scenario: starts Baton and the monolith, writes benchmarks/results/default/
+# make bench SCENARIO=benchmarks/scenarios/sweep.yaml  the full comparison (capacity sweep, batching off, 10x burst; ~25 min)
+SCENARIO ?= benchmarks/scenarios/default.yaml
 bench: setup
-	$(BIN)/python -m benchmarks.latency
+	$(BIN)/python -m models.build --pack cockpit
+	$(BIN)/python -m benchmarks $(SCENARIO)
 
 clean:
 	rm -rf $(VENV) var

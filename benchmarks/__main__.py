@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 from pathlib import Path
 
 from benchmarks.report import non_finite
 from benchmarks.scenario import load_scenario, overlap_with_test_split
+from benchmarks.schema import Result
 from benchmarks.systems import ROOT
 
 SCENARIOS = ROOT / "benchmarks" / "scenarios"
@@ -43,6 +45,7 @@ def run_scenario(path: Path, *, out: Path | None = None, urls: dict[str, str] | 
     if bad:
         raise ValueError(f"non-finite numbers in the report: {bad[:5]}")
     result["figures"] = ["latency_cdf.png", "load_curves.png", *(["burst.png"] if result["burst"] else [])]
+    Result.model_validate(result)
     # the numbers are written first: a figure that fails to draw can be redrawn with --render
     (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     render(out)
@@ -72,12 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", action="append", type=_url, default=[], metavar="NAME=URL",
                         help="measure an already running system instead of starting it")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results/<name>)")
-    parser.add_argument("--monolith-port", type=int, default=8001)
+    parser.add_argument("--monolith-port", type=int, default=None,
+                        help="port for the monolith the harness starts (default: a free one; run by hand it listens on 8001)")
     parser.add_argument("--render", type=Path, default=None, metavar="DIR", help="only redraw report.md and figures of DIR")
     args = parser.parse_args(argv)
     if args.render:
         render(args.render)
         return 0
+    # SIGTERM stops the run like Ctrl-C, so the systems it started are shut down rather than orphaned
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.out and len(args.scenarios) > 1:
         parser.error("--out takes one scenario")
     for path in args.scenarios:

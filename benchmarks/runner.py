@@ -118,7 +118,7 @@ class Runner:
             "git_commit": _git_commit(),
             "pack": self.scenario.pack,
             "systems": {s.spec.name: {"kind": s.spec.kind, "url": s.url, "started_here": s.process is not None,
-                                      "settings_overrides": s.spec.settings, "serve_config": s.config} for s in systems},
+                                      "settings_overrides": s.spec.settings, "serve_config": s.config, "env": s.env} for s in systems},
             "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                         "loadavg_at_start": [round(x, 2) for x in load0],
                         "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]},

@@ -21,9 +21,9 @@ def distribution(values: list[float]) -> dict[str, float | int] | None:
     if not values:
         return None
     out: dict[str, float | int] = {"n": len(values)}
-    out.update({f"p{q}": round(percentile(values, q), 2) for q in QUANTILES})
-    out["max"] = round(max(values), 2)
-    out["mean"] = round(statistics.fmean(values), 2)
+    out.update({f"p{q}": round(percentile(values, q), 3) for q in QUANTILES})
+    out["max"] = round(max(values), 3)
+    out["mean"] = round(statistics.fmean(values), 3)
     return out
 
 

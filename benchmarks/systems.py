@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "config"
 SERVE_CONFIG = CONFIG_DIR / "serve_local.yaml"
 STOP_TIMEOUT_S = 60.0
+# Ray starts its workers (every Serve replica) at nice 15; the monolith runs at nice 0. On a machine shared with
+# other work that alone starves Baton, so the harness gives Ray workers the monolith's priority.
+BATON_ENV = {"RAY_worker_niceness": "0"}
 READY_LINE = "Baton is serving"  # what serve_app.launcher prints once its warm-up turn ran every stage
 
 
@@ -44,6 +47,7 @@ class RunningSystem:
     url: str
     process: subprocess.Popen | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
     def stop(self) -> None:
         """SIGTERM: the launcher shuts Serve and Ray down itself; uvicorn exits on it too."""
@@ -117,13 +121,15 @@ def start_system(spec: SystemSpec, *, workdir: Path, pack: str, extra_deployment
         path = workdir / "serve.yaml"
         path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
         cmd = [sys.executable, "-m", "serve_app.launcher", "--config", str(path), "--port", str(port)]
+        env.update(BATON_ENV)
     else:
         port = monolith_port or free_port()
         config = {"config_dir": str(config_dir), "port": port}
         cmd = [sys.executable, "-m", "benchmarks.monolith", "--config-dir", str(config_dir), "--port", str(port)]
     with log.open("w") as out:
         process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    system = RunningSystem(spec=spec, url=f"http://127.0.0.1:{port}", process=process, config=config)
+    system = RunningSystem(spec=spec, url=f"http://127.0.0.1:{port}", process=process, config=config,
+                           env=BATON_ENV if spec.kind == "baton" else {})
     try:
         _wait_ready(system.url, process, timeout_s, log, READY_LINE if spec.kind == "baton" else None)
     except BaseException:
