@@ -11,7 +11,7 @@ import json
 import signal
 from pathlib import Path
 
-from benchmarks.report import non_finite
+from benchmarks.report import derive, non_finite
 from benchmarks.scenario import load_scenario, overlap_with_test_split
 from benchmarks.schema import Result
 from benchmarks.systems import ROOT
@@ -44,7 +44,7 @@ def run_scenario(path: Path, *, out: Path | None = None, urls: dict[str, str] | 
     bad = non_finite(result)
     if bad:
         raise ValueError(f"non-finite numbers in the report: {bad[:5]}")
-    result["figures"] = ["latency_cdf.png", "load_curves.png", *(["burst.png"] if result["burst"] else [])]
+    result["figures"] = ["latency_cdf.png", "load_curves.png", *(["burst.png"] if result["bursts"] else [])]
     Result.model_validate(result)
     # the numbers are written first: a figure that fails to draw can be redrawn with --render
     (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -57,6 +57,10 @@ def render(out: Path) -> None:
     from benchmarks import markdown, plots
 
     result = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    derived = derive(result)
+    if any(result.get(k) != v for k, v in derived.items()):
+        result.update(derived)  # summaries written by an older definition of capacity are re-derived, not re-measured
+        (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     plots.write_all(result, out)
     (out / "report.md").write_text(markdown.render(result), encoding="utf-8")
 

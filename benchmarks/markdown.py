@@ -51,8 +51,7 @@ def render(result: dict) -> str:
             return "–" if not x else f"{x['median']} [{x['min']}–{x['max']}]"
         n = (r["client_p50"] or {}).get("n", 0)
         lines.append(f"| {r['pair']} | {fmt(r['client_p50'])} | {fmt(r['client_p99'])} | {fmt(r['goodput_rps'])} | {n} |")
-    b = result.get("burst")
-    if b:
+    for b in result.get("bursts") or ([result["burst"]] if result.get("burst") else []):
         lines += ["", f"## Burst on `{b['system']}`", "",
                   f"{b['multiple']:g}× capacity at SLO ({b['capacity_at_slo_rps']}/s) = {b['offered_rps_target']}/s offered for "
                   f"{sc['burst']['duration_s']:g} s, autoscaling upscale delay {b['upscale_delay_s']:g} s.", "",

@@ -69,17 +69,18 @@ def load_curves(result: dict, out: Path) -> Path:
 
 
 def burst_timeline(result: dict, out: Path) -> Path | None:
-    burst = result.get("burst")
-    if not burst:
+    bursts = result.get("bursts") or ([result["burst"]] if result.get("burst") else [])
+    if not bursts:
         return None
-    t = [p["t"] for p in burst["timeline"]]
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    for key in ("sent", "accepted", "shed"):
-        ax.plot(t, [p.get(key, 0) for p in burst["timeline"]], label=key)
-    if burst["capacity_at_slo_rps"]:
-        ax.axhline(burst["capacity_at_slo_rps"], color="grey", linestyle=":", label="capacity at SLO")
-    ax.set(xlabel="s since burst start", ylabel="turns per second", title=f"Burst on {burst['system']}")
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(len(bursts), 1, figsize=(8, 3.5 * len(bursts)), squeeze=False)
+    for ax, burst in zip(axes[:, 0], bursts):
+        t = [p["t"] for p in burst["timeline"]]
+        for key in ("sent", "accepted", "shed"):
+            ax.plot(t, [p.get(key, 0) for p in burst["timeline"]], label=key)
+        if burst["capacity_at_slo_rps"]:
+            ax.axhline(burst["capacity_at_slo_rps"], color="grey", linestyle=":", label="capacity at SLO")
+        ax.set(xlabel="s since burst start (by send time)", ylabel="turns per second", title=f"Burst on {burst['system']}")
+        ax.legend(fontsize=8)
     path = out / "burst.png"
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -54,16 +54,30 @@ def window_summary(window: Window, *, duration_s: float, budget_ms: float) -> di
 
 
 def capacity(levels: dict[float, dict], target: float, key: str = "goodput_share") -> float | None:
-    """Highest level whose goodput share reaches the target, all lower levels included (None when none does).
+    """Highest offered level whose goodput share reaches the target (None when none does).
 
-    key="clean_goodput_share" counts only turns that also ran every stage (no degradation).
+    A lower level that misses (a noisy neighbour on a shared machine) does not cap it; the per-level table
+    shows such misses. key="clean_goodput_share" counts only turns that also ran every stage.
     """
-    best = None
-    for level in sorted(levels):
-        if levels[level][key] < target:
-            break
-        best = level
-    return best
+    passing = [level for level, summary in levels.items() if summary[key] >= target]
+    return max(passing) if passing else None
+
+
+def derive(result: dict) -> dict:
+    """Capacity at SLO (pooled, per round, without degradation) and interleaved ratios from the stored summaries."""
+    target = result["scenario"]["slo"]["goodput_target"]
+    levels = {name: {float(k): v for k, v in by_level.items()} for name, by_level in result["levels"].items()}
+    rounds: dict[str, dict[int, dict[float, dict]]] = {name: {} for name in levels}
+    for run in result["runs"]:
+        rounds[run["system"]].setdefault(run["round"], {})[run["level"]] = run["summary"]
+    names = list(levels)
+    return {
+        "capacity_at_slo": {name: capacity(by_level, target) for name, by_level in levels.items()},
+        "capacity_by_round": {name: {str(r): capacity(lv, target) for r, lv in by_round.items()} for name, by_round in rounds.items()},
+        "capacity_at_slo_without_degradation": {name: capacity(by_level, target, "clean_goodput_share")
+                                                for name, by_level in levels.items()},
+        "ratios": [ratios(result["runs"], a, b, target=target) for i, a in enumerate(names) for b in names[i + 1:]],
+    }
 
 
 def _p(summary: dict, key: str) -> float | None:
@@ -129,4 +143,4 @@ def non_finite(value, path: str = "") -> list[str]:
     return []
 
 
-__all__ = ["summarize", "window_summary", "capacity", "ratios", "burst_summary", "timeline", "non_finite", "percentile"]
+__all__ = ["summarize", "window_summary", "capacity", "derive", "ratios", "burst_summary", "timeline", "non_finite", "percentile"]

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from benchmarks.driver import Window, run_window
-from benchmarks.report import burst_summary, capacity, ratios, window_summary
+from benchmarks.report import burst_summary, capacity, derive, window_summary
 from benchmarks.scenario import Load, Mix, Scenario
 from benchmarks.systems import ROOT, RunningSystem, start_system
 
@@ -74,7 +74,7 @@ class Runner:
                     continue
                 burst = self.scenario.burst
                 extra = ({d: {"autoscaling_config.upscale_delay_s": burst.upscale_delay_s} for d in MODEL_DEPLOYMENTS}
-                         if burst and burst.system == spec.name and spec.kind == "baton" else {})
+                         if burst and spec.name in burst.systems and spec.kind == "baton" else {})
                 _log(f"starting {spec.name} ({spec.kind})")
                 systems.append(start_system(spec, workdir=self.raw / "systems" / spec.name, pack=self.scenario.pack,
                                             extra_deployments=extra, monolith_port=self.monolith_port,
@@ -99,19 +99,16 @@ class Runner:
             sweep = asyncio.run(self._sweep(systems))
             levels = {s.spec.name: {lvl: r for lvl, r in sweep["pooled"][s.spec.name].items()} for s in systems}
             caps = {name: capacity(by_level, self.scenario.slo.goodput_target) for name, by_level in levels.items()}
-            clean_caps = {name: capacity(by_level, self.scenario.slo.goodput_target, "clean_goodput_share")
-                          for name, by_level in levels.items()}
-            burst = None
+            bursts = []
             if self.scenario.burst and not self.quick:
-                target = next(s for s in systems if s.spec.name == self.scenario.burst.system)
-                burst = asyncio.run(self._burst(target, caps.get(target.spec.name)))
+                for name in self.scenario.burst.systems:
+                    target = next(s for s in systems if s.spec.name == name)
+                    bursts.append(asyncio.run(self._burst(target, caps.get(name))))
         finally:
             for system in systems:
                 _log(f"stopping {system.spec.name}")
                 system.stop()
-        names = [s.spec.name for s in systems]
-        target = self.scenario.slo.goodput_target
-        return {
+        result = {
             "scenario": self.scenario.model_dump(mode="json"),
             "mode": "quick" if self.quick else "full",
             "load": self.load.model_dump(mode="json"),
@@ -127,16 +124,12 @@ class Runner:
             "budget_ms": self.scenario.slo.budget_ms,
             "runs": sweep["runs"],
             "levels": {name: {str(k): v for k, v in by_level.items()} for name, by_level in levels.items()},
-            "capacity_at_slo": caps,
-            "capacity_by_round": sweep["capacity_by_round"],
-            "capacity_at_slo_without_degradation": clean_caps,
-            "ratios": [ratios(sweep["runs"], a, b, target=target) for i, a in enumerate(names) for b in names[i + 1:]],
-            "burst": burst,
+            "bursts": bursts,
         }
+        return {**result, **derive(result)}
 
     async def _sweep(self, systems: list[RunningSystem]) -> dict:
         runs, load, slo = [], self.load, self.scenario.slo
-        per_round: dict[str, dict[int, dict[float, dict]]] = {s.spec.name: {} for s in systems}
         pooled_windows: dict[str, dict[float, list[Window]]] = {s.spec.name: {} for s in systems}
         for level in load.levels:
             for rnd in range(load.repeats):
@@ -147,7 +140,6 @@ class Runner:
                     window = await self._window(system, level, seed, load, name)
                     summary = window_summary(window, duration_s=load.duration_s, budget_ms=slo.budget_ms)
                     runs.append({"system": system.spec.name, "level": level, "round": rnd, "summary": summary})
-                    per_round[system.spec.name].setdefault(rnd, {})[level] = summary
                     pooled_windows[system.spec.name].setdefault(level, []).append(window)
                     wall = summary["client_wall_ms"] or {}
                     _log(f"{name}: offered {summary['offered_rps']}/s goodput {summary['goodput_share']:.3f} "
@@ -164,14 +156,12 @@ class Runner:
                                 abandoned_turns=sum(w.abandoned_turns for w in windows),
                                 sent_conversations=sum(w.sent_conversations for w in windows))
                 pooled[name][level] = window_summary(merged, duration_s=load.duration_s * len(windows), budget_ms=slo.budget_ms)
-        caps = {name: {str(rnd): capacity(levels, slo.goodput_target) for rnd, levels in rounds.items()}
-                for name, rounds in per_round.items()}
-        return {"runs": runs, "pooled": pooled, "capacity_by_round": caps}
+        return {"runs": runs, "pooled": pooled}
 
     async def _burst(self, system: RunningSystem, cap: float | None) -> dict:
         burst = self.scenario.burst
         base = cap if cap else min(self.load.levels)
-        rate = round(burst.capacity_multiple * base, 2)
+        rate = burst.rate_rps or round(burst.capacity_multiple * base, 2)
         load = Load(levels=[rate], ramp_up_s=0, warmup_s=0, duration_s=burst.duration_s)
         _log(f"burst on {system.spec.name}: {rate}/s for {burst.duration_s:g} s (capacity at SLO {cap})")
         window = await self._window(system, rate, self.scenario.seed * 1000 + 999, load, f"burst-{system.spec.name}")

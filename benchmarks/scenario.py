@@ -83,8 +83,9 @@ class Slo(Spec):
 
 
 class Burst(Spec):
-    system: str = Field(description="Which system takes the burst.")
-    capacity_multiple: float = Field(default=10.0, gt=1, description="Offered rate as a multiple of that system's capacity at SLO.")
+    systems: list[str] = Field(min_length=1, description="Systems that take the burst, one after the other.")
+    capacity_multiple: float = Field(default=10.0, gt=1, description="Offered rate as a multiple of each system's capacity at SLO.")
+    rate_rps: float | None = Field(default=None, gt=0, description="A fixed offered rate instead of the multiple of capacity.")
     duration_s: float = Field(default=60.0, gt=0)
     upscale_delay_s: float = Field(ge=0, description="Autoscaling upscale delay set on every model deployment of the burst system.")
     cooldown_s: float = Field(default=5.0, ge=0, description="Quiet time before the recovery probe.")
@@ -110,8 +111,9 @@ class Scenario(Spec):
         names = [s.name for s in self.systems]
         if len(set(names)) != len(names):
             raise ValueError(f"system names repeat: {names}")
-        if self.burst and self.burst.system not in names:
-            raise ValueError(f"burst.system {self.burst.system!r} is not one of {names}")
+        unknown = sorted(set(self.burst.systems) - set(names)) if self.burst else []
+        if unknown:
+            raise ValueError(f"burst.systems {unknown} are not among {names}")
         return self
 
 

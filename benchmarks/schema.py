@@ -100,5 +100,5 @@ class Result(Strict):
     capacity_by_round: dict[str, dict[str, float | None]]
     capacity_at_slo_without_degradation: dict[str, float | None]
     ratios: list[Ratio]
-    burst: dict[str, Any] | None
+    bursts: list[dict[str, Any]]
     figures: list[str] = Field(default_factory=list)

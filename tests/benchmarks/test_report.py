@@ -39,8 +39,8 @@ def test_window_summary_drops_warmup():
     assert s["sent"] == 1 and s["client"]["cpu_share"] == 0.1
 
 
-def test_capacity_is_the_last_level_before_the_first_miss():
-    levels = {4: {"goodput_share": 1.0}, 8: {"goodput_share": 0.995}, 12: {"goodput_share": 0.9}, 16: {"goodput_share": 1.0}}
+def test_capacity_is_the_highest_level_that_meets_the_target():
+    levels = {4: {"goodput_share": 0.98}, 8: {"goodput_share": 0.995}, 12: {"goodput_share": 0.9}, 16: {"goodput_share": 0.97}}
     assert capacity(levels, 0.99) == 8
     assert capacity({4: {"goodput_share": 0.5}}, 0.99) is None
 

@@ -47,7 +47,7 @@ def _raw(**changes) -> dict:
 
 @pytest.mark.parametrize("changes,message", [
     ({"load": {"levels": [4], "duration_s": 5, "ramp_up_s": 9, "warmup_s": 2}}, "ramp_up_s must fit"),
-    ({"burst": {"system": "nope", "upscale_delay_s": 5}}, "burst.system"),
+    ({"burst": {"systems": ["nope"], "upscale_delay_s": 5}}, "burst.systems"),
     ({"systems": [{"name": "a", "kind": "baton"}, {"name": "a", "kind": "monolith"}]}, "repeat"),
     ({"arrival": {"process": "uniform"}}, "process"),
     ({"surprise": 1}, "surprise"),
