@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -86,11 +87,16 @@ class _Run:
         body: dict = {}
         try:
             async with self.session.post(PATHS[turn.endpoint], json=payload) as resp:
-                body = await resp.json(content_type=None)
+                raw = await resp.read()
                 sample.status = resp.status
                 sample.retry_after = resp.headers.get("Retry-After")
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             sample.error_code = type(exc).__name__
+        else:
+            try:
+                body = json.loads(raw)
+            except ValueError:  # e.g. a bare 503 from Ray's proxy: answered, but not by Baton
+                sample.error_code = "not_json"
         sample.wall_ms = round((time.perf_counter() - start) * 1000.0, 3)
         if sample.status == 200:
             timings = body.get("timings", {})
