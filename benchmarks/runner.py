@@ -167,9 +167,11 @@ class Runner:
         window = await self._window(system, rate, self.scenario.seed * 1000 + 999, load, f"burst-{system.spec.name}")
         await asyncio.sleep(burst.cooldown_s)
         recovery = await asyncio.to_thread(_recovery, system.url, burst.recovery_turns, self.scenario.client_timeout_s)
-        summary = burst_summary(window, capacity_rps=cap, offered_rps=rate, duration_s=burst.duration_s,
+        # the burst is sized on this run's capacity; when no level met the target here, on the lowest level
+        summary = burst_summary(window, capacity_rps=base, offered_rps=rate, duration_s=burst.duration_s,
                                 budget_ms=self.scenario.slo.budget_ms, recovery=recovery)
-        summary.update(system=system.spec.name, upscale_delay_s=burst.upscale_delay_s, multiple=burst.capacity_multiple)
+        summary.update(system=system.spec.name, upscale_delay_s=burst.upscale_delay_s, multiple=burst.capacity_multiple,
+                       capacity_measured_in_run=cap)
         _log(f"burst: sent {summary['sent']} accepted {summary['ok']} shed {summary['shed']} lost {summary['lost']} "
              f"codes {summary['status_counts']} recovery {summary['recovery_statuses']}")
         return summary
