@@ -14,9 +14,9 @@ def render(result: dict) -> str:
         f"Pack `{result['pack']}`, commit `{result['git_commit'][:10]}`, {machine['cores']} cores, "
         f"load average {machine['loadavg_at_start'][0]} at start / {machine['loadavg_at_end'][0]} at end "
         f"({result['started_at']} → {result['finished_at']}). Arrivals: {sc['arrival']['process']}; "
-        f"SLO: HTTP 200 within {result['budget_ms']:g} ms client wall time; capacity = highest level with goodput "
-        f"≥ {sc['slo']['goodput_target']:.0%} (and every lower level). The machine is shared: trust the interleaved "
-        "ratios more than absolute times.", "",
+        f"SLO: HTTP 200 within {result['budget_ms']:g} ms client wall time; capacity = highest offered level with goodput "
+        f"≥ {sc['slo']['goodput_target']:.0%}. The machine is shared (see the load average per level): trust the "
+        "interleaved ratios more than absolute times.", "",
         "## Capacity at SLO", "",
         "| system | capacity (turns/s) | per round | without degraded turns |", "|---|---|---|---|",
     ]
@@ -53,7 +53,7 @@ def render(result: dict) -> str:
         lines.append(f"| {r['pair']} | {fmt(r['client_p50'])} | {fmt(r['client_p99'])} | {fmt(r['goodput_rps'])} | {n} |")
     for b in result.get("bursts") or ([result["burst"]] if result.get("burst") else []):
         lines += ["", f"## Burst on `{b['system']}`", "",
-                  f"{b['multiple']:g}× capacity at SLO ({b['capacity_at_slo_rps']}/s) = {b['offered_rps_target']}/s offered for "
+                  f"{b['offered_rps_target']}/s offered (target; {b['multiple']:g}× a capacity of {b['capacity_at_slo_rps']}/s) for "
                   f"{sc['burst']['duration_s']:g} s, autoscaling upscale delay {b['upscale_delay_s']:g} s.", "",
                   "| sent | offered/s | accepted (200) | accepted/s | accepted ÷ capacity | good (≤ budget) | shed (503/429) | "
                   "shed without Retry-After | 5xx other than 503 | lost | slowest answer ms | recovery |",
@@ -61,5 +61,6 @@ def render(result: dict) -> str:
                   f"| {b['sent']} | {b['offered_rps']} | {b['ok']} | {b['accepted_rps']} | {b['accepted_over_capacity']} | "
                   f"{b['good']} | {b['shed']} | {b['shed_without_retry_after']} | {b['server_errors_not_503']} | {b['lost']} | "
                   f"{b['max_wall_ms']} | {b['recovery_statuses']} |", "",
-                  f"Client CPU during the burst: {b['client']['cpu_share']:.0%} of one core."]
+                  f"Client CPU during the burst: {b['client']['cpu_share']:.0%} of one core.",
+                  *(["", f"Note: {b['note']}"] if b.get("note") else [])]
     return "\n".join(lines) + "\n"

@@ -20,24 +20,28 @@ def _samples(raw: Path, prefix: str) -> list[dict]:
 def _cdf(ax, values: list[float], label: str) -> None:
     if not values:
         return
-    ordered = sorted(values)
+    ordered = sorted(max(v, FLOOR_MS) for v in values)
     ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=label)
 
 
+FLOOR_MS = 0.005  # sub-microsecond stages (keyword, fusion) are drawn at this floor on the log axis
+
+
 def stage_cdf(result: dict, raw: Path, out: Path) -> Path:
-    """One panel per system at its capacity level (or lowest): client wall, server total and each stage."""
+    """One panel per system, all at one level (the first system's capacity, else the lowest): wall, total, stages."""
     names = list(result["levels"])
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4), squeeze=False)
+    cap = result["capacity_at_slo"][names[0]]
+    level = cap if cap is not None else min(float(x) for x in result["levels"][names[0]])
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
     for ax, name in zip(axes[0], names):
-        cap = result["capacity_at_slo"][name]
-        level = cap if cap is not None else min(float(x) for x in result["levels"][name])
         rows = _samples(raw, f"{name}-{level:g}-")
         _cdf(ax, [r["wall_ms"] for r in rows], "client wall")
         _cdf(ax, [r["server_total_ms"] for r in rows if r["server_total_ms"] is not None], "server total")
         for stage in sorted({s for r in rows for s in r["stages"]}):
             _cdf(ax, [r["stages"][stage] for r in rows if stage in r["stages"]], stage)
         ax.axvline(result["budget_ms"], color="grey", linestyle=":", label="budget")
-        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xscale("log")
+        ax.set_xlim(left=FLOOR_MS)
         ax.set(title=f"{name} at {level:g} turns/s", xlabel="ms", ylabel="share of turns ≤ x")
         ax.legend(fontsize=7)
     path = out / "latency_cdf.png"
