@@ -61,6 +61,8 @@ def render(result: dict) -> str:
                   f"| {b['sent']} | {b['offered_rps']} | {b['ok']} | {b['accepted_rps']} | {b['accepted_over_capacity']} | "
                   f"{b['good']} | {b['shed']} | {b['shed_without_retry_after']} | {b['server_errors_not_503']} | {b['lost']} | "
                   f"{b['max_wall_ms']} | {b['recovery_statuses']} |", "",
-                  f"Client CPU during the burst: {b['client']['cpu_share']:.0%} of one core.",
+                  f"Client CPU during the burst: {b['client']['cpu_share']:.0%} of one core."
+                  + (f" Follow-up turns not sent because their conversation's earlier turn was shed or lost: "
+                     f"{b['abandoned_turns']}." if "abandoned_turns" in b else ""),
                   *(["", f"Note: {b['note']}"] if b.get("note") else [])]
     return "\n".join(lines) + "\n"

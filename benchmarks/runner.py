@@ -171,7 +171,7 @@ class Runner:
         summary = burst_summary(window, capacity_rps=base, offered_rps=rate, duration_s=burst.duration_s,
                                 budget_ms=self.scenario.slo.budget_ms, recovery=recovery)
         summary.update(system=system.spec.name, upscale_delay_s=burst.upscale_delay_s, multiple=burst.capacity_multiple,
-                       capacity_measured_in_run=cap)
+                       capacity_measured_in_run=cap, abandoned_turns=window.abandoned_turns)
         _log(f"burst: sent {summary['sent']} accepted {summary['ok']} shed {summary['shed']} lost {summary['lost']} "
              f"codes {summary['status_counts']} recovery {summary['recovery_statuses']}")
         return summary
