@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from benchmarks.driver import LOST, Sample, Window
-from benchmarks.stats import distribution, percentile, spread
+from benchmarks.stats import distribution, spread
 
 
 def measured(samples: Iterable[Sample]) -> list[Sample]:
@@ -143,4 +143,4 @@ def non_finite(value, path: str = "") -> list[str]:
     return []
 
 
-__all__ = ["summarize", "window_summary", "capacity", "derive", "ratios", "burst_summary", "timeline", "non_finite", "percentile"]
+__all__ = ["summarize", "window_summary", "capacity", "derive", "ratios", "burst_summary", "timeline", "non_finite"]
