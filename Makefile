@@ -45,9 +45,19 @@ test: setup
 	$(BIN)/python -m models.build --pack timeflow
 	$(BIN)/python -m pytest
 
+# make bench                                         short default scenario: starts Baton and the monolith, writes benchmarks/results/default/
+# make bench SCENARIO=benchmarks/scenarios/sweep.yaml  the full comparison (capacity sweep, batching off, 10x burst; ~25 min)
+SCENARIO ?= benchmarks/scenarios/default.yaml
 bench: setup
-	$(BIN)/python -m benchmarks.latency
+	$(BIN)/python -m models.build --pack cockpit
+	$(BIN)/python -m benchmarks $(SCENARIO)
+
+bench-media: setup
 	$(BIN)/python -m benchmarks.media
+
+bench-write-gate: setup
+	$(BIN)/python -m models.build --pack cockpit
+	$(BIN)/python -m benchmarks.write_gate
 
 clean:
 	rm -rf $(VENV) var

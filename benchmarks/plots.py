@@ -1,0 +1,97 @@
+"""PNG figures of a run (matplotlib, Agg): latency CDF per stage, latency and goodput vs offered load, burst timeline."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+
+def _samples(raw: Path, prefix: str) -> list[dict]:
+    rows = []
+    for path in sorted(raw.glob(f"{prefix}*.jsonl")):
+        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [r for r in rows if not r["warmup"] and r["status"] == 200]
+
+
+def _cdf(ax, values: list[float], label: str) -> None:
+    if not values:
+        return
+    ordered = sorted(max(v, FLOOR_MS) for v in values)
+    ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=label)
+
+
+FLOOR_MS = 0.005  # sub-microsecond stages (keyword, fusion) are drawn at this floor on the log axis
+
+
+def stage_cdf(result: dict, raw: Path, out: Path) -> Path:
+    """One panel per system, all at one level (the first system's capacity, else the lowest): wall, total, stages."""
+    names = list(result["levels"])
+    cap = result["capacity_at_slo"][names[0]]
+    level = cap if cap is not None else min(float(x) for x in result["levels"][names[0]])
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        rows = _samples(raw, f"{name}-{level:g}-")
+        _cdf(ax, [r["wall_ms"] for r in rows], "client wall")
+        _cdf(ax, [r["server_total_ms"] for r in rows if r["server_total_ms"] is not None], "server total")
+        for stage in sorted({s for r in rows for s in r["stages"]}):
+            _cdf(ax, [r["stages"][stage] for r in rows if stage in r["stages"]], stage)
+        ax.axvline(result["budget_ms"], color="grey", linestyle=":", label="budget")
+        ax.set_xscale("log")
+        ax.set_xlim(left=FLOOR_MS)
+        ax.set(title=f"{name} at {level:g} turns/s", xlabel="ms", ylabel="share of turns ≤ x")
+        ax.legend(fontsize=7)
+    path = out / "latency_cdf.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def load_curves(result: dict, out: Path) -> Path:
+    fig, (lat, good) = plt.subplots(1, 2, figsize=(11, 4))
+    for name, levels in result["levels"].items():
+        xs = [float(x) for x in levels]
+        for key, style in (("p50", "-o"), ("p99", "--x")):
+            ys = [(s["client_wall_ms"] or {}).get(key, float("nan")) for s in levels.values()]
+            lat.plot(xs, ys, style, label=f"{name} {key}")
+        good.plot(xs, [s["goodput_share"] for s in levels.values()], "-o", label=name)
+    lat.axhline(result["budget_ms"], color="grey", linestyle=":", label="budget")
+    lat.set(xlabel="offered load (turns/s)", ylabel="client wall ms", title="Latency vs offered load", yscale="log")
+    good.axhline(result["scenario"]["slo"]["goodput_target"], color="grey", linestyle=":", label="target")
+    good.set(xlabel="offered load (turns/s)", ylabel="goodput share", title="Goodput vs offered load", ylim=(0, 1.05))
+    lat.legend(fontsize=7)
+    good.legend(fontsize=7)
+    path = out / "load_curves.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def burst_timeline(result: dict, out: Path) -> Path | None:
+    bursts = result.get("bursts") or ([result["burst"]] if result.get("burst") else [])
+    if not bursts:
+        return None
+    fig, axes = plt.subplots(len(bursts), 1, figsize=(8, 3.5 * len(bursts)), squeeze=False)
+    for ax, burst in zip(axes[:, 0], bursts):
+        t = [p["t"] for p in burst["timeline"]]
+        for key in ("sent", "accepted", "shed"):
+            ax.plot(t, [p.get(key, 0) for p in burst["timeline"]], label=key)
+        if burst["capacity_at_slo_rps"]:
+            ax.axhline(burst["capacity_at_slo_rps"], color="grey", linestyle=":", label="capacity at SLO")
+        ax.set(xlabel="s since burst start (by send time)", ylabel="turns per second", title=f"Burst on {burst['system']}")
+        ax.legend(fontsize=8)
+    path = out / "burst.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_all(result: dict, out: Path) -> list[Path]:
+    paths = [stage_cdf(result, out / "raw", out), load_curves(result, out), burst_timeline(result, out)]
+    return [p for p in paths if p]

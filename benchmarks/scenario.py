@@ -1,0 +1,139 @@
+"""Scenario files (benchmarks/scenarios/*.yaml): utterance mix, arrival process, load levels, systems, SLO, burst."""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Turn(Spec):
+    """One request of a conversation; follow-ups reuse the session id the first answer returned."""
+
+    text: str | None = Field(default=None, description="What the user says.")
+    endpoint: Literal["chat", "fill_slots"] = Field(default="chat", description="/api/v1/agent/chat or /fill-slots.")
+    slots: dict[str, Any] | None = Field(default=None, description="Structured slot values (fill_slots only).")
+
+    @model_validator(mode="after")
+    def _has_content(self) -> Turn:
+        if self.text is None and self.slots is None:
+            raise ValueError("a turn needs 'text' or 'slots'")
+        if self.endpoint == "chat" and self.text is None:
+            raise ValueError("a chat turn needs 'text'")
+        return self
+
+
+class Kind(Spec):
+    """One kind of traffic (single intent, slot filling, …): a weight and the conversations to draw from."""
+
+    weight: float = Field(gt=0, description="Relative share of conversations of this kind.")
+    conversations: list[list[Turn]] = Field(min_length=1, description="Each a list of turns; a bare string is one chat turn.")
+
+    @field_validator("conversations", mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        def turn(t: Any) -> Any:
+            return {"text": t} if isinstance(t, str) else t
+        return [[turn(c)] if not isinstance(c, list) else [turn(t) for t in c] for c in value]
+
+
+class Process(str, Enum):
+    poisson = "poisson"
+    gamma = "gamma"
+    closed = "closed"
+
+
+class Arrival(Spec):
+    process: Process = Field(default=Process.poisson, description="Open loop (poisson/gamma) at a turn rate, or closed loop.")
+    gamma_cv: float = Field(default=2.0, gt=0, description="Coefficient of variation of gamma inter-arrivals (1 = Poisson).")
+    think_time_ms: float = Field(default=0.0, ge=0, description="Pause between a conversation's turns.")
+
+
+class Load(Spec):
+    levels: list[float] = Field(min_length=1, description="Offered turns/s (open loop) or concurrent sessions (closed loop).")
+    ramp_up_s: float = Field(default=2.0, ge=0, description="The rate rises linearly to the level over this time.")
+    warmup_s: float = Field(default=5.0, ge=0, description="Turns sent before this are discarded (includes the ramp).")
+    duration_s: float = Field(gt=0, description="Measured time after the warm-up.")
+    repeats: int = Field(default=1, ge=1, description="Rounds over all systems (A B A B …) per level.")
+
+    @model_validator(mode="after")
+    def _ramp_in_warmup(self) -> Load:
+        if self.ramp_up_s > self.warmup_s:
+            raise ValueError("ramp_up_s must fit inside warmup_s so measured turns see the full rate")
+        return self
+
+
+class SystemSpec(Spec):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    kind: Literal["baton", "monolith"]
+    settings: dict[str, Any] = Field(default_factory=dict, description="Dotted paths into config/baton.yaml, e.g. models.max_batch_size.")
+    deployments: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                                   description="Per deployment of serve_local.yaml: dotted paths, e.g. autoscaling_config.upscale_delay_s.")
+
+
+class Slo(Spec):
+    budget_ms: float = Field(gt=0, description="A turn is good when HTTP 200 and client wall time ≤ this.")
+    goodput_target: float = Field(default=0.99, gt=0, le=1, description="Capacity at SLO = highest level with this goodput share.")
+
+
+class Burst(Spec):
+    systems: list[str] = Field(min_length=1, description="Systems that take the burst, one after the other.")
+    capacity_multiple: float = Field(default=10.0, gt=1, description="Offered rate as a multiple of each system's capacity at SLO.")
+    rate_rps: float | None = Field(default=None, gt=0, description="A fixed offered rate instead of the multiple of capacity.")
+    duration_s: float = Field(default=60.0, gt=0)
+    upscale_delay_s: float = Field(ge=0, description="Autoscaling upscale delay set on every model deployment of the burst system.")
+    cooldown_s: float = Field(default=5.0, ge=0, description="Quiet time before the recovery probe.")
+    recovery_turns: int = Field(default=20, ge=1, description="Sequential turns after the burst that must all answer 200.")
+
+
+class Scenario(Spec):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str = ""
+    pack: str = "cockpit"
+    seed: int = 7
+    client_timeout_s: float = Field(default=30.0, gt=0, description="A request unanswered after this counts as lost.")
+    mix: str = Field(description="Mix file, relative to the scenario file.")
+    arrival: Arrival = Field(default_factory=Arrival)
+    load: Load
+    slo: Slo
+    systems: list[SystemSpec] = Field(min_length=1)
+    burst: Burst | None = None
+    quick: Load | None = Field(default=None, description="The load used by --quick (one short level).")
+
+    @model_validator(mode="after")
+    def _burst_system_known(self) -> Scenario:
+        names = [s.name for s in self.systems]
+        if len(set(names)) != len(names):
+            raise ValueError(f"system names repeat: {names}")
+        unknown = sorted(set(self.burst.systems) - set(names)) if self.burst else []
+        if unknown:
+            raise ValueError(f"burst.systems {unknown} are not among {names}")
+        return self
+
+
+class Mix(Spec):
+    pack: str
+    kinds: dict[str, Kind] = Field(min_length=1)
+
+    def texts(self) -> list[str]:
+        return [t.text for k in self.kinds.values() for c in k.conversations for t in c if t.text]
+
+
+def load_scenario(path: Path) -> tuple[Scenario, Mix]:
+    """Parse and validate a scenario file and the mix it names."""
+    scenario = Scenario.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    mix = Mix.model_validate(yaml.safe_load((path.parent / scenario.mix).read_text(encoding="utf-8")))
+    if mix.pack != scenario.pack:
+        raise ValueError(f"{scenario.mix} is written for pack {mix.pack!r}, the scenario serves {scenario.pack!r}")
+    return scenario, mix
+
+
+def overlap_with_test_split(mix: Mix, test_texts: set[str]) -> list[str]:
+    """Mix utterances that also appear in the pack's test split (they must not: it measures accuracy)."""
+    return sorted(t for t in mix.texts() if t in test_texts)
