@@ -13,7 +13,7 @@ export BATON_STATE_DIR ?= $(CURDIR)/var
 # Debian packages: CJK fonts and espeak-ng make the test media (rendered Chinese text, synthesized speech)
 SYSTEM_PACKAGES := espeak-ng fonts-noto-cjk fonts-wqy-zenhei
 
-.PHONY: setup system-packages models run test bench clean
+.PHONY: setup system-packages models run test bench bench-media bench-write-gate clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)

@@ -24,6 +24,7 @@ import yaml
 
 from deployments.faults import FaultSet
 from serve_app.metrics import MULTIPROC_ENV
+from serve_app.proxy_envelope import CALLBACK as PROXY_CALLBACK
 from store.embedded import EmbeddedPostgres
 
 FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT", "DATABASE_URL", "BATON_AUTH_SECRET")
@@ -66,6 +67,8 @@ def start(config: dict[str, Any], *, num_cpus: int | None = None) -> None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
         metrics_dir.mkdir(parents=True, exist_ok=True)
     if not ray.is_initialized():
+        # the proxy (a Ray worker started below) inherits this: its own sheds get Baton's error envelope
+        os.environ["RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"] = PROXY_CALLBACK
         ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, namespace=SERVE_NAMESPACE)
     client = serve_api.serve_start(http_options=schema.http_options.model_dump(), proxy_location=schema.proxy_location,
                                    global_logging_config=schema.logging_config)

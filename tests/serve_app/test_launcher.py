@@ -56,3 +56,13 @@ def test_every_deployment_is_bounded_and_fractional():
 def test_app_args_are_validated(bad):
     with pytest.raises(ValueError):
         AppArgs.model_validate(bad)
+
+
+def test_proxy_sheds_say_retry_after_like_admission_control():
+    """The proxy's own 503s (bounded Orchestrator queue) carry the Retry-After admission control sends."""
+    deployments = {d["name"]: d for d in load_serve_config(SERVE_LOCAL, {})["applications"][0]["deployments"]}
+    orchestrator = deployments["Orchestrator"]
+    settings = AppArgs.model_validate(load_serve_config(SERVE_LOCAL, {})["applications"][0]["args"]).settings()
+    assert orchestrator["max_queued_requests"] >= 0, "an unbounded proxy queue lets a burst hang requests"
+    assert orchestrator["max_ongoing_requests"] > settings.serving.max_in_flight_turns
+    assert orchestrator["backpressure_config"]["retry_after_s"] == settings.serving.retry_after_s
