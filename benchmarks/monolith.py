@@ -2,12 +2,17 @@
 
 The seed-003 architecture given a fair shake: the models run in a thread pool (one worker per model, as
 Baton runs one replica per model), torch uses the same per-model thread count, and the routes, admission
-control and error envelope are Baton's own (`serve_app.http_api`).
+control, error envelope and PostgreSQL store (sessions leased per turn, every turn logged) are Baton's own
+(`serve_app.http_api`, `serve_app.stored_chat`). Without DATABASE_URL it uses (or starts) the embedded
+server under the state dir, as `make run` does.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import signal
+import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import uvicorn
@@ -17,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL_WORKERS = 3  # classifier, detector, retriever: the monolith's counterpart of one replica each
 
 
-def build_api(config_dir: Path) -> FastAPI:
+def build_api(config_dir: Path, dsn: str) -> FastAPI:
     from deployments.in_process import InProcessModels
     from engine.pack import find_pack, load_pack
     from engine.plugins import PluginRegistry
@@ -26,7 +31,11 @@ def build_api(config_dir: Path) -> FastAPI:
     from engine.turn import TurnEngine
     from serve_app.admission import Admission
     from serve_app.http_api import Serving, create_api
+    from serve_app.auth import Auth, signing_secret
     from serve_app.metrics import TurnMetrics
+    from serve_app.rest_api import Persistence
+    from serve_app.stored_chat import StoredChat
+    from store.database import Database
 
     settings = load_settings(config_dir, os.environ)
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
@@ -38,6 +47,19 @@ def build_api(config_dir: Path) -> FastAPI:
     api = create_api()
     api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.max_in_flight_turns),
                                 metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s)
+
+    @asynccontextmanager
+    async def with_store(app: FastAPI):
+        # the pool belongs to uvicorn's event loop, so it opens here rather than in build_api
+        db = await Database.open(dsn, settings.store)
+        auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
+        app.state.serving.persistence = Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings)
+        try:
+            yield
+        finally:
+            await db.close()
+
+    api.router.lifespan_context = with_store
     return api
 
 
@@ -46,8 +68,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config-dir", type=Path, default=ROOT / "config")
     parser.add_argument("--port", type=int, default=8001)
     args = parser.parse_args(argv)
-    api = build_api(args.config_dir.resolve())
-    uvicorn.run(api, host="127.0.0.1", port=args.port, access_log=False, log_level="warning")
+    from engine.settings import load_settings
+    from store.embedded import EmbeddedPostgres
+
+    database = None
+    dsn = os.environ.get("DATABASE_URL")
+    if not dsn:
+        database = EmbeddedPostgres(load_settings(args.config_dir.resolve(), os.environ).state_dir / "pgdata")
+        dsn = database.start()
+    # uvicorn re-raises the SIGTERM it handled once it has shut down; exiting through this handler instead
+    # lets the embedded database below be stopped
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    try:
+        api = build_api(args.config_dir.resolve(), dsn)
+        uvicorn.run(api, host="127.0.0.1", port=args.port, access_log=False, log_level="warning")
+    finally:
+        if database is not None:
+            database.stop()
     return 0
 
 
