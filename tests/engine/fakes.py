@@ -22,9 +22,20 @@ MODEL_STAGES = ("classifier", "retriever", "detector")
 Scores = Iterable[tuple[str, float]]
 
 
+# Unit tests of routing logic must not depend on the host's scheduling: with instant fakes, a stall of the
+# test process (a busy CI machine) longer than a production stage budget would mark a stage degraded. The
+# default rig therefore runs with every budget scaled up (sums kept); tests about deadlines set their own
+# with `with_budgets`.
+UNIT_TEST_BUDGET_SCALE = 20.0
+
+
 @lru_cache(maxsize=None)
 def base_settings() -> Settings:
-    return load_settings(CONFIG_DIR, {})
+    settings = load_settings(CONFIG_DIR, {})
+    budgets = settings.budgets.model_copy(update={
+        "turn_ms": {k: v * UNIT_TEST_BUDGET_SCALE for k, v in settings.budgets.turn_ms.items()},
+        "stages_ms": {k: v * UNIT_TEST_BUDGET_SCALE for k, v in settings.budgets.stages_ms.items()}})
+    return settings.model_copy(update={"budgets": budgets})
 
 
 @lru_cache(maxsize=None)
