@@ -177,8 +177,7 @@ def test_racing_turns_on_one_session_run_one_at_a_time(client, serve_app):
     for r in results:
         if r.status_code == 409:
             assert r.json()["error"]["code"] == "session_busy" and "retry-after" in r.headers
-    answered = sum(r.status_code == 200 for r in results)
-    # every answered turn saved the session once, in order: the next turn sees them all
+    # the session is free again once the race is over
     probe = client.post(CHAT, json={"user_id": "racer", "session_id": sid, "text": "你好"})
     assert probe.status_code == 200
 
