@@ -81,6 +81,15 @@ def _serving(request: Request) -> Serving:
 ServingDep = Annotated[Serving, Depends(_serving)]
 
 
+async def _run(serving: Serving, body: ChatRequest | FillSlotsRequest, authorization: str | None, kind: str) -> ChatResponse:
+    """One turn (`kind` = chat | fill_slots): through the store when the app has one, else in-process sessions."""
+    stored = serving.persistence
+    if stored is None:
+        return await getattr(serving.engine, kind)(body)
+    user, key = await chat_user(stored, authorization, body.user_id)
+    return await getattr(stored.chat, kind)(body.model_copy(update={"user_id": key}), user.id)
+
+
 def create_api() -> FastAPI:
     """The FastAPI app shared by the Serve ingress and the in-process monolith; set `app.state.serving` before serving."""
     api = FastAPI(title="Baton", version="0.1.0")
@@ -93,26 +102,12 @@ def create_api() -> FastAPI:
 
     @api.post("/api/v1/agent/chat", response_model=ChatResponse)
     async def chat(body: ChatRequest, serving: ServingDep, authorization: Annotated[str | None, Header()] = None) -> ChatResponse:
-        stored = serving.persistence
-        if stored is None:
-            return await serving.turn(lambda: serving.engine.chat(body))
-
-        async def stored_turn() -> ChatResponse:
-            user, key = await chat_user(stored, authorization, body.user_id)
-            return await stored.chat.chat(body.model_copy(update={"user_id": key}), user.id)
-        return await serving.turn(stored_turn)
+        return await serving.turn(lambda: _run(serving, body, authorization, "chat"))
 
     @api.post("/api/v1/agent/fill-slots", response_model=ChatResponse)
     async def fill_slots(body: FillSlotsRequest, serving: ServingDep,
                          authorization: Annotated[str | None, Header()] = None) -> ChatResponse:
-        stored = serving.persistence
-        if stored is None:
-            return await serving.turn(lambda: serving.engine.fill_slots(body))
-
-        async def stored_turn() -> ChatResponse:
-            user, key = await chat_user(stored, authorization, body.user_id)
-            return await stored.chat.fill_slots(body.model_copy(update={"user_id": key}), user.id)
-        return await serving.turn(stored_turn)
+        return await serving.turn(lambda: _run(serving, body, authorization, "fill_slots"))
 
     api.include_router(store_router())
 
