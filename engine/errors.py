@@ -27,3 +27,9 @@ class Overloaded(BatonError):
     """More turns are in flight than this replica admits; the client should retry after a pause."""
 
     code = "overloaded"
+
+
+class Starting(BatonError):
+    """This replica has not finished warming up; the client should retry after a pause."""
+
+    code = "starting"

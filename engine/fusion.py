@@ -48,12 +48,12 @@ def fuse(stages: dict[str, StageDebug], cfg: FusionConfig) -> FusionResult:
     scores: dict[str, float] = {}
     support: dict[str, list[str]] = {}
     for name, stage in stages.items():
-        if stage.degraded:
-            continue
+        if stage.degraded and not stage.partial:
+            continue  # a partial answer (e.g. the n-gram model without the encoder) still counts, at its weight
         weight = cfg.weights.get(name, 0.0)
         for cand in stage.candidates:
             scores[cand.intent] = scores.get(cand.intent, 0.0) + weight * cand.score
-        if stage.accepted and stage.selected_intent:
+        if stage.accepted and stage.selected_intent and not stage.degraded:
             scores[stage.selected_intent] = scores.get(stage.selected_intent, 0.0) + cfg.accepted_bonus
             support.setdefault(stage.selected_intent, []).append(name)
     ranked = [Candidate(intent=i, score=round(s, 4)) for i, s in sorted(scores.items(), key=lambda kv: -kv[1])]

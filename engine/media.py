@@ -34,7 +34,8 @@ class MediaClient(abc.ABC):
     """ASR and OCR by object key, beside `ModelClient`; Ray handles and in-process recognizers implement it.
 
     The recognizer reads the object from Baton's store itself and checks that `user_id` owns it, so media
-    bytes never travel through the orchestrator. `deadline` is the turn's absolute deadline (epoch seconds).
+    bytes never travel through the orchestrator. `deadline` is the stage's absolute deadline (epoch seconds):
+    min(the stage budget, the turn's time left), so a replica can drop work that could no longer finish.
     Implementations cancel the work when the awaiting task is cancelled and raise `StageError` on failure.
     """
 
@@ -84,8 +85,9 @@ class MediaStage:
             raise MediaUnavailable(f"This server has no {stage} stage.", field="modality")
         call = self._media.transcribe if stage == "asr" else self._media.ocr
         try:
-            result = await deadline.run(stage, self._settings.budgets.stage_s(stage),
-                                        lambda: call(key, user_id=request.user_id, deadline=deadline.at))
+            budget = self._settings.budgets.stage_s(stage)
+            result = await deadline.run(stage, budget,
+                                        lambda: call(key, user_id=request.user_id, deadline=deadline.stage_at(budget)))
         except (StageTimeout, StageError) as exc:
             deadline.degrade(stage)
             raise MediaUnavailable(f"{stage} did not answer in time or failed ({exc}); nothing was executed, retry shortly.") from exc

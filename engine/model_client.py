@@ -1,36 +1,76 @@
-"""The one interface through which the engine calls models; Ray handles and in-process models implement it."""
+"""The one interface through which the engine calls the text models; Ray handles and in-process models implement it.
+
+A turn makes one call: the encoder embeds the text and its clauses once, and the classifier, detector and
+retriever heads read those vectors. Whether that is one replica (the fused layout), an encoder deployment
+feeding three head deployments (split), or a thread of this process (the monolith) is the implementation's
+business; the engine sees one awaitable outcome per stage.
+"""
 from __future__ import annotations
 
 import abc
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
 
 from protocol.http_chat import Candidate
 
+ENCODER = "encoder"
+HEADS = ("classifier", "detector", "retriever")
+NLU_STAGES = (ENCODER, *HEADS)
+
 
 class StageError(Exception):
-    """A model stage failed (the replica raised, shed the request, or was unreachable)."""
+    """A model stage failed (the replica raised, shed the request, was unreachable, or its input failed)."""
 
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(f"{stage}: {message}")
         self.stage = stage
 
 
-class ModelClient(abc.ABC):
-    """Async model calls used by a turn.
+@dataclass(frozen=True)
+class NluRequest:
+    """What one turn asks of the text models.
 
-    Every call takes the turn's absolute `deadline` (epoch seconds) so a replica can drop work whose
-    answer would arrive too late. Implementations must cancel the underlying request when the awaiting
-    task is cancelled (the engine cancels a stage on budget expiry) and raise `StageError` on failure.
-    Results are candidates sorted by descending score.
+    `clauses` are embedded beside `text` in the same pass (empty for a single clause); `deadlines` holds each
+    stage's absolute deadline (epoch seconds), so a replica can drop work whose answer would come too late.
     """
 
-    @abc.abstractmethod
-    async def classify(self, text: str, *, deadline: float) -> list[Candidate]:
-        """Single-label intent classification: top-k intents with probabilities."""
+    text: str
+    clauses: tuple[str, ...]
+    deadlines: dict[str, float]
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.text, *self.clauses]
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """One stage's answer and when it ran (epoch seconds), as the implementation observed it.
+
+    `partial` names what the answer lacks when it was made without part of its input (e.g. the classifier's
+    n-gram model alone when the encoder failed); such an outcome counts as degraded but keeps its candidates.
+    """
+
+    candidates: list[Candidate] = field(default_factory=list)
+    started: float = 0.0
+    finished: float = 0.0
+    partial: str | None = None
+
+
+class NluCall(abc.ABC):
+    """One started call. `outcome(stage)` may be awaited once per stage; it raises StageError on failure."""
 
     @abc.abstractmethod
-    async def detect(self, text: str, *, deadline: float) -> list[Candidate]:
-        """Multi-label detection: every label with its independent (sigmoid) score, top-k."""
+    def outcome(self, stage: str) -> Awaitable[StageOutcome]: ...
 
     @abc.abstractmethod
-    async def retrieve(self, text: str, *, deadline: float) -> list[Candidate]:
-        """Embedding retrieval over the pack's training examples: best similarity per intent, top-k."""
+    def cancel(self) -> None:
+        """Stop whatever is still running (called when the turn gives up on a stage)."""
+
+
+class ModelClient(abc.ABC):
+    """Starts a turn's text-model call. Implementations must start the work at once, cancel it in the
+    replica on `cancel()`, and never block the event loop."""
+
+    @abc.abstractmethod
+    def understand(self, request: NluRequest) -> NluCall: ...

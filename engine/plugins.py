@@ -1,10 +1,19 @@
-"""Simulated cabin and order backends with state, registered as plugins by id (seed 003 §23)."""
+"""Simulated cabin and order backends, registered as plugins by id (seed 003 §23).
+
+Each user has one `World` — their car and their order book — that the plugins read and change. Where it
+lives is the caller's choice (`Worlds`): in memory for tests and the in-process path, one PostgreSQL row per
+user in the served app, committed with the turn that changed it.
+"""
 from __future__ import annotations
 
+import abc
+import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 
 @dataclass(frozen=True)
@@ -19,8 +28,7 @@ class UnknownPlugin(Exception):
     pass
 
 
-@dataclass
-class Vehicle:
+class Vehicle(BaseModel):
     window_open: bool = False
     sunroof_open: bool = False
     doors_locked: bool = True
@@ -138,62 +146,106 @@ CABIN_PLUGINS: dict[str, Callable[[Vehicle, dict], PluginResult]] = {
 }
 
 
-class OrderBackend:
-    """Orders appear on first lookup with a status derived from the id, so any id is queryable and stable."""
+class World(BaseModel):
+    """One user's simulated backends. An order seen for the first time gets a status derived from its id, so
+    any id is queryable and a conversation is reproducible."""
 
-    def __init__(self) -> None:
-        self._orders: dict[str, str] = {}
+    vehicle: Vehicle = Field(default_factory=Vehicle)
+    orders: dict[str, str] = Field(default_factory=dict)
 
-    def status(self, order_id: str) -> str:
-        if order_id not in self._orders:
+    def order_status(self, order_id: str) -> str:
+        if order_id not in self.orders:
             digest = int(hashlib.sha256(order_id.encode()).hexdigest(), 16)
-            self._orders[order_id] = ORDER_STATUSES[digest % len(ORDER_STATUSES)]
-        return self._orders[order_id]
+            self.orders[order_id] = ORDER_STATUSES[digest % len(ORDER_STATUSES)]
+        return self.orders[order_id]
 
-    def query(self, slots: dict) -> PluginResult:
-        oid = str(slots["order_id"])
-        return PluginResult(True, f"订单{oid}状态：{self.status(oid)}", {"order_id": oid, "order_status": self.status(oid)}, False)
 
-    def logistics(self, slots: dict) -> PluginResult:
-        oid = slots.get("order_id")
-        if not oid:
-            return PluginResult(True, "您最近的包裹正在运输途中", {"logistics": "in_transit"}, False)
-        status = self.status(str(oid))
-        return PluginResult(True, f"订单{oid}物流状态：{status}", {"order_id": oid, "order_status": status}, False)
+def _order_query(w: World, slots: dict) -> PluginResult:
+    oid = str(slots["order_id"])
+    status = w.order_status(oid)
+    return PluginResult(True, f"订单{oid}状态：{status}", {"order_id": oid, "order_status": status}, False)
 
-    def cancel(self, slots: dict) -> PluginResult:
-        oid = str(slots["order_id"])
-        status = self.status(oid)
-        if status == "cancelled":
-            return PluginResult(True, f"订单{oid}已经取消过了", {"order_id": oid, "order_status": status}, False)
-        if status != "pending_shipment":
-            return PluginResult(False, f"订单{oid}已发货，无法直接取消", {"order_id": oid, "order_status": status}, False)
-        self._orders[oid] = "cancelled"
-        return PluginResult(True, f"订单{oid}已取消", {"order_id": oid, "order_status": "cancelled"})
+
+def _logistics(w: World, slots: dict) -> PluginResult:
+    oid = slots.get("order_id")
+    if not oid:
+        return PluginResult(True, "您最近的包裹正在运输途中", {"logistics": "in_transit"}, False)
+    status = w.order_status(str(oid))
+    return PluginResult(True, f"订单{oid}物流状态：{status}", {"order_id": oid, "order_status": status}, False)
+
+
+def _order_cancel(w: World, slots: dict) -> PluginResult:
+    oid = str(slots["order_id"])
+    status = w.order_status(oid)
+    if status == "cancelled":
+        return PluginResult(True, f"订单{oid}已经取消过了", {"order_id": oid, "order_status": status}, False)
+    if status != "pending_shipment":
+        return PluginResult(False, f"订单{oid}已发货，无法直接取消", {"order_id": oid, "order_status": status}, False)
+    w.orders[oid] = "cancelled"
+    return PluginResult(True, f"订单{oid}已取消", {"order_id": oid, "order_status": "cancelled"})
+
+
+ORDER_PLUGINS: dict[str, Callable[[World, dict], PluginResult]] = {
+    "plugin.order.query": _order_query,
+    "plugin.logistics.query": _logistics,
+    "plugin.order.cancel": _order_cancel,
+    "plugin.service.transfer_human": lambda w, slots: PluginResult(True, "正在为您转接人工客服", {"queue_position": 1}),
+}
 
 
 class PluginRegistry:
-    """Executes a plugin by id against per-user simulated state (one vehicle per user, one order book)."""
-
-    def __init__(self) -> None:
-        self._vehicles: dict[str, Vehicle] = {}
-        self.orders = OrderBackend()
-        self._order_plugins: dict[str, Callable[[dict], PluginResult]] = {
-            "plugin.order.query": self.orders.query,
-            "plugin.logistics.query": self.orders.logistics,
-            "plugin.order.cancel": self.orders.cancel,
-            "plugin.service.transfer_human": lambda slots: PluginResult(True, "正在为您转接人工客服", {"queue_position": 1}),
-        }
-
-    def vehicle(self, user_id: str) -> Vehicle:
-        return self._vehicles.setdefault(user_id, Vehicle())
+    """Executes a plugin by id against one user's World; holds no state itself."""
 
     def knows(self, plugin_id: str) -> bool:
-        return plugin_id in CABIN_PLUGINS or plugin_id in self._order_plugins
+        return plugin_id in CABIN_PLUGINS or plugin_id in ORDER_PLUGINS
 
-    def execute(self, plugin_id: str, *, user_id: str, slots: dict) -> PluginResult:
+    def execute(self, plugin_id: str, *, world: World, slots: dict) -> PluginResult:
         if plugin_id in CABIN_PLUGINS:
-            return CABIN_PLUGINS[plugin_id](self.vehicle(user_id), slots)
-        if plugin_id in self._order_plugins:
-            return self._order_plugins[plugin_id](slots)
+            return CABIN_PLUGINS[plugin_id](world.vehicle, slots)
+        if plugin_id in ORDER_PLUGINS:
+            return ORDER_PLUGINS[plugin_id](world, slots)
         raise UnknownPlugin(plugin_id)
+
+
+class TurnWorld:
+    """A user's World for one turn, loaded on first use only (most turns run no plugin)."""
+
+    def __init__(self, load: Callable[[], Awaitable[World]]) -> None:
+        self._load = load
+        self.world: World | None = None
+        self.changed = False
+
+    async def get(self) -> World:
+        if self.world is None:
+            self.world = await self._load()
+        return self.world
+
+
+class Worlds(abc.ABC):
+    """Where users' worlds live between turns."""
+
+    @abc.abstractmethod
+    async def load(self, user_id: str) -> World: ...
+
+    @abc.abstractmethod
+    async def save(self, user_id: str, world: World) -> None: ...
+
+    def for_turn(self, user_id: str) -> TurnWorld:
+        return TurnWorld(lambda: self.load(user_id))
+
+
+class InMemoryWorlds(Worlds):
+    def __init__(self) -> None:
+        self._worlds: dict[str, World] = {}
+        self._lock = asyncio.Lock()
+
+    def world(self, user_id: str) -> World:
+        """The stored world itself (tests read it)."""
+        return self._worlds.setdefault(user_id, World())
+
+    async def load(self, user_id: str) -> World:
+        return self.world(user_id).model_copy(deep=True)
+
+    async def save(self, user_id: str, world: World) -> None:
+        async with self._lock:
+            self._worlds[user_id] = world.model_copy(deep=True)

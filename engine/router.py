@@ -1,15 +1,15 @@
-"""The routing step of a turn: keyword ∥ classifier ∥ retriever ∥ detector under the deadline, then fusion."""
+"""The routing step of a turn: one encoder pass feeding classifier ∥ retriever ∥ detector, keywords meanwhile, then fusion."""
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from engine.deadline import Deadline, StageTimeout
+from engine.clauses import ClauseSplitter
+from engine.deadline import Deadline
 from engine.fusion import FusionResult, fuse, stage_debug
 from engine.keyword import KeywordMatcher
-from engine.model_client import ModelClient, StageError
+from engine.model_client import ENCODER, HEADS, ModelClient, NluCall, NluRequest, StageError
 from engine.pack import SPECIAL_INTENTS
 from engine.settings import Settings
 from protocol.http_chat import Candidate, StageDebug
@@ -23,6 +23,7 @@ class Route:
     detector: StageDebug
     fusion: FusionResult
     detected: list[Candidate]
+    clauses: tuple[str, ...] = ()
 
     @property
     def multi_intent(self) -> bool:
@@ -30,47 +31,68 @@ class Route:
 
 
 class Router:
-    def __init__(self, *, settings: Settings, keywords: KeywordMatcher, models: ModelClient) -> None:
+    def __init__(self, *, settings: Settings, keywords: KeywordMatcher, models: ModelClient, clauses: ClauseSplitter) -> None:
         self._settings = settings
         self._keywords = keywords
         self._models = models
+        self._clauses = clauses
 
     async def route(self, text: str, deadline: Deadline) -> Route:
-        """Run the matchers and the detector in parallel; a late or failed stage degrades instead of failing the turn."""
-        cfg, budgets = self._settings.fusion, self._settings.budgets
-        calls: dict[str, Callable[[], Awaitable[list[Candidate]]]] = {
-            "classifier": lambda: self._models.classify(text, deadline=deadline.at),
-            "retriever": lambda: self._models.retrieve(text, deadline=deadline.at),
-            "detector": lambda: self._models.detect(text, deadline=deadline.at),
-        }
-        pending = {name: asyncio.ensure_future(self._bounded(name, call, deadline)) for name, call in calls.items()}
+        """One model call per turn; a late or failed stage degrades instead of failing the turn.
 
-        t0 = time.perf_counter()
-        keyword_hits = self._keywords.match(text)
-        deadline.stages_ms["keyword"] = round((time.perf_counter() - t0) * 1000.0, 3)
+        The encoder gets min(its budget, time left); each head its own budget after that. When the encoder
+        misses, the call is cancelled at once and every head that needed its vectors degrades with it.
+        """
+        budgets = self._settings.budgets
+        extra = self._clauses.extra(text)
+        encoder_at = deadline.stage_at(budgets.stage_s(ENCODER))
+        deadlines = {ENCODER: encoder_at, **{h: deadline.stage_at(budgets.stage_s(h), after=encoder_at) for h in HEADS}}
+        started = time.time()
+        call = self._models.understand(NluRequest(text=text, clauses=extra, deadlines=deadlines))
+        try:
+            with deadline.measure("keyword"):
+                keyword_hits = self._keywords.match(text)
+            encoder = await self._outcome(call, ENCODER, deadlines[ENCODER], started, deadline)
+            if encoder.degraded:
+                call.cancel()
+            heads = await asyncio.gather(*(self._outcome(call, h, deadlines[h], started, deadline) for h in HEADS))
+        finally:
+            call.cancel()
+        results = dict(zip(HEADS, heads))
 
-        results = dict(zip(pending, await asyncio.gather(*pending.values())))
-        stages = {"keyword": stage_debug(keyword_hits, cfg.stage_accept["keyword"], deadline.stages_ms["keyword"])}
+        cfg = self._settings.fusion
+        stages = {"keyword": stage_debug(keyword_hits, cfg.stage_accept["keyword"], deadline.stages_ms["keyword"]),
+                  ENCODER: encoder}
         for name in MATCHERS:
             stages[name] = results[name]
+        with deadline.measure("fusion"):
+            fusion = fuse(stages, cfg)
 
-        t0 = time.perf_counter()
-        fusion = fuse(stages, cfg)
-        deadline.stages_ms["fusion"] = round((time.perf_counter() - t0) * 1000.0, 3)
-
-        detector = results["detector"]
-        det = self._settings.detector
-        need = det.threshold if len(det.clauses(text)) > 1 else det.single_clause_threshold
+        detector, det = results["detector"], self._settings.detector
+        need = det.threshold if extra else det.single_clause_threshold
         detected = [] if detector.degraded else [
             c for c in detector.candidates if c.score >= need and c.intent not in SPECIAL_INTENTS
         ][: det.max_labels]
-        return Route(stages=stages, detector=detector, fusion=fusion, detected=detected)
+        return Route(stages=stages, detector=detector, fusion=fusion, detected=detected, clauses=extra)
 
-    async def _bounded(self, name: str, call: Callable[[], Awaitable[list[Candidate]]], deadline: Deadline) -> StageDebug:
-        accept_at = self._settings.fusion.stage_accept.get(name, self._settings.detector.threshold)
+    async def _outcome(self, call: NluCall, stage: str, at: float, started: float, deadline: Deadline) -> StageDebug:
+        accept_at = self._settings.fusion.stage_accept.get(stage, self._settings.detector.threshold)
+        waited_from = time.time()
         try:
-            candidates = await deadline.run(name, self._settings.budgets.stage_s(name), call)
-        except (StageTimeout, StageError) as exc:
-            deadline.degrade(name)
-            return StageDebug(degraded=True, error=str(exc), latency_ms=deadline.stages_ms.get(name, 0.0))
-        return stage_debug(candidates, accept_at, deadline.stages_ms.get(name, 0.0))
+            try:
+                outcome = await asyncio.wait_for(call.outcome(stage), max(0.0, at - waited_from))
+            except asyncio.CancelledError as exc:
+                if asyncio.current_task().cancelling():
+                    raise  # the turn itself is being cancelled
+                raise StageError(stage, "cancelled") from exc
+        except (TimeoutError, StageError) as exc:
+            deadline.record(stage, started if stage == ENCODER else waited_from, time.time())
+            deadline.degrade(stage)
+            error = f"{stage} exceeded its deadline" if isinstance(exc, TimeoutError) else str(exc)
+            return StageDebug(degraded=True, error=error, latency_ms=deadline.stages_ms.get(stage, 0.0))
+        deadline.record(stage, outcome.started or started, outcome.finished or time.time())
+        debug = stage_debug(outcome.candidates, accept_at, deadline.stages_ms.get(stage, 0.0))
+        if outcome.partial:
+            deadline.degrade(stage)
+            return debug.model_copy(update={"degraded": True, "partial": True, "accepted": False, "error": outcome.partial})
+        return debug

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-import re
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -11,7 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from engine.media_settings import AsrConfig, MediaConfig, OcrConfig
 
 MEDIA_STAGE = {"voice_asr": "asr", "image_ocr": "ocr"}
-STAGES = ("asr", "ocr", "keyword", "classifier", "detector", "retriever", "fusion", "planner", "slots", "execute", "store")
+# Canonical stage names, in the order a turn meets them: `auth` (token or shadow user), `store` (stored-reply
+# lookup, question expiry), `lease` (the session row, waiting included), the media and model stages, and
+# `commit` (state, log and stored reply in one transaction).
+STAGES = ("auth", "store", "lease", "asr", "ocr", "encoder", "keyword", "classifier", "detector", "retriever", "fusion",
+          "planner", "slots", "execute", "commit")
+NLU_HEADS = ("classifier", "detector", "retriever")
 
 
 class Section(BaseModel):
@@ -35,12 +40,11 @@ class DetectorConfig(Section):
     threshold: float = Field(description="Sigmoid score a label needs to count as detected (multi-clause text).")
     single_clause_threshold: float = Field(description="The score needed when the text is a single clause.")
     max_labels: int
-    clause_pattern: str = Field(description="Regex of clause boundaries.")
-    min_clause_chars: int = Field(description="Shorter fragments are not clauses.")
 
-    def clauses(self, text: str) -> list[str]:
-        parts = [p.strip() for p in re.split(self.clause_pattern, text)]
-        return [p for p in parts if len(p) >= self.min_clause_chars] or [text]
+
+class ClauseConfig(Section):
+    pattern: str = Field(description="Regex of clause boundaries: punctuation and the joiners between two requests.")
+    min_chars: int = Field(ge=1, description="Shorter fragments are not clauses.")
 
 
 class SlotConfig(Section):
@@ -52,23 +56,55 @@ class SessionConfig(Section):
     ttl_s: int = Field(description="An idle session is forgotten after this many seconds.")
 
 
+class HeadConfig(Section):
+    input: Literal["shared_embedding", "text"] = Field(
+        default="shared_embedding",
+        description="shared_embedding: the head reads the turn's one encoder pass; text: it reads the text with its own checkpoint.")
+    checkpoint: str = Field(
+        default="",
+        description="With input text: the classifier's HF sequence-classification folder (e.g. a fine-tuned bert-base-chinese); "
+                    "for the detector or retriever an encoder folder (the pack's head is built on its vectors). Empty = the shared encoder.")
+
+
 class ModelsConfig(Section):
     encoder: str = Field(default="", description="HF / sentence-transformers path; empty = the bootstrapped e5-small under the state dir.")
-    classifier_backend: str = Field(default="encoder_head", description="Registry name: encoder_head | hf_sequence_classification.")
-    classifier_path: str = Field(default="", description="Checkpoint for hf_sequence_classification; empty = the pack's built head.")
+    encoder_runtime: Literal["torch", "onnx"] = Field(description="onnx: onnxruntime on the CPU (export made once); torch: any device.")
+    device: str = Field(default="cpu", description="Device of the encoder and the text-input heads (cpu, cuda, cuda:1...).")
+    heads: dict[str, HeadConfig] = Field(default_factory=dict, description="Per head (classifier, detector, retriever): its input.")
     ngram_weight: float = Field(ge=0, le=1, description="Share of the char n-gram model in the classifier ensemble.")
     classifier_c: float = Field(gt=0, description="Inverse L2 strength of both classifier heads.")
     retriever_neighbors: int = Field(gt=0, description="Nearest training examples that vote in retrieval.")
     retriever_temperature: float = Field(gt=0, description="Softmax temperature over neighbour similarities.")
-    torch_threads: int = Field(gt=0, description="torch intra-op threads per model replica.")
-    encode_batch_size: int = Field(gt=0)
-    max_batch_size: int = Field(gt=0, description="@serve.batch size cap per model replica.")
+    threads: int = Field(gt=0, description="Intra-op threads of the encoder runtime in each model replica.")
+    encode_batch_size: int = Field(gt=0, description="Texts per forward pass when a batch is larger.")
+    max_batch_size: int = Field(gt=0, description="Turns one replica batch may hold (1 = no batching).")
+    max_concurrent_batches: int = Field(default=1, gt=0, description="Batches a replica runs at once (each on its own thread).")
+    noop: bool = Field(default=False, description="Benchmark only: every model call answers at once with no candidates.")
+
+    @model_validator(mode="after")
+    def _known_heads(self) -> "ModelsConfig":
+        unknown = sorted(set(self.heads) - set(NLU_HEADS))
+        if unknown:
+            raise ValueError(f"models.heads: unknown head {unknown[0]!r}; heads are {', '.join(NLU_HEADS)}.")
+        return self
+
+    def head(self, name: str) -> HeadConfig:
+        return self.heads.get(name) or HeadConfig()
+
+
+class AdmissionConfig(Section):
+    max_in_flight_turns: int = Field(gt=0, description="Hard cap on turns one orchestrator replica runs at once.")
+    headroom: float = Field(gt=0, le=1, description="Admit a turn only if its predicted time is within this share of its budget.")
+    smoothing: float = Field(gt=0, le=1, description="Weight of the newest turn in the moving averages of service time and load.")
 
 
 class ServingConfig(Section):
-    max_in_flight_turns: int = Field(gt=0, description="Turns one orchestrator replica runs at once; more are shed with 503.")
+    admission: AdmissionConfig
     retry_after_s: int = Field(gt=0, description="Retry-After sent with a shed turn.")
     metrics_port: int = Field(ge=0, description="Prometheus exposition port of the orchestrator replica; 0 disables it.")
+    http_ingress: Literal["haproxy", "proxy"] = Field(
+        description="haproxy: Ray Serve's high-throughput mode (HAProxy in front of replicas serving HTTP themselves); "
+                    "proxy: Serve's Python HTTP proxy.")
 
 
 class StoreConfig(Section):
@@ -97,7 +133,25 @@ class AuthConfig(Section):
 class Budgets(Section):
     turn_ms: dict[str, float] = Field(description="Whole-turn budget per input modality.")
     stages_ms: dict[str, float] = Field(description="Per-stage budget, keyed by canonical stage name.")
-    batch_wait_share: float = Field(ge=0, le=1, description="Share of a stage budget a batch may wait to fill.")
+    batch_wait_share: float = Field(ge=0, le=1, description="Share of a stage budget a queued turn may wait for a second batch to start.")
+
+    @model_validator(mode="after")
+    def _stages_known(self) -> "Budgets":
+        unknown = sorted(set(self.stages_ms) - set(STAGES))
+        if unknown:
+            raise ValueError(f"stages_ms: {unknown[0]!r} is not a stage; stages are {', '.join(STAGES)}.")
+        missing = [s for s in STAGES if s not in self.stages_ms]
+        if missing:
+            raise ValueError(f"stages_ms needs a budget for every stage; missing {', '.join(missing)}.")
+        return self
+
+    @model_validator(mode="after")
+    def _commit_leaves_room(self) -> "Budgets":
+        """The commit's budget is held back from the model stages: it must leave most of every turn to them."""
+        shortest = min(self.turn_ms.values())
+        if self.stages_ms["commit"] >= shortest / 2:
+            raise ValueError(f"stages_ms.commit ({self.stages_ms['commit']:g}) must be under half the shortest turn budget ({shortest:g}).")
+        return self
 
     @model_validator(mode="after")
     def _media_turns_add_up(self) -> "Budgets":
@@ -121,6 +175,7 @@ class Settings(Section):
     top_k: int = Field(gt=0)
     fusion: FusionConfig
     detector: DetectorConfig
+    clauses: ClauseConfig
     slots: SlotConfig
     session: SessionConfig
     models: ModelsConfig
@@ -133,6 +188,15 @@ class Settings(Section):
     ocr: OcrConfig
     state_dir: Path = Path("var")
     config_dir: Path = Path("config")
+
+    @model_validator(mode="after")
+    def _lease_outlasts_turns(self) -> "Settings":
+        """A lease shorter than a turn could lapse mid-turn and let a second turn run the same session."""
+        longest = max(self.budgets.turn_ms.values())
+        if self.store.session_lease_s * 1000.0 <= longest:
+            raise ValueError(f"store.session_lease_s is {self.store.session_lease_s:g} s; it must be longer than the longest "
+                             f"turn budget ({longest / 1000:g} s, budgets.turn_ms).")
+        return self
 
     @property
     def packs_dir(self) -> Path:

@@ -1,22 +1,23 @@
 """The turn pipeline (seed 003 §8, §19, §22): chat and fill-slots over session, routing, slots, plugins and responses."""
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.deadline import Deadline
+from engine.clauses import ClauseSplitter
+from engine.deadline import Deadline, StageTimeout
 from engine.dialog_rules import DialogRules
-from engine.errors import InvalidInput, SessionForbidden, TextTooLong
+from engine.errors import InvalidInput, Overloaded, SessionForbidden, TextTooLong
 from engine.fusion import RouteDecision
 from engine.keyword import KeywordMatcher
 from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Intent, Pack, SlotSpec
-from engine.plugins import PluginRegistry
+from engine.plugins import InMemoryWorlds, PluginRegistry, TurnWorld, Worlds
 from engine.responses import ResponsePolicy
 from engine.rewrite import rewrite
 from engine.router import Route, Router
@@ -39,24 +40,44 @@ from protocol.http_chat import (
 FREE_TEXT_SLOTS = frozenset({"destination", "text"})
 
 
+@dataclass
+class TurnContext:
+    """What one turn carries through the pipeline: its deadline (stamped on arrival) and the user's world."""
+
+    deadline: Deadline
+    world: TurnWorld
+
+
+def timings_of(deadline: Deadline) -> Timings:
+    """The response's timings from the deadline as it stands now (total = arrival to now)."""
+    return Timings(stages=dict(deadline.stages_ms), spans_ms={k: list(v) for k, v in deadline.spans_ms.items()},
+                   total_ms=round(deadline.elapsed_ms(), 3), budget_ms=deadline.budget_ms, degraded=list(deadline.degraded))
+
+
 class TurnEngine:
     """Answers one chat or fill-slots request within the modality's latency budget.
 
     Construct once per process with a loaded pack, validated settings, a `ModelClient` (Ray handles or
-    in-process models), a `SessionStore` and the plugin registry; `clock` returns the current time in
+    in-process models), a `SessionStore`, the plugin registry and where users' worlds live (`worlds`, in
+    memory by default; the served app passes each turn's world itself); `clock` returns the current time in
     any zone (it is converted to the user's zone) and exists so relative dates are testable.
     """
 
     def __init__(self, *, pack: Pack, settings: Settings, models: ModelClient, sessions: SessionStore,
-                 plugins: PluginRegistry, clock: Callable[[], datetime] | None = None, media: MediaClient | None = None) -> None:
+                 plugins: PluginRegistry, worlds: Worlds | None = None, clock: Callable[[], datetime] | None = None,
+                 media: MediaClient | None = None) -> None:
         self.pack = pack
+        self.settings = settings
+        self.media_client = media
         self._settings = settings
         self._sessions = sessions
         self._plugins = plugins
+        self.worlds = worlds or InMemoryWorlds()
         self._tz = ZoneInfo(settings.timezone)
         self._clock = clock or (lambda: datetime.now(self._tz))
         self._keywords = KeywordMatcher(pack)
-        self._router = Router(settings=settings, keywords=self._keywords, models=models)
+        self.clauses = ClauseSplitter(settings.clauses)
+        self._router = Router(settings=settings, keywords=self._keywords, models=models, clauses=self.clauses)
         self._social = SocialRouter(pack.rules, self._keywords)
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)
@@ -65,36 +86,43 @@ class TurnEngine:
 
     # ---- entry points -------------------------------------------------------------------------
 
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        """Load the session, run the turn, save the session (the in-process path)."""
+    def deadline(self, modality: str, *, arrived: float | None = None) -> Deadline:
+        """The deadline of a `modality` turn from `arrived` (epoch seconds; default now), with the commit's
+        budget held back from the model stages."""
+        budgets = self._settings.budgets
+        return Deadline(budgets.turn_ms[modality], reserve_ms=budgets.stages_ms["commit"],
+                        **({"started": arrived} if arrived is not None else {}))
+
+    async def chat(self, request: ChatRequest, *, deadline: Deadline | None = None) -> ChatResponse:
+        """Load the session, run the turn, save the session and the user's world (the in-process path)."""
         check_modality(request)  # before the session exists: bad input creates nothing
+        ctx = TurnContext(deadline or self.deadline(request.modality), self.worlds.for_turn(request.user_id))
         session = await self._session(request.session_id or uuid.uuid4().hex, request.user_id, create=True)
-        response = await self.chat_on(session, request)
-        return await self._save(session, response)
+        response = await self.chat_on(session, request, ctx)
+        return await self._save(session, response, ctx)
 
-    async def fill_slots(self, request: FillSlotsRequest) -> ChatResponse:
+    async def fill_slots(self, request: FillSlotsRequest, *, deadline: Deadline | None = None) -> ChatResponse:
+        ctx = TurnContext(deadline or self.deadline("text"), self.worlds.for_turn(request.user_id))
         session = await self._session(request.session_id, request.user_id, create=False)
-        response = await self.fill_slots_on(session, request)
-        return await self._save(session, response) if session is not None else response
+        response = await self.fill_slots_on(session, request, ctx)
+        return await self._save(session, response, ctx) if session is not None else response
 
-    async def chat_on(self, session: SessionState, request: ChatRequest) -> ChatResponse:
-        """Run a chat turn on `session`, mutating it in place; the caller persists it (and may add a `store` timing).
+    async def chat_on(self, session: SessionState, request: ChatRequest, ctx: TurnContext) -> ChatResponse:
+        """Run a chat turn on `session`, mutating it in place; the caller persists it and the world in `ctx`.
 
         A voice or image turn first recognizes its media inside the same deadline (its modality's budget)."""
         check_modality(request)
-        deadline = Deadline(self._settings.budgets.turn_ms[request.modality])
         text = self._checked_text(request.text) if request.modality == "text" else ""
-        recognition = await self._media.recognize(request, deadline) if request.modality != "text" else None
+        recognition = await self._media.recognize(request, ctx.deadline) if request.modality != "text" else None
         if recognition is not None:
             text = self._checked_text(recognition.recognized_text)
-        response = await self._chat_turn(session, text, deadline)
+        response = await self._chat_turn(session, text, ctx)
         if recognition is not None:
             response.recognized_text, response.recognition = recognition.recognized_text, recognition
-        return self._finish(session, text, response, deadline)
+        return self._finish(session, text, response, ctx)
 
-    async def fill_slots_on(self, session: SessionState | None, request: FillSlotsRequest) -> ChatResponse:
+    async def fill_slots_on(self, session: SessionState | None, request: FillSlotsRequest, ctx: TurnContext) -> ChatResponse:
         """Continue `session`'s active task; None (an unknown id) or no active task answers fallback and changes nothing."""
-        deadline = Deadline(self._settings.budgets.turn_ms["text"])
         if request.text is None and request.slots is None:
             raise InvalidInput("Provide 'text' or 'slots'.", field="text")
         text = self._checked_text(request.text) if request.text is not None else ""
@@ -102,49 +130,49 @@ class TurnEngine:
             # nothing to continue (seed 003 §22.1); an unknown id does not create a session
             probe = session or SessionState(session_id=request.session_id, user_id=request.user_id)
             response = self._reply(probe, TurnStatus.fallback, self._say.simple("fallback"), intent=probe.current_intent)
-            return self._finish(probe, text, response, deadline)
-        response = await self._continue(session, text, request.slots, deadline)
-        return self._finish(session, text, response, deadline)
+            return self._finish(probe, text, response, ctx)
+        response = await self._continue(session, text, request.slots, ctx)
+        return self._finish(session, text, response, ctx)
 
     # ---- turn logic ---------------------------------------------------------------------------
 
-    async def _chat_turn(self, session: SessionState, text: str, deadline: Deadline) -> ChatResponse:
+    async def _chat_turn(self, session: SessionState, text: str, ctx: TurnContext) -> ChatResponse:
         if session.has_active_task and (self._rules.is_stop(text) or session.status == SessionStatus.waiting_confirmation):
-            return await self._continue(session, text, None, deadline)
+            return await self._continue(session, text, None, ctx)
         category = self._social.route(text)
         if category:
             return self._social_reply(session, category)
 
         rewritten = rewrite(text, current_intent=session.current_intent, memory=session.memory)
-        route = await self._router.route(rewritten.text, deadline)
+        route = await self._router.route(rewritten.text, ctx.deadline)
         debug = RoutingDebug(
             rewrite=RewriteDebug(applied=rewritten.applied, original_text=text, rewritten_text=rewritten.text, reason=rewritten.reason),
             stages=route.stages, fusion=route.fusion.debug(), detector=route.detector,
         )
-        response = await self._decide(session, rewritten.text, route, deadline)
+        response = await self._decide(session, rewritten.text, route, ctx)
         response.routing_debug = debug
         response.detected_intents = route.detected
         response.multi_intent = route.multi_intent
         return response
 
-    async def _decide(self, session: SessionState, text: str, route: Route, deadline: Deadline) -> ChatResponse:
+    async def _decide(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
         fusion = route.fusion
         top = fusion.top.intent if fusion.top else None
         executing_other = fusion.decision == RouteDecision.execute and top != session.current_intent
         if session.status == SessionStatus.waiting_slot and not executing_other:
-            filled = self._extract(text, self._pending_specs(session), deadline, free_text=False)
+            filled = self._extract(text, self._pending_specs(session), ctx, free_text=False)
             if filled:
-                return await self._continue(session, text, filled, deadline, intent_id=top)
+                return await self._continue(session, text, filled, ctx, intent_id=top)
 
         if top == SOCIAL and fusion.decision != RouteDecision.reject:
             return self._social_reply(session, "chitchat", intent=top)
         if route.multi_intent and fusion.decision != RouteDecision.reject:
-            return self._multi_decision(session, text, route, deadline)
+            return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
-            return await self._execute(session, self.pack.intent(top), text, deadline)
+            return await self._execute(session, self.pack.intent(top), text, ctx)
         weak = fusion.decision == RouteDecision.reject and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
-            if not fusion.ranked and deadline.degraded:
+            if not fusion.ranked and ctx.deadline.degraded:
                 return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
             return self._reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
         # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates (seed 003 §27.2)
@@ -153,31 +181,31 @@ class TurnEngine:
             return self._reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)
         return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
 
-    async def _execute(self, session: SessionState, intent: Intent, text: str, deadline: Deadline) -> ChatResponse:
+    async def _execute(self, session: SessionState, intent: Intent, text: str, ctx: TurnContext) -> ChatResponse:
         if intent.id != session.current_intent or not session.has_active_task:
             session.reset_task()  # a new command starts from its own words, not the last task's slots
         session.current_intent = intent.id
-        session.slots.update(self._extract(text, intent.slots, deadline, free_text=False))
-        return self._advance(session, intent, deadline)
+        session.slots.update(self._extract(text, intent.slots, ctx, free_text=False))
+        return await self._advance(session, intent, ctx)
 
-    async def _continue(self, session: SessionState, text: str, slots: dict[str, Any] | None, deadline: Deadline,
+    async def _continue(self, session: SessionState, text: str, slots: dict[str, Any] | None, ctx: TurnContext,
                         intent_id: str | None = None) -> ChatResponse:
         """Resume the session's active task with a stop, a confirmation answer, or slot values."""
         intent = self.pack.intent(session.current_intent or "")
         if intent is None:
             return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
         if session.status == SessionStatus.waiting_confirmation and slots is None:
-            return self._confirmation(session, intent, text, deadline)
+            return await self._confirmation(session, intent, text, ctx)
         if text and self._rules.is_stop(text):
             session.reset_task()
             session.status = SessionStatus.stopped
             return self._reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=intent.id)
         if slots is None:
-            slots = self._extract(text, self._pending_specs(session), deadline, free_text=True)
+            slots = self._extract(text, self._pending_specs(session), ctx, free_text=True)
         session.slots.update(self._known_slots(intent, slots))
-        return self._advance(session, intent, deadline)
+        return await self._advance(session, intent, ctx)
 
-    def _advance(self, session: SessionState, intent: Intent, deadline: Deadline) -> ChatResponse:
+    async def _advance(self, session: SessionState, intent: Intent, ctx: TurnContext) -> ChatResponse:
         invalid = self._invalid_slot(intent, session.slots)
         if invalid:
             session.slots.pop(invalid.name, None)
@@ -193,22 +221,28 @@ class TurnEngine:
         if intent.confirm:
             session.status = SessionStatus.waiting_confirmation
             return self._reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
-        return self._run_plugin(session, intent, deadline)
+        return await self._run_plugin(session, intent, ctx)
 
-    def _confirmation(self, session: SessionState, intent: Intent, text: str, deadline: Deadline) -> ChatResponse:
+    async def _confirmation(self, session: SessionState, intent: Intent, text: str, ctx: TurnContext) -> ChatResponse:
         answer = self._rules.confirmation(text)
         if answer is None:
             return self._reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
         if answer:
-            return self._run_plugin(session, intent, deadline)
+            return await self._run_plugin(session, intent, ctx)
         session.reset_task()
         session.status = SessionStatus.stopped
         return self._reply(session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id)
 
-    def _run_plugin(self, session: SessionState, intent: Intent, deadline: Deadline) -> ChatResponse:
-        t0 = time.perf_counter()
-        result = self._plugins.execute(intent.plugin or "", user_id=session.user_id, slots=session.slots)
-        deadline.stages_ms["execute"] = round((time.perf_counter() - t0) * 1000.0, 3)
+    async def _run_plugin(self, session: SessionState, intent: Intent, ctx: TurnContext) -> ChatResponse:
+        if ctx.world.world is None:
+            try:  # a quick read; it may use the commit's reserve rather than fail a turn whose models ran late
+                async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store"), final=True):
+                    await ctx.world.get()
+            except StageTimeout as exc:
+                raise Overloaded("The turn's budget ran out before its plugin could run; nothing ran, retry.") from exc
+        with ctx.deadline.measure("execute"):
+            result = self._plugins.execute(intent.plugin or "", world=await ctx.world.get(), slots=session.slots)
+        ctx.world.changed = ctx.world.changed or result.changed
         slots = dict(session.slots)
         self._remember(session, slots)
         session.status = SessionStatus.completed
@@ -218,10 +252,10 @@ class TurnEngine:
         reply.result = {"success": result.success, "message": result.message, "data": result.data, "plugin": intent.plugin}
         return reply
 
-    def _multi_decision(self, session: SessionState, text: str, route: Route, deadline: Deadline) -> ChatResponse:
+    def _multi_decision(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
         ids = [c.intent for c in route.detected]
         specs = [s for i in ids for s in (self.pack.intent(i).slots if self.pack.intent(i) else [])]
-        params = self._extract(text, specs, deadline, free_text=False)
+        params = self._extract(text, specs, ctx, free_text=False)
         session.reset_task()
         session.status = SessionStatus.decided
         labels = [self.pack.intent(i).label for i in ids if self.pack.intent(i)]
@@ -240,15 +274,14 @@ class TurnEngine:
 
     # ---- helpers ------------------------------------------------------------------------------
 
-    def _extract(self, text: str, specs: list[SlotSpec], deadline: Deadline, *, free_text: bool) -> dict[str, Any]:
+    def _extract(self, text: str, specs: list[SlotSpec], ctx: TurnContext, *, free_text: bool) -> dict[str, Any]:
         """Extract slot values; with `free_text`, a short answer fills a pending destination/text slot as is."""
-        t0 = time.perf_counter()
-        found = extract_slots(text, specs, now=self._clock().astimezone(self._tz), tz=self._tz, limits=self._limits)
-        if free_text and text.strip():
-            for spec in specs:
-                if spec.name not in found and spec.type in FREE_TEXT_SLOTS:
-                    found[spec.name] = text.strip(" ，。！？,.!?")
-        deadline.stages_ms["slots"] = deadline.stages_ms.get("slots", 0.0) + round((time.perf_counter() - t0) * 1000.0, 3)
+        with ctx.deadline.measure("slots"):
+            found = extract_slots(text, specs, now=self._clock().astimezone(self._tz), tz=self._tz, limits=self._limits)
+            if free_text and text.strip():
+                for spec in specs:
+                    if spec.name not in found and spec.type in FREE_TEXT_SLOTS:
+                        found[spec.name] = text.strip(" ，。！？,.!?")
         return found
 
     def _pending_specs(self, session: SessionState) -> list[SlotSpec]:
@@ -310,21 +343,16 @@ class TurnEngine:
             state = SessionState(session_id=session_id, user_id=user_id)
         return state
 
-    def _finish(self, session: SessionState, text: str, response: ChatResponse, deadline: Deadline) -> ChatResponse:
+    def _finish(self, session: SessionState, text: str, response: ChatResponse, ctx: TurnContext) -> ChatResponse:
         session.last_user_text, session.last_agent_text = text, response.reply
         session.turns += 1
-        response.timings = Timings(stages=dict(deadline.stages_ms), total_ms=round(deadline.elapsed_ms(), 3),
-                                   budget_ms=deadline.budget_ms, degraded=list(deadline.degraded))
+        response.timings = timings_of(ctx.deadline)
         return response
 
-    async def _save(self, session: SessionState, response: ChatResponse) -> ChatResponse:
-        t0 = time.perf_counter()
-        await self._sessions.save(session)
-        add_store_timing(response, (time.perf_counter() - t0) * 1000.0)
+    async def _save(self, session: SessionState, response: ChatResponse, ctx: TurnContext) -> ChatResponse:
+        with ctx.deadline.measure("commit"):
+            await self._sessions.save(session)
+            if ctx.world.changed and ctx.world.world is not None:
+                await self.worlds.save(session.user_id, ctx.world.world)
+        response.timings = timings_of(ctx.deadline)
         return response
-
-
-def add_store_timing(response: ChatResponse, store_ms: float) -> None:
-    """Account the time spent persisting the turn in its timings (a stage of its own, and in the total)."""
-    response.timings.stages["store"] = round(response.timings.stages.get("store", 0.0) + store_ms, 3)
-    response.timings.total_ms = round(response.timings.total_ms + store_ms, 3)

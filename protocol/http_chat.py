@@ -59,6 +59,7 @@ class StageDebug(WireModel):
     latency_ms: float = 0.0
     degraded: bool = False
     error: str | None = None
+    partial: bool = Field(default=False, description="Degraded but answered from part of its input (e.g. the n-gram model alone).")
 
 
 class FusionDebug(WireModel):
@@ -84,7 +85,11 @@ class RoutingDebug(WireModel):
 
 
 class Timings(WireModel):
-    stages: dict[str, float] = Field(default_factory=dict)
+    """Where a turn's time went. `total_ms` runs from the request's arrival at the ingress to the reply."""
+
+    stages: dict[str, float] = Field(default_factory=dict, description="Time per canonical stage (ms).")
+    spans_ms: dict[str, list[float]] = Field(default_factory=dict,
+                                             description="Each stage's [start, end] in ms from arrival; parallel stages overlap.")
     total_ms: float = 0.0
     budget_ms: float = 0.0
     degraded: list[str] = Field(default_factory=list)

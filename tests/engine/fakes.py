@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
-from engine.model_client import ModelClient, StageError
+from engine.model_client import ModelClient, NluCall, NluRequest, StageError, StageOutcome
 from engine.pack import Pack, load_pack
-from engine.plugins import PluginRegistry
+from engine.plugins import InMemoryWorlds, PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.settings import Settings, load_settings
 from engine.turn import TurnEngine
@@ -50,22 +51,39 @@ def with_budgets(settings: Settings | None = None, *, turn_ms: float | None = No
     update: dict = {}
     if turn_ms is not None:
         update["turn_ms"] = {**budgets.turn_ms, "text": float(turn_ms)}
+        # the commit's reserve is held back from the models: keep it a small share of a shrunken turn
+        stage_ms.setdefault("commit", min(budgets.stages_ms["commit"], turn_ms / 10))
     if stage_ms:
         update["stages_ms"] = {**budgets.stages_ms, **{k: float(v) for k, v in stage_ms.items()}}
     return settings.model_copy(update={"budgets": budgets.model_copy(update=update)})
 
 
+class _FakeCall(NluCall):
+    def __init__(self, tasks: dict[str, asyncio.Task]) -> None:
+        self._tasks = tasks
+
+    def outcome(self, stage: str):
+        return asyncio.shield(self._tasks[stage])
+
+    def cancel(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+
+
 class FakeModelClient(ModelClient):
     """Scripted model stages: candidates per (stage, text), optional per-stage delay or StageError.
 
-    Records every call (`calls`: (stage, text)), every stage whose awaiting task was cancelled while it slept
-    (`cancelled`) and every stage that returned normally (`finished`). Unscripted texts get no candidates.
+    The heads wait for the encoder, as they do when served: a head's time is the encoder's delay plus its
+    own, and a failed encoder fails every head. Records every request (`requests`), every stage call
+    (`calls`: (stage, text)), every stage whose work was cancelled while it slept (`cancelled`) and every
+    stage that returned normally (`finished`). Unscripted texts get no candidates.
     """
 
     def __init__(self, *, delays: dict[str, float] | None = None, errors: dict[str, str] | None = None) -> None:
         self.script: dict[str, dict[str, list[Candidate]]] = {s: {} for s in MODEL_STAGES}
         self.delays = dict(delays or {})
         self.errors = dict(errors or {})
+        self.requests: list[NluRequest] = []
         self.calls: list[tuple[str, str]] = []
         self.deadlines: list[float] = []
         self.cancelled: list[str] = []
@@ -85,10 +103,22 @@ class FakeModelClient(ModelClient):
     def texts(self, stage: str) -> list[str]:
         return [t for s, t in self.calls if s == stage]
 
-    async def _answer(self, stage: str, text: str, deadline: float) -> list[Candidate]:
+    def understand(self, request: NluRequest) -> NluCall:
+        self.requests.append(request)
+        self.deadlines.append(request.deadlines["encoder"])
+        encoder = asyncio.ensure_future(self._stage("encoder", request.text, None))
+        tasks = {"encoder": encoder, **{h: asyncio.ensure_future(self._stage(h, request.text, encoder)) for h in MODEL_STAGES}}
+        return _FakeCall(tasks)
+
+    async def _stage(self, stage: str, text: str, encoder: asyncio.Task | None) -> StageOutcome:
         self.calls.append((stage, text))
-        self.deadlines.append(deadline)
         try:
+            if encoder is not None:
+                try:
+                    await asyncio.shield(encoder)
+                except StageError as exc:
+                    raise StageError(stage, f"no embedding: {exc}") from exc
+            started = time.time()
             if self.delays.get(stage):
                 await asyncio.sleep(self.delays[stage])
         except asyncio.CancelledError:
@@ -97,16 +127,7 @@ class FakeModelClient(ModelClient):
         if stage in self.errors:
             raise StageError(stage, self.errors[stage])
         self.finished.append(stage)
-        return list(self.script[stage].get(text, []))
-
-    async def classify(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._answer("classifier", text, deadline)
-
-    async def retrieve(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._answer("retriever", text, deadline)
-
-    async def detect(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._answer("detector", text, deadline)
+        return StageOutcome(candidates=list(self.script.get(stage, {}).get(text, [])), started=started, finished=time.time())
 
 
 class Rig:
@@ -118,6 +139,12 @@ class Rig:
         self.pack = pack(pack_name)
         self.models = models or FakeModelClient()
         self.store = InMemorySessionStore(ttl_s=self.settings.session.ttl_s)
-        self.plugins = PluginRegistry()
+        self.worlds = InMemoryWorlds()
         self.engine = TurnEngine(pack=self.pack, settings=self.settings, models=self.models, sessions=self.store,
-                                 plugins=self.plugins, clock=clock)
+                                 plugins=PluginRegistry(), worlds=self.worlds, clock=clock)
+
+    def vehicle(self, user: str = "u1"):
+        return self.worlds.world(user).vehicle
+
+    def orders(self, user: str = "u1") -> dict[str, str]:
+        return self.worlds.world(user).orders

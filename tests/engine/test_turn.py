@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from engine.plugins import World
 from engine.session import SessionStatus
 from engine.settings import STAGES
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest, TurnStatus
@@ -13,7 +14,7 @@ from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest, Turn
 from fakes import FakeModelClient, Rig
 
 TZ = ZoneInfo("Asia/Shanghai")
-ROUTED = {"keyword", "classifier", "retriever", "detector", "fusion", "store"}
+ROUTED = {"keyword", "encoder", "classifier", "retriever", "detector", "fusion", "commit"}
 ORDER = "A12345"  # OrderBackend derives pending_shipment for this id (asserted below)
 
 
@@ -28,7 +29,7 @@ def fill(rig: Rig, *, text: str | None = None, slots: dict | None = None, sessio
 def check_timings(rig: Rig, resp: ChatResponse, *, routed: bool = True) -> None:
     t = resp.timings
     assert set(t.stages) <= set(STAGES), f"non-canonical stage names: {set(t.stages) - set(STAGES)}"
-    assert "store" in t.stages
+    assert "commit" in t.stages
     if routed:
         assert ROUTED <= set(t.stages)
     assert t.budget_ms == rig.settings.budgets.turn_ms["text"]
@@ -49,11 +50,11 @@ async def stored(rig: Rig, session: str = "s1"):
 async def test_open_then_close_window_changes_vehicle_state() -> None:
     fake = FakeModelClient().sure("打开车窗", "cabin_window_open").sure("关窗", "cabin_window_close")
     rig = Rig(models=fake)
-    assert rig.plugins.vehicle("u1").window_open is False
+    assert rig.vehicle("u1").window_open is False
 
     opened = await chat(rig, "打开车窗")
     assert opened.status == TurnStatus.completed and opened.intent == "cabin_window_open"
-    assert rig.plugins.vehicle("u1").window_open is True
+    assert rig.vehicle("u1").window_open is True
     assert opened.result and opened.result["success"] and opened.result["plugin"] == "plugin.cabin.window.open"
     assert opened.routing_debug.fusion.decision == "execute"
     check_timings(rig, opened)
@@ -61,13 +62,13 @@ async def test_open_then_close_window_changes_vehicle_state() -> None:
 
     closed = await chat(rig, "关窗")
     assert closed.status == TurnStatus.completed and closed.intent == "cabin_window_close"
-    assert rig.plugins.vehicle("u1").window_open is False
+    assert rig.vehicle("u1").window_open is False
     check_timings(rig, closed)
     state = await stored(rig)
     assert state.status == SessionStatus.completed and state.turns == 2
     assert state.last_user_text == "关窗" and state.last_agent_text == closed.reply
     # another user's car is untouched
-    assert rig.plugins.vehicle("u2").window_open is False
+    assert rig.vehicle("u2").window_open is False
     assert fake.texts("classifier") == ["打开车窗", "关窗"]
 
 
@@ -83,14 +84,14 @@ async def test_rewritten_follow_up_sets_the_temperature() -> None:
     rig = Rig(models=fake)
     first = await chat(rig, "空调调到22度")
     assert first.status == TurnStatus.completed and first.slots == {"temperature": 22}
-    assert rig.plugins.vehicle("u1").temperature == 22.0
+    assert rig.vehicle("u1").temperature == 22.0
 
     again = await chat(rig, "再调高两度")
     rw = again.routing_debug.rewrite
     assert rw.applied and rw.original_text == "再调高两度" and rw.rewritten_text == "把空调调到24度"
     assert fake.texts("classifier")[-1] == "把空调调到24度", "routing must see the rewritten text"
     assert again.status == TurnStatus.completed and again.slots == {"temperature": 24}
-    assert rig.plugins.vehicle("u1").temperature == 24.0
+    assert rig.vehicle("u1").temperature == 24.0
     assert (await stored(rig)).memory["last_temperature"] == 24
 
 
@@ -110,7 +111,7 @@ async def test_navigation_waits_for_destination_then_fill_slots_text_completes()
     done = await fill(rig, text="去公司")
     assert done.status == TurnStatus.completed and done.intent == "cabin_nav_to"
     assert done.slots == {"destination": "公司"} and done.pending_slots == []
-    assert rig.plugins.vehicle("u1").destination == "公司"
+    assert rig.vehicle("u1").destination == "公司"
     assert done.result["data"] == {"destination": "公司"}
     check_timings(rig, done, routed=False)
     state = await stored(rig)
@@ -122,7 +123,7 @@ async def test_navigation_destination_answered_in_chat() -> None:
     assert (await chat(rig, "导航")).status == TurnStatus.waiting_slot
     done = await chat(rig, "去公司")  # the models know nothing about this text: the pending slot absorbs it
     assert done.status == TurnStatus.completed and done.slots == {"destination": "公司"}
-    assert rig.plugins.vehicle("u1").destination == "公司"
+    assert rig.vehicle("u1").destination == "公司"
 
 
 async def test_fill_slots_with_explicit_slot_values() -> None:
@@ -131,7 +132,7 @@ async def test_fill_slots_with_explicit_slot_values() -> None:
     calls = len(rig.models.calls)
     done = await fill(rig, slots={"destination": "公司"})
     assert done.status == TurnStatus.completed and done.slots == {"destination": "公司"}
-    assert rig.plugins.vehicle("u1").destination == "公司"
+    assert rig.vehicle("u1").destination == "公司"
     assert len(rig.models.calls) == calls, "fill-slots must not route through the models"
 
 
@@ -142,7 +143,7 @@ async def test_fill_slots_on_unknown_session_falls_back() -> None:
     assert resp.reply == rig.pack.responses["fallback"]
     assert resp.routing_debug.fusion is None
     assert rig.models.calls == []
-    assert rig.plugins.vehicle("u1").destination is None
+    assert rig.vehicle("u1").destination is None
 
 
 async def test_fill_slots_without_an_active_task_falls_back() -> None:
@@ -150,7 +151,7 @@ async def test_fill_slots_without_an_active_task_falls_back() -> None:
     await chat(rig, "打开车窗")
     resp = await fill(rig, slots={"destination": "公司"})
     assert resp.status == TurnStatus.fallback
-    assert rig.plugins.vehicle("u1").destination is None
+    assert rig.vehicle("u1").destination is None
 
 
 async def test_greeting_while_waiting_for_a_slot_keeps_the_task() -> None:
@@ -174,7 +175,7 @@ async def test_stop_word_during_waiting_slot_stops_the_task(word: str) -> None:
     state = await stored(rig)
     assert state.status == SessionStatus.stopped
     assert state.current_intent is None and state.slots == {} and state.pending_slots == []
-    assert rig.plugins.vehicle("u1").destination is None
+    assert rig.vehicle("u1").destination is None
 
 
 @pytest.mark.parametrize("word", ["停止", "算了", "不用了"])
@@ -183,8 +184,8 @@ async def test_stop_word_via_fill_slots_stops_instead_of_filling(word: str) -> N
     await chat(rig, "导航")
     resp = await fill(rig, text=word)
     assert resp.status == TurnStatus.stopped, (
-        f"{word!r} is a configured stop word; got {resp.status.value}, navigating to {rig.plugins.vehicle('u1').destination!r}")
-    assert rig.plugins.vehicle("u1").destination is None, f"navigated to {rig.plugins.vehicle('u1').destination!r}"
+        f"{word!r} is a configured stop word; got {resp.status.value}, navigating to {rig.vehicle('u1').destination!r}")
+    assert rig.vehicle("u1").destination is None, f"navigated to {rig.vehicle('u1').destination!r}"
     assert (await stored(rig)).status == SessionStatus.stopped
 
 
@@ -192,7 +193,7 @@ async def test_stop_word_via_fill_slots_stops_instead_of_filling(word: str) -> N
 
 
 def test_order_fixture_is_pending_shipment() -> None:
-    assert Rig().plugins.orders.status(ORDER) == "pending_shipment"
+    assert World().order_status(ORDER) == "pending_shipment"
 
 
 async def test_cancel_order_asks_for_confirmation_then_confirm_completes() -> None:
@@ -203,14 +204,14 @@ async def test_cancel_order_asks_for_confirmation_then_confirm_completes() -> No
     assert ask.slots == {"order_id": ORDER}
     assert "确认" in ask.reply
     assert (await stored(rig)).status == SessionStatus.waiting_confirmation
-    assert rig.plugins.orders.status(ORDER) == "pending_shipment", "nothing runs before the confirmation"
+    assert rig.worlds.world("u1").order_status(ORDER) == "pending_shipment", "nothing runs before the confirmation"
 
     calls = len(rig.models.calls)
     done = await chat(rig, "确认")
     assert len(rig.models.calls) == calls, "a confirmation answer is not routed"
     assert done.status == TurnStatus.completed and done.intent == "cs_cancel_order"
     assert done.result["success"] is True and done.result["data"]["order_status"] == "cancelled"
-    assert rig.plugins.orders.status(ORDER) == "cancelled"
+    assert rig.worlds.world("u1").order_status(ORDER) == "cancelled"
     assert done.reply == f"订单{ORDER}已成功取消。"
     check_timings(rig, done, routed=False)
 
@@ -222,7 +223,7 @@ async def test_cancel_order_declined_stops_without_cancelling() -> None:
     no = await chat(rig, "不要")
     assert no.status == TurnStatus.stopped and no.result is None
     assert no.reply == "好的，不取消订单了。"
-    assert rig.plugins.orders.status(ORDER) == "pending_shipment"
+    assert rig.worlds.world("u1").order_status(ORDER) == "pending_shipment"
     state = await stored(rig)
     assert state.status == SessionStatus.stopped and state.current_intent is None and state.slots == {}
 
@@ -233,7 +234,7 @@ async def test_unclear_confirmation_answer_asks_again() -> None:
     await chat(rig, text)
     again = await chat(rig, "明天再说吧")
     assert again.status == TurnStatus.waiting_confirmation
-    assert rig.plugins.orders.status(ORDER) == "pending_shipment"
+    assert rig.worlds.world("u1").order_status(ORDER) == "pending_shipment"
     assert (await chat(rig, "确定")).status == TurnStatus.completed
 
 
@@ -285,7 +286,7 @@ async def test_multi_intent_is_decided_and_nothing_executes() -> None:
     assert resp.decision is not None and resp.decision.intents == ["cabin_window_open", "cabin_play_music"]
     assert resp.decision.agent is None and resp.decision.function is None
     assert resp.result is None
-    v = rig.plugins.vehicle("u1")
+    v = rig.vehicle("u1")
     assert v.window_open is False and v.music_playing is False, "a multi-intent turn must not run a plugin"
     assert "打开车窗" in resp.reply and "播放音乐" in resp.reply
     assert (await stored(rig)).status == SessionStatus.decided
@@ -339,7 +340,7 @@ async def test_low_scores_are_rejected() -> None:
     resp = await chat(rig, text)
     assert resp.status == TurnStatus.rejected
     assert resp.routing_debug.fusion.decision == "reject"
-    assert rig.plugins.vehicle("u1").window_open is False
+    assert rig.vehicle("u1").window_open is False
 
 
 async def test_weak_known_candidate_is_asked_about_not_refused() -> None:
@@ -351,7 +352,7 @@ async def test_weak_known_candidate_is_asked_about_not_refused() -> None:
     assert rig.settings.fusion.clarify_floor <= resp.routing_debug.fusion.top_score < rig.settings.fusion.route_to_cloud_threshold
     assert resp.status == TurnStatus.clarify and resp.intent == "cabin_window_open"
     assert "打开车窗" in resp.reply
-    assert rig.plugins.vehicle("u1").window_open is False
+    assert rig.vehicle("u1").window_open is False
 
 
 async def test_close_candidates_ask_to_clarify() -> None:
@@ -362,7 +363,7 @@ async def test_close_candidates_ask_to_clarify() -> None:
     resp = await chat(rig, text)
     assert resp.status == TurnStatus.clarify
     assert resp.reply == "您是想打开车窗还是打开天窗？"
-    v = rig.plugins.vehicle("u1")
+    v = rig.vehicle("u1")
     assert v.window_open is False and v.sunroof_open is False
 
 
@@ -373,7 +374,7 @@ async def test_half_degree_follow_up_in_a_turn() -> None:
     await chat(rig, "空调调到22度")
     resp = await chat(rig, "再高半度")
     assert resp.status == TurnStatus.completed and resp.slots == {"temperature": 22.5}
-    assert rig.plugins.vehicle("u1").temperature == 22.5
+    assert rig.vehicle("u1").temperature == 22.5
 
 
 async def test_replying_cancel_as_the_prompt_suggests_declines() -> None:
@@ -384,7 +385,7 @@ async def test_replying_cancel_as_the_prompt_suggests_declines() -> None:
     assert "“取消”" in ask.reply
     resp = await chat(rig, "取消")
     assert resp.status == TurnStatus.stopped, f"got {resp.status.value}: {resp.reply}"
-    assert rig.plugins.orders.status(ORDER) == "pending_shipment"
+    assert rig.worlds.world("u1").order_status(ORDER) == "pending_shipment"
 
 
 async def test_decided_without_an_agent_answers_in_the_intents_own_words() -> None:

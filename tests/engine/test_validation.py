@@ -92,7 +92,7 @@ async def test_session_of_another_user_is_forbidden() -> None:
     with pytest.raises(SessionForbidden):
         await rig.engine.fill_slots(FillSlotsRequest(user_id="intruder", session_id="s1", slots={"destination": "公司"}))
     await unchanged(rig, before)
-    assert rig.plugins.vehicle("intruder").destination is None and rig.plugins.vehicle("u1").destination is None
+    assert rig.vehicle("intruder").destination is None and rig.vehicle("u1").destination is None
     # the owner can still finish the task
     done = await rig.engine.fill_slots(FillSlotsRequest(user_id="u1", session_id="s1", text="去公司"))
     assert done.status == TurnStatus.completed
@@ -109,7 +109,7 @@ async def test_unknown_slot_in_fill_slots_is_invalid_and_changes_nothing() -> No
                                                      slots={"destination": "公司", "zzz": 1, "aaa": 2}))
     assert err.value.field == "slots.aaa"
     await unchanged(rig, before)
-    assert rig.plugins.vehicle("u1").destination is None
+    assert rig.vehicle("u1").destination is None
     done = await rig.engine.fill_slots(FillSlotsRequest(user_id="u1", session_id="s1", slots={"destination": "公司"}))
     assert done.status == TurnStatus.completed
 

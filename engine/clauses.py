@@ -1,0 +1,22 @@
+"""The one clause split of a turn, shared by the encoder call, the detector and (later) the planner."""
+from __future__ import annotations
+
+import re
+
+from engine.settings import ClauseConfig
+
+
+class ClauseSplitter:
+    def __init__(self, cfg: ClauseConfig) -> None:
+        self._boundary = re.compile(cfg.pattern)
+        self._min_chars = cfg.min_chars
+
+    def clauses(self, text: str) -> list[str]:
+        """The text's clauses; a text with one clause (or none long enough) is its own single clause."""
+        parts = [p.strip() for p in self._boundary.split(text)]
+        return [p for p in parts if len(p) >= self._min_chars] or [text]
+
+    def extra(self, text: str) -> tuple[str, ...]:
+        """The clauses worth embedding beside the whole text: none when the text is a single clause."""
+        parts = self.clauses(text)
+        return tuple(parts) if len(parts) > 1 else ()

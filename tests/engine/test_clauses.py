@@ -1,0 +1,24 @@
+"""The one clause split of a turn (shared by the encoder call and the detector)."""
+from __future__ import annotations
+
+from engine.clauses import ClauseSplitter
+
+from fakes import base_settings
+
+SPLIT = ClauseSplitter(base_settings().clauses)
+
+
+def test_punctuation_and_joiners_split_clauses():
+    assert SPLIT.clauses("打开车窗然后播放音乐") == ["打开车窗", "播放音乐"]
+    assert SPLIT.clauses("把天窗打开，顺便把音量调小") == ["把天窗打开", "把音量调小"]
+    assert SPLIT.extra("打开车窗；关闭空调。") == ("打开车窗", "关闭空调")
+
+
+def test_a_single_clause_is_its_own_clause_and_adds_nothing_to_embed():
+    assert SPLIT.clauses("把空调调到二十二度") == ["把空调调到二十二度"]
+    assert SPLIT.extra("把空调调到二十二度") == ()
+
+
+def test_fragments_too_short_are_not_clauses():
+    assert SPLIT.clauses("嗯，打开车窗") == ["打开车窗"]
+    assert SPLIT.extra("嗯，打开车窗") == ()

@@ -1,0 +1,57 @@
+"""Settings validated at load: the session lease outlasts every turn, every stage has a budget, the commit leaves room."""
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from engine.settings import STAGES, Settings, load_settings
+
+from fakes import CONFIG_DIR
+
+
+def base_settings() -> Settings:
+    """The shipped settings as loaded (the unit-test rig's are scaled up)."""
+    return load_settings(CONFIG_DIR, {})
+
+
+def _with(**changes) -> dict:
+    raw = base_settings().model_dump()
+    for dotted, value in changes.items():
+        target = raw
+        *parents, leaf = dotted.split("__")
+        for key in parents:
+            target = target[key]
+        target[leaf] = value
+    return raw
+
+
+def test_the_shipped_settings_are_valid():
+    Settings.model_validate(base_settings().model_dump())
+
+
+def test_a_session_lease_shorter_than_the_longest_turn_is_refused():
+    longest = max(base_settings().budgets.turn_ms.values())
+    with pytest.raises(ValidationError, match="session_lease_s"):
+        Settings.model_validate(_with(store__session_lease_s=longest / 1000.0))
+    Settings.model_validate(_with(store__session_lease_s=longest / 1000.0 + 1))
+
+
+def test_every_stage_needs_a_budget_and_only_stages_have_one():
+    stages = dict(base_settings().budgets.stages_ms)
+    stages.pop("commit")
+    with pytest.raises(ValidationError, match="missing commit"):
+        Settings.model_validate(_with(budgets__stages_ms=stages))
+    with pytest.raises(ValidationError, match="not a stage"):
+        Settings.model_validate(_with(budgets__stages_ms={**base_settings().budgets.stages_ms, "clasifier": 10}))
+    assert {"auth", "store", "lease", "encoder", "commit"} <= set(STAGES)
+
+
+def test_the_commits_reserve_must_leave_the_turn_to_the_models():
+    text = base_settings().budgets.turn_ms["text"]
+    with pytest.raises(ValidationError, match="commit"):
+        Settings.model_validate(_with(budgets__stages_ms={**base_settings().budgets.stages_ms, "commit": text / 2}))
+
+
+def test_an_unknown_head_is_refused():
+    with pytest.raises(ValidationError, match="unknown head"):
+        Settings.model_validate(_with(models__heads={"reranker": {"input": "text"}}))
