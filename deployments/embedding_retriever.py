@@ -9,24 +9,24 @@ import numpy as np
 
 from engine.settings import ModelsConfig
 from models.artifacts import RETRIEVER_INDEX, RETRIEVER_ROWS
-from models.embedding import Embedder
 from protocol.http_chat import Candidate
-
-WARMUP_TEXT = "打开车窗"
 
 
 class EmbeddingRetriever:
-    def __init__(self, *, artifacts: Path, encoder: Path, cfg: ModelsConfig, top_k: int) -> None:
-        self._embedder = Embedder(encoder, batch_size=cfg.encode_batch_size, threads=cfg.torch_threads)
+    def __init__(self, *, artifacts: Path, cfg: ModelsConfig, top_k: int) -> None:
         self._index = faiss.read_index(str(artifacts / RETRIEVER_INDEX))
         rows = json.loads((artifacts / RETRIEVER_ROWS).read_text(encoding="utf-8"))
         self._intents = [r["intent"] for r in rows]
         self._neighbors = min(cfg.retriever_neighbors, len(rows))
         self._temperature = cfg.retriever_temperature
         self._top_k = top_k
+        self.dim = int(self._index.d)
 
-    def retrieve_batch(self, texts: list[str]) -> list[list[Candidate]]:
-        sims, ids = self._index.search(self._embedder.encode(texts), self._neighbors)
+    def retrieve(self, vectors: np.ndarray) -> list[list[Candidate]]:
+        """One ranking per row of `vectors` (normalized embeddings)."""
+        if not len(vectors):
+            return []
+        sims, ids = self._index.search(np.ascontiguousarray(vectors, dtype=np.float32), self._neighbors)
         return [self._vote(s, i) for s, i in zip(sims, ids)]
 
     def _vote(self, sims: np.ndarray, ids: np.ndarray) -> list[Candidate]:
@@ -40,6 +40,3 @@ class EmbeddingRetriever:
                 scores[self._intents[i]] = scores.get(self._intents[i], 0.0) + float(w)
         ranked = sorted(scores.items(), key=lambda kv: -kv[1])[: self._top_k]
         return [Candidate(intent=k, score=v) for k, v in ranked]
-
-    def warmup(self) -> None:
-        self.retrieve_batch([WARMUP_TEXT])

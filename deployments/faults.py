@@ -1,8 +1,13 @@
-"""Fault injection for model stages: `BATON_FAULTS="classifier:delay_ms=800;retriever:error=1"` or a replica's user_config."""
+"""Fault injection for model stages: `BATON_FAULTS="encoder:delay_ms=800;retriever:error=1"`, a replica's user_config,
+or the run's faults file (`BATON_FAULTS_FILE`, same syntax), re-read by every replica when it changes."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+FAULTS_FILE_ENV = "BATON_FAULTS_FILE"
 
 
 class InjectedFault(Exception):
@@ -44,6 +49,21 @@ class FaultSet:
             faults[stage_name] = Fault(delay_ms=float(values.get("delay_ms", 0)), error=_flag(values.get("error", "0")))
         return cls(faults)
 
+    def failing(self, stages: tuple[str, ...]) -> frozenset[str]:
+        """Which of `stages` are set to fail."""
+        return frozenset(s for s in stages if s in self.faults and self.faults[s].error)
+
+    async def delay(self, stages: tuple[str, ...]) -> None:
+        """Sleep the configured delays of `stages` (one after the other), without raising their errors."""
+        for stage in stages:
+            fault = self.faults.get(stage)
+            if fault is not None and fault.delay_ms:
+                try:
+                    await asyncio.sleep(fault.delay_ms / 1000.0)
+                except asyncio.CancelledError:
+                    self.cancelled += 1
+                    raise
+
     async def apply(self, stage: str) -> None:
         """Sleep and/or raise as configured; counts cancellations so tests can observe them."""
         fault = self.faults.get(stage)
@@ -66,3 +86,32 @@ def _flag(value: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"Bad fault flag '{value}': expected 0/1 or true/false.")
+
+
+class FaultFile:
+    """A fault spec in a file; `changed()` returns the new faults when the file changed (checked at most every
+    `interval_s`), else None. A missing file means no faults; a bad spec keeps the previous faults."""
+
+    def __init__(self, path: Path | None, *, interval_s: float = 0.2) -> None:
+        self._path = path
+        self._interval_s = interval_s
+        self._checked = 0.0
+        self._stamp: tuple[int, int] | None = None
+
+    def changed(self) -> dict[str, Fault] | None:
+        now = time.monotonic()
+        if self._path is None or now - self._checked < self._interval_s:
+            return None
+        self._checked = now
+        try:
+            stat = self._path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+        except FileNotFoundError:
+            stamp = None
+        if stamp == self._stamp:
+            return None
+        self._stamp = stamp
+        try:
+            return FaultSet.parse(self._path.read_text(encoding="utf-8") if stamp else "").faults
+        except (OSError, ValueError):
+            return None

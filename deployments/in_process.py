@@ -1,44 +1,46 @@
-"""In-process implementation of the engine's ModelClient: the same model classes called in a thread pool (the monolith path)."""
+"""In-process implementation of the engine's ModelClient: the same NLU models called on a worker thread (the monolith path).
+
+One unbatched pass per turn, as a single FastAPI process would run seed 003's pipeline.
+"""
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 
-from deployments.embedding_retriever import EmbeddingRetriever
 from deployments.faults import FaultSet
-from deployments.intent_classifier import IntentClassifier
-from deployments.multi_intent_detector import MultiIntentDetector
-from engine.model_client import ModelClient, StageError
-from engine.settings import Settings
-from protocol.http_chat import Candidate
+from deployments.nlu import NluItem, NluModel, NoopNlu
+from deployments.nlu_call import FutureCall, describe
+from engine.model_client import ModelClient, NluCall, NluRequest, NLU_STAGES
 
 
 class InProcessModels(ModelClient):
-    """Runs each model on a worker thread so the event loop stays free; faults apply as they would in a replica."""
+    """Runs the NLU model on worker threads so the event loop stays free; faults apply as they would in a replica."""
 
-    def __init__(self, settings: Settings, *, faults: FaultSet | None = None, workers: int = 3) -> None:
-        kwargs = dict(artifacts=settings.artifacts_dir(), encoder=settings.encoder_path, cfg=settings.models, top_k=settings.top_k)
-        self.classifier = IntentClassifier(**kwargs)
-        self.detector = MultiIntentDetector(**kwargs, detector=settings.detector)
-        self.retriever = EmbeddingRetriever(**kwargs)
+    def __init__(self, nlu: NluModel | NoopNlu, *, faults: FaultSet | None = None, workers: int = 1) -> None:
+        self.nlu = nlu
         self._faults = faults or FaultSet()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="baton-model")
 
-    async def _run(self, stage: str, fn, text: str) -> list[Candidate]:
+    def understand(self, request: NluRequest) -> NluCall:
+        call = FutureCall()
+        task = asyncio.ensure_future(self._run(call, NluItem(request.text, request.clauses)))
+        call.on_cancel(task.cancel)
+        return call
+
+    async def _run(self, call: FutureCall, item: NluItem) -> None:
+        started = time.time()
         try:
-            await self._faults.apply(stage)
-            return (await asyncio.get_running_loop().run_in_executor(self._pool, fn, [text]))[0]
-        except Exception as exc:  # a model failure degrades the stage, it never fails the turn
-            raise StageError(stage, repr(exc)) from exc
-
-    async def classify(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._run("classifier", self.classifier.classify_batch, text)
-
-    async def detect(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._run("detector", self.detector.detect_batch, text)
-
-    async def retrieve(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._run("retriever", self.retriever.retrieve_batch, text)
+            await self._faults.delay(NLU_STAGES)
+            fail = self._faults.failing(NLU_STAGES)
+            answers = await asyncio.get_running_loop().run_in_executor(self._pool, self.nlu.analyze, [item], None, fail)
+        except asyncio.CancelledError:
+            call.fail_all("cancelled")
+            raise
+        except Exception as exc:  # a model failure degrades the stages, it never fails the turn
+            call.fail_all(describe(exc))
+            return
+        call.resolve_answer(answers[0], started, time.time())
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,4 +1,4 @@
-"""IntentClassifier: single-label intents as top-k probabilities, from a registry of backends chosen by config."""
+"""IntentClassifier: single-label intents as top-k probabilities, from a registry of backends keyed by the head's input."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -9,73 +9,96 @@ import numpy as np
 
 from engine.settings import ModelsConfig
 from models.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, LinearHead, softmax
-from models.embedding import Embedder
 from protocol.http_chat import Candidate
-
-WARMUP_TEXT = "打开车窗"
 
 
 class EncoderHeadBackend:
-    """Sentence encoder + linear head, ensembled with a char n-gram model (weights from config)."""
+    """A linear head on the turn's shared embedding, ensembled with a char n-gram model on its text."""
 
-    def __init__(self, *, artifacts: Path, encoder: Path, cfg: ModelsConfig) -> None:
-        self._embedder = Embedder(encoder, batch_size=cfg.encode_batch_size, threads=cfg.torch_threads)
+    needs_vectors = True
+
+    def __init__(self, *, artifacts: Path, cfg: ModelsConfig) -> None:
         self._head = LinearHead.load(artifacts / CLASSIFIER_HEAD)
         self._ngram = joblib.load(artifacts / CLASSIFIER_NGRAM)
         self._ngram_weight = cfg.ngram_weight
         self.labels = self._head.labels
+        self.dim = int(self._head.weight.shape[1])
 
-    def probabilities(self, texts: list[str]) -> np.ndarray:
-        probs = softmax(self._head.logits(self._embedder.encode(texts)))
+    def probabilities(self, texts: list[str], vectors: np.ndarray | None) -> np.ndarray:
+        if vectors is None:
+            raise ValueError("the encoder_head backend needs the turn's embedding")
+        probs = softmax(self._head.logits(vectors))
         if self._ngram_weight:
             probs = (1 - self._ngram_weight) * probs + self._ngram_weight * self._ngram.predict_proba(texts)
         return probs
+
+    def text_only(self, texts: list[str]) -> np.ndarray:
+        """The n-gram model alone: what is left when the encoder failed."""
+        return self._ngram.predict_proba(texts)
 
 
 class SequenceClassificationBackend:
     """Any Hugging Face sequence-classification checkpoint (e.g. a fine-tuned bert-base-chinese) with id2label."""
 
-    def __init__(self, *, artifacts: Path, encoder: Path, cfg: ModelsConfig) -> None:
+    needs_vectors = False
+
+    def __init__(self, *, artifacts: Path, cfg: ModelsConfig) -> None:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        torch.set_num_threads(cfg.torch_threads)
-        path = cfg.classifier_path
+        path = cfg.head("classifier").checkpoint
+        if not path:
+            raise ValueError("models.heads.classifier.checkpoint must name a sequence-classification folder when input is text.")
+        torch.set_num_threads(cfg.threads)
         self._torch = torch
+        self._device = cfg.device
         self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        self._model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).eval()
+        self._model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).eval().to(cfg.device)
         id2label = self._model.config.id2label
         self.labels = [id2label[i] for i in range(len(id2label))]
+        self.dim = 0  # reads text
 
-    def probabilities(self, texts: list[str]) -> np.ndarray:
+    def probabilities(self, texts: list[str], vectors: np.ndarray | None = None) -> np.ndarray:
         with self._torch.inference_mode():
-            batch = self._tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt")
-            return self._torch.softmax(self._model(**batch).logits, dim=-1).numpy()
+            batch = self._tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt").to(self._device)
+            return self._torch.softmax(self._model(**batch).logits, dim=-1).cpu().numpy()
+
+    def text_only(self, texts: list[str]) -> np.ndarray:
+        return self.probabilities(texts)
 
 
 BACKENDS: dict[str, Callable[..., EncoderHeadBackend | SequenceClassificationBackend]] = {
-    "encoder_head": EncoderHeadBackend,
-    "hf_sequence_classification": SequenceClassificationBackend,
+    "shared_embedding": EncoderHeadBackend,
+    "text": SequenceClassificationBackend,
 }
 
 
 class IntentClassifier:
-    def __init__(self, *, artifacts: Path, encoder: Path, cfg: ModelsConfig, top_k: int) -> None:
-        if cfg.classifier_backend not in BACKENDS:
-            raise ValueError(f"Unknown classifier backend '{cfg.classifier_backend}'; choose one of {sorted(BACKENDS)}.")
-        self._backend = BACKENDS[cfg.classifier_backend](artifacts=artifacts, encoder=encoder, cfg=cfg)
+    def __init__(self, *, artifacts: Path, cfg: ModelsConfig, top_k: int) -> None:
+        kind = cfg.head("classifier").input
+        self._backend = BACKENDS[kind](artifacts=artifacts, cfg=cfg)
         self._top_k = top_k
+
+    @property
+    def needs_vectors(self) -> bool:
+        return self._backend.needs_vectors
 
     @property
     def labels(self) -> list[str]:
         return self._backend.labels
 
-    def classify_batch(self, texts: list[str]) -> list[list[Candidate]]:
-        if not texts:
-            return []
-        probs = self._backend.probabilities(texts)
+    @property
+    def dim(self) -> int:
+        return self._backend.dim
+
+    def classify(self, texts: list[str], vectors: np.ndarray | None = None) -> list[list[Candidate]]:
+        """Top-k per text; `vectors` (one row per text) are the shared embedding when the backend reads it."""
+        return self._ranked(self._backend.probabilities(texts, vectors)) if texts else []
+
+    def classify_text_only(self, texts: list[str]) -> list[list[Candidate]]:
+        """Without the embedding: the part of the ensemble that reads the text."""
+        return self._ranked(self._backend.text_only(texts)) if texts else []
+
+    def _ranked(self, probs: np.ndarray) -> list[list[Candidate]]:
         order = np.argsort(-probs, axis=1)[:, : self._top_k]
         return [[Candidate(intent=self.labels[j], score=float(row[j])) for j in idx] for row, idx in zip(probs, order)]
-
-    def warmup(self) -> None:
-        self.classify_batch([WARMUP_TEXT])

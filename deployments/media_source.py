@@ -13,11 +13,13 @@ from protocol.media import Recognition
 class StoredMediaRecognizer:
     """`recognize(object_key, user_id)`: the bytes never leave this process; only the Recognition does."""
 
-    def __init__(self, *, stage: str, store: ObjectStore, recognize: Callable[[bytes], Recognition]) -> None:
+    def __init__(self, *, stage: str, store: ObjectStore, recognize: Callable[[bytes], Recognition],
+                 warmup: Callable[[], None] = lambda: None) -> None:
         self.stage = stage
         self._kind = STAGE_KIND[stage]
         self._store = store
         self._recognize = recognize
+        self.warmup = warmup
 
     def recognize(self, object_key: str, user_id: str) -> Recognition:
         if not is_valid_key(object_key):
@@ -34,8 +36,10 @@ class StoredMediaRecognizer:
         return self._recognize(data)
 
 
-def build_media_recognizer(stage: str, settings: Settings, store: ObjectStore | None = None) -> StoredMediaRecognizer:
-    """The real recognizer for `stage` ('asr' | 'ocr') over the configured store, warmed up."""
+def build_media_recognizer(stage: str, settings: Settings, store: ObjectStore | None = None, *,
+                           warm: bool = True) -> StoredMediaRecognizer:
+    """The real recognizer for `stage` ('asr' | 'ocr') over the configured store, warmed up unless `warm` is False
+    (a replica warms it on the thread that will serve it)."""
     from media.store import build_store
 
     store = store or build_store(settings)
@@ -45,13 +49,14 @@ def build_media_recognizer(stage: str, settings: Settings, store: ObjectStore | 
 
         path = settings.whisper_path if settings.asr.model_path else bootstrap_whisper(settings.state_dir)
         model = SpeechRecognizer(model_path=path, cfg=settings.asr, max_audio_s=settings.media.max_audio_s)
-        recognizer = StoredMediaRecognizer(stage=stage, store=store, recognize=model.transcribe)
+        recognizer = StoredMediaRecognizer(stage=stage, store=store, recognize=model.transcribe, warmup=model.warmup)
     elif stage == "ocr":
         from deployments.ocr import ImageTextRecognizer
 
         model = ImageTextRecognizer(cfg=settings.ocr, max_image_pixels=settings.media.max_image_pixels)
-        recognizer = StoredMediaRecognizer(stage=stage, store=store, recognize=model.recognize)
+        recognizer = StoredMediaRecognizer(stage=stage, store=store, recognize=model.recognize, warmup=model.warmup)
     else:
         raise ValueError(f"Unknown media stage '{stage}'; choose one of {sorted(STAGE_KIND)}.")
-    model.warmup()
+    if warm:
+        recognizer.warmup()
     return recognizer

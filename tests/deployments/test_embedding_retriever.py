@@ -8,14 +8,13 @@ import pytest
 from deployments.embedding_retriever import EmbeddingRetriever
 from models.artifacts import RETRIEVER_ROWS
 
-from deploy_checks import CLEAR, assert_ranked, assert_same_results
+from deploy_checks import CLEAR, FedHead, assert_ranked, assert_same_results
 
 MIXED = ["打开车窗", "我想听点周杰伦的歌", "今天晚上吃什么好", "你好", "把空调调到22度", "后视镜收一下", "嗯"]
 
 
-def make(settings, top_k: int) -> EmbeddingRetriever:
-    return EmbeddingRetriever(artifacts=settings.artifacts_dir("cockpit"), encoder=settings.encoder_path,
-                              cfg=settings.models, top_k=top_k)
+def make(settings, top_k: int) -> FedHead:
+    return FedHead(EmbeddingRetriever(artifacts=settings.artifacts_dir("cockpit"), cfg=settings.models, top_k=top_k), settings)
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,21 @@ import numpy as np
 import pytest
 
 from deployments.intent_classifier import BACKENDS, IntentClassifier
+from engine.settings import HeadConfig
 from models.artifacts import read_manifest
 
-from deploy_checks import CLEAR, assert_ranked, assert_same_results
+from deploy_checks import CLEAR, FedHead, assert_ranked, assert_same_results
 
 MIXED = ["打开车窗", "我想听点周杰伦的歌", "今天晚上吃什么好", "你好", "把空调调到22度", "后视镜收一下"]
 
 
-def make(settings, *, top_k: int, **models_update) -> IntentClassifier:
-    cfg = settings.models.model_copy(update=models_update) if models_update else settings.models
-    return IntentClassifier(artifacts=settings.artifacts_dir("cockpit"), encoder=settings.encoder_path, cfg=cfg, top_k=top_k)
+def make(settings, *, top_k: int, checkpoint: str | None = None) -> FedHead:
+    """The pack's classifier, or (`checkpoint`) a sequence-classification checkpoint reading the text itself."""
+    cfg = settings.models
+    if checkpoint is not None:
+        heads = {**cfg.heads, "classifier": HeadConfig(input="text", checkpoint=checkpoint)}
+        cfg = cfg.model_copy(update={"heads": heads})
+    return FedHead(IntentClassifier(artifacts=settings.artifacts_dir("cockpit"), cfg=cfg, top_k=top_k), settings)
 
 
 @pytest.fixture(scope="module")
@@ -74,14 +79,30 @@ def test_batch_matches_one_by_one(classifier):
     assert_same_results(batch, [classifier.classify_batch([t])[0] for t in MIXED])
 
 
-def test_unknown_backend_is_rejected(cockpit):
+def test_an_unknown_head_input_is_rejected_at_load(cockpit):
     _, settings = cockpit
-    with pytest.raises(ValueError, match="no_such_backend"):
-        make(settings, top_k=3, classifier_backend="no_such_backend")
+    with pytest.raises(ValueError, match="input"):
+        HeadConfig(input="no_such_input")
+    with pytest.raises(ValueError, match="unknown head"):
+        settings.models.model_validate({**settings.models.model_dump(), "heads": {"planner": {"input": "text"}}})
+
+
+def test_a_text_input_classifier_needs_its_checkpoint(cockpit):
+    _, settings = cockpit
+    with pytest.raises(ValueError, match="checkpoint"):
+        make(settings, top_k=3, checkpoint="")
 
 
 def test_registry_names_match_the_config_docs():
-    assert set(BACKENDS) == {"encoder_head", "hf_sequence_classification"}
+    assert set(BACKENDS) == {"shared_embedding", "text"}
+
+
+def test_without_the_embedding_the_ngram_model_still_ranks(classifier):
+    """What the classifier can say when the encoder failed: its text-reading part alone."""
+    ranked = classifier.head.classify_text_only(list(CLEAR))
+    assert sum(c[0].intent == gold for c, gold in zip(ranked, CLEAR.values())) >= len(CLEAR) - 1
+    for cands in ranked:
+        assert sum(c.score for c in cands) <= 1.0 + 1e-6
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +131,7 @@ def test_hf_sequence_classification_backend(cockpit, tiny_bert):
     _, settings = cockpit
     path, id2label = tiny_bert
     texts = ["打开车窗", "关闭空调", "我想听音乐", "导航去公司", "空调调到二十度"]
-    clf = make(settings, top_k=len(id2label), classifier_backend="hf_sequence_classification", classifier_path=str(path))
+    clf = make(settings, top_k=len(id2label), checkpoint=str(path))
     assert clf.labels == [id2label[i] for i in range(len(id2label))]
     results = clf.classify_batch(texts)
     assert len(results) == len(texts)
@@ -128,7 +149,7 @@ def test_hf_sequence_classification_backend(cockpit, tiny_bert):
         expected = {id2label[j]: float(row[j]) for j in range(len(id2label))}
         assert {c.intent: c.score for c in cands} == pytest.approx(expected, abs=1e-5)
 
-    top1 = make(settings, top_k=1, classifier_backend="hf_sequence_classification", classifier_path=str(path))
+    top1 = make(settings, top_k=1, checkpoint=str(path))
     for row, cands in zip(probs, top1.classify_batch(texts)):
         assert [c.intent for c in cands] == [id2label[int(np.argmax(row))]]
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 import pytest
 
 from deployments.multi_intent_detector import MultiIntentDetector
+from engine.clauses import ClauseSplitter
 from engine.pack import SPECIAL_INTENTS
 from models.artifacts import read_manifest
 
-from deploy_checks import assert_ranked, assert_same_results
+from deploy_checks import FedHead, assert_ranked, assert_same_results
 
 # Two requests in one breath, each clause naming a different cockpit intent; own phrasings, not the pack's.
 PAIRS = [
@@ -33,8 +34,7 @@ def detector_labels(cockpit) -> list[str]:
 def detector(cockpit, detector_labels):
     """top_k = every detector label, so each label's score is visible."""
     _, settings = cockpit
-    return MultiIntentDetector(artifacts=settings.artifacts_dir("cockpit"), encoder=settings.encoder_path,
-                               cfg=settings.models, top_k=len(detector_labels), detector=settings.detector)
+    return FedHead(MultiIntentDetector(artifacts=settings.artifacts_dir("cockpit"), top_k=len(detector_labels)), settings)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_whole_text_score_is_at_least_each_clause_alone(detector, cockpit):
     """A label's score is its best over the whole text and each clause: the pair never scores below a clause."""
     _, settings = cockpit
     text, first, second = "把天窗打开，然后把音量调小", "把天窗打开", "把音量调小"
-    assert settings.detector.clauses(text) == [first, second]
+    assert ClauseSplitter(settings.clauses).clauses(text) == [first, second]
     whole, a, b = ({c.intent: c.score for c in cands} for cands in detector.detect_batch([text, first, second]))
     for label, score in whole.items():
         assert score >= max(a[label], b[label]) - 1e-4, label

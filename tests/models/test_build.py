@@ -55,10 +55,10 @@ def shipped(request):
 
 @pytest.fixture(scope="module")
 def embedder(cockpit):
-    from models.embedding import Embedder
+    from models.build import sentence_encoder
 
     _, settings = cockpit
-    return Embedder(settings.encoder_path, batch_size=settings.models.encode_batch_size)
+    return sentence_encoder(settings, settings.encoder_path)
 
 
 # --- (a) the test split never reaches an artifact -------------------------------------------------------------

@@ -24,7 +24,7 @@ PACK = "ha_public_zh"
 def benchmark(cockpit, tmp_path_factory):
     from deployments.intent_classifier import IntentClassifier
     from engine.pack import load_pack
-    from models.build import build, rows_to_pack
+    from models.build import build, rows_to_pack, sentence_encoder
 
     _, shipped_settings = cockpit
     base = tmp_path_factory.mktemp("public-intents")
@@ -39,8 +39,9 @@ def benchmark(cockpit, tmp_path_factory):
     settings = settings_in(state, PACK)
     pack = load_pack(rows_to_pack(write_jsonl(base / "train.jsonl", train), PACK, settings))
     build(pack, settings)
-    clf = IntentClassifier(artifacts=settings.artifacts_dir(PACK), encoder=settings.encoder_path, cfg=settings.models, top_k=1)
-    preds = [c[0].intent for c in clf.classify_batch([r["text"] for r in test])]
+    clf = IntentClassifier(artifacts=settings.artifacts_dir(PACK), cfg=settings.models, top_k=1)
+    texts = [r["text"] for r in test]
+    preds = [c[0].intent for c in clf.classify(texts, sentence_encoder(settings, settings.encoder_path).encode(texts))]
     return {"rows": rows, "train": train, "test": test, "pack": pack, "preds": preds}
 
 

@@ -1,0 +1,218 @@
+"""The text models of a turn composed: one encoder pass, then the classifier, detector and retriever heads on its vectors.
+
+`NluModel.analyze` is the fused layout's whole replica (and the monolith's in-process call); `encode` and
+`head` are the same work split for the Encoder and head deployments. A head configured with `input: text`
+reads the text with its own checkpoint instead, so it survives an encoder failure.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from deployments.embedding_retriever import EmbeddingRetriever
+from deployments.encoder import Encoder
+from deployments.intent_classifier import IntentClassifier
+from deployments.multi_intent_detector import MultiIntentDetector
+from engine.model_client import ENCODER, HEADS
+from engine.settings import ModelsConfig, Settings
+from models.embedding import PassStopped, RunControl
+from protocol.http_chat import Candidate
+
+Scores = list[tuple[str, float]]
+
+
+class InjectedFailure(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class NluItem:
+    """One turn's input: its text and the clauses embedded beside it."""
+
+    text: str
+    clauses: tuple[str, ...] = ()
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.text, *self.clauses]
+
+
+@dataclass
+class NluAnswer:
+    """Per head its ranked (intent, score) pairs; `errors` per stage that failed; `partial` per head that
+    answered without part of its input; `ms` the batch's compute time per stage."""
+
+    scores: dict[str, Scores] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    partial: dict[str, str] = field(default_factory=dict)
+    ms: dict[str, float] = field(default_factory=dict)
+
+
+def as_scores(candidates: list[Candidate]) -> Scores:
+    return [(c.intent, c.score) for c in candidates]
+
+
+def shared_heads(models: ModelsConfig) -> tuple[str, ...]:
+    """The heads that read the turn's shared embedding; the others (`input: text`) read the text themselves."""
+    return tuple(h for h in HEADS if models.head(h).input == "shared_embedding")
+
+
+class NluModel:
+    def __init__(self, *, encoder: Encoder | None, classifier: IntentClassifier, detector: MultiIntentDetector,
+                 retriever: EmbeddingRetriever, own_encoders: dict[str, Encoder] | None = None,
+                 shared: Collection[str] = HEADS) -> None:
+        self.encoder = encoder
+        self.classifier = classifier
+        self.detector = detector
+        self.retriever = retriever
+        self._own = own_encoders or {}
+        # heads that read the turn's shared embedding (the classifier's text backend reads neither)
+        self.shared_heads = tuple(h for h in HEADS if h in shared)
+
+    def encode(self, items: list[NluItem], control: RunControl | None = None) -> list[np.ndarray]:
+        """The split layout's Encoder deployment: one pass, one array of rows per turn."""
+        assert self.encoder is not None
+        return self.encoder.encode([i.texts for i in items], control)
+
+    def input_dim(self, name: str) -> int:
+        """The embedding width head `name` was built on."""
+        return {"classifier": lambda: self.classifier.dim, "detector": lambda: self.detector.dim,
+                "retriever": lambda: self.retriever.dim}[name]()
+
+    def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[Scores]:
+        """One head over a batch; `vectors` are the shared embedding (None for a head that reads text)."""
+        if name in self._own:
+            vectors = self._own[name].encode([i.texts for i in items])
+        texts = [i.text for i in items]
+        if name == "classifier":
+            firsts = np.stack([v[0] for v in vectors]) if vectors is not None and self.classifier.needs_vectors else None
+            ranked = self.classifier.classify(texts, firsts)
+        elif name == "detector":
+            ranked = self.detector.detect(list(vectors or []))
+        elif name == "retriever":
+            ranked = self.retriever.retrieve(np.stack([v[0] for v in vectors or []]))
+        else:
+            raise ValueError(f"unknown head {name!r}")
+        return [as_scores(r) for r in ranked]
+
+    def analyze(self, items: list[NluItem], control: RunControl | None = None,
+                fail: Collection[str] = ()) -> list[NluAnswer]:
+        """The fused layout: the encoder once, then every head. A head that fails does not fail the others;
+        without the encoder the classifier answers from its text-reading part (marked partial). `fail` names
+        stages to fail on purpose (fault injection)."""
+        answers = [NluAnswer() for _ in items]
+        shared, encoder_error = None, None
+        if self.shared_heads:
+            if self.encoder is None:
+                raise ValueError(f"heads {', '.join(self.shared_heads)} read the shared embedding but no encoder is loaded")
+            t0 = time.perf_counter()
+            try:
+                if ENCODER in fail:
+                    raise InjectedFailure(f"injected failure in {ENCODER}")
+                shared = self.encode(items, control)
+            except PassStopped:
+                raise
+            except Exception as exc:  # a failed encoder is a declared degradation, not a failed turn
+                encoder_error = f"{type(exc).__name__}: {exc}"
+            self._timed(answers, ENCODER, t0)
+        for name in HEADS:
+            t0 = time.perf_counter()
+            reads_shared = name in self.shared_heads
+            try:
+                if name in fail:
+                    raise InjectedFailure(f"injected failure in {name}")
+                if reads_shared and shared is None:
+                    if name != "classifier":
+                        raise RuntimeError(f"no embedding: the encoder failed ({encoder_error})")
+                    ranked = [as_scores(r) for r in self.classifier.classify_text_only([i.text for i in items])]
+                    for a in answers:
+                        a.partial[name] = f"n-gram model only: the encoder failed ({encoder_error})"
+                else:
+                    ranked = self.head(name, items, shared if reads_shared else None)
+                for a, r in zip(answers, ranked):
+                    a.scores[name] = r
+            except Exception as exc:
+                for a in answers:
+                    a.errors[name] = f"{type(exc).__name__}: {exc}"
+            self._timed(answers, name, t0)
+        if encoder_error is not None:
+            for a in answers:
+                a.errors[ENCODER] = encoder_error
+        return answers
+
+    @staticmethod
+    def _timed(answers: list[NluAnswer], stage: str, t0: float) -> None:
+        ms = round((time.perf_counter() - t0) * 1000.0, 3)
+        for a in answers:
+            a.ms[stage] = ms
+
+    def warmup(self) -> None:
+        self.analyze([NluItem("打开车窗然后播放音乐", ("打开车窗", "播放音乐")), NluItem("把空调调到二十二度")])
+
+
+class NoopNlu:
+    """Benchmark only (`models.noop`): the same calls, answered at once with no candidates, so the cost of the
+    serving graph itself can be measured."""
+
+    shared_heads = HEADS
+    encoder = None
+
+    def encode(self, items: list[NluItem], control: RunControl | None = None) -> list[np.ndarray]:
+        return [np.zeros((len(i.texts), 1), dtype=np.float32) for i in items]
+
+    def input_dim(self, name: str) -> int:
+        """The embedding width head `name` was built on."""
+        return {"classifier": lambda: self.classifier.dim, "detector": lambda: self.detector.dim,
+                "retriever": lambda: self.retriever.dim}[name]()
+
+    def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[Scores]:
+        return [[] for _ in items]
+
+    def analyze(self, items: list[NluItem], control: RunControl | None = None, fail: Collection[str] = ()) -> list[NluAnswer]:
+        return [NluAnswer(scores={h: [] for h in HEADS}) for _ in items]
+
+    def warmup(self) -> None:
+        return None
+
+
+def build_nlu(settings: Settings, *, parts: Collection[str] = (ENCODER, *HEADS)) -> NluModel | NoopNlu:
+    """The configured text models, warmed up. `parts` limits what is loaded (a split deployment needs one part)."""
+    models = settings.models
+    if models.noop:
+        return NoopNlu()
+    artifacts, top_k = settings.artifacts_dir(), settings.top_k
+    own = {h: Encoder(path=Path(models.head(h).checkpoint or settings.encoder_path), cfg=models, state_dir=settings.state_dir)
+           for h in ("detector", "retriever") if h in parts and models.head(h).input == "text"}
+    classifier = IntentClassifier(artifacts=artifacts, cfg=models, top_k=top_k) if "classifier" in parts else None
+    shared = shared_heads(models)
+    shared_needed = any(h in parts for h in shared)
+    encoder = (Encoder(path=settings.encoder_path, cfg=models, state_dir=settings.state_dir)
+               if ENCODER in parts and (shared_needed or parts == (ENCODER,)) else None)
+    model = NluModel(
+        encoder=encoder,
+        classifier=classifier or _Absent("classifier"),
+        detector=MultiIntentDetector(artifacts=artifacts, top_k=top_k) if "detector" in parts else _Absent("detector"),
+        retriever=EmbeddingRetriever(artifacts=artifacts, cfg=models, top_k=top_k) if "retriever" in parts else _Absent("retriever"),
+        own_encoders=own, shared=shared,
+    )
+    if set(parts) >= {ENCODER, *HEADS}:
+        model.warmup()
+    elif encoder is not None:
+        encoder.warmup()
+    return model
+
+
+class _Absent:
+    """A head this process did not load (a split deployment loads only its own part)."""
+
+    needs_vectors = True
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        raise RuntimeError(f"this process did not load the {self._name}")
