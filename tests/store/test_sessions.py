@@ -66,3 +66,16 @@ async def test_a_lapsed_lease_cannot_commit_over_a_newer_turn(db):
     check = await sessions.acquire(db, sid, user, ttl_s=600)
     assert check.state == {"by": "newer"}
     await sessions.release(db, check)
+
+
+async def test_waiting_for_a_busy_session_ends_at_the_turns_own_lease_deadline(db):
+    """The busy wait (800 ms by config) never outlasts what the turn has left: here 100 ms."""
+    import time
+
+    user, sid = await _user(db), uuid.uuid4().hex
+    lease = await sessions.acquire(db, sid, user, ttl_s=600)
+    t0 = time.perf_counter()
+    with pytest.raises(SessionBusy):
+        await sessions.acquire(db, sid, user, ttl_s=600, wait_until=time.time() + 0.1)
+    assert time.perf_counter() - t0 < 0.3
+    await sessions.release(db, lease)
