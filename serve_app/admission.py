@@ -1,23 +1,94 @@
-"""Admission control: a bounded count of turns in flight per replica; the rest are shed with Retry-After."""
+"""Admission control that knows the budget: shed a turn that could not finish inside it (config/TUNING.md).
+
+For a new turn of modality m, with n turns of m in flight, the predicted service time is
+
+    R_m + n / C_m
+
+R_m: the moving average of the service time (admission to reply) of turns that ran alone — what a turn costs
+without queueing. C_m: the replica's capacity in turns/s, the best completion rate seen over a one-second
+window throughout which it was busy (decaying slowly, so it follows a slower machine). n / C_m is the time the
+turns ahead need. A turn is shed (503 + Retry-After) when the prediction exceeds `headroom` × its budget, or
+when the hard cap of turns in flight is reached. Until a busy window was seen there is no capacity estimate
+and only the cap applies; with nothing in flight a turn is always admitted.
+"""
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 from engine.errors import Overloaded
+from engine.settings import AdmissionConfig
+
+WINDOW_S = 1.0
+CAPACITY_DECAY = 0.002  # per finished turn: the estimate forgets a faster past over a few thousand turns
+
+
+@dataclass
+class _Load:
+    in_flight: int = 0
+    alone_ms: float | None = None          # R
+    capacity: float | None = None          # C, turns/s
+    finished: deque = field(default_factory=deque)
+    busy_since: float | None = None
 
 
 class Admission:
-    def __init__(self, max_in_flight: int) -> None:
-        self.max_in_flight = max_in_flight
+    def __init__(self, cfg: AdmissionConfig, clock=time.monotonic) -> None:
+        self.cfg = cfg
         self.in_flight = 0
+        self._clock = clock
+        self._loads: dict[str, _Load] = {}
+
+    def predict_ms(self, modality: str = "text") -> float:
+        """The predicted service time of one more turn of `modality` now (0 when nothing is known yet)."""
+        load = self._loads.get(modality)
+        if load is None or load.alone_ms is None:
+            return 0.0
+        queue_ms = load.in_flight / load.capacity * 1000.0 if load.capacity else 0.0
+        return load.alone_ms + queue_ms
+
+    def capacity(self, modality: str = "text") -> float | None:
+        load = self._loads.get(modality)
+        return load.capacity if load else None
 
     @asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        if self.in_flight >= self.max_in_flight:
-            raise Overloaded(f"{self.in_flight} turns in flight (limit {self.max_in_flight}); retry shortly.")
+    async def turn(self, budget_ms: float, modality: str = "text") -> AsyncIterator[None]:
+        cfg = self.cfg
+        if self.in_flight >= cfg.max_in_flight_turns:
+            raise Overloaded(f"{self.in_flight} turns in flight (limit {cfg.max_in_flight_turns}); retry shortly.")
+        load = self._loads.setdefault(modality, _Load())
+        predicted = self.predict_ms(modality)
+        if load.in_flight and predicted > cfg.headroom * budget_ms:
+            raise Overloaded(f"A new turn would take about {predicted:.0f} ms with {load.in_flight} in flight; "
+                             f"its budget is {budget_ms:.0f} ms. Retry shortly.")
+        now = self._clock()
+        if not load.in_flight:
+            load.busy_since = now
         self.in_flight += 1
+        load.in_flight += 1
+        alone = load.in_flight == 1
         try:
             yield
         finally:
+            end = self._clock()
+            self._finished(load, (end - now) * 1000.0, alone and load.in_flight == 1, end)
             self.in_flight -= 1
+            load.in_flight -= 1
+            if not load.in_flight:
+                load.busy_since = None
+
+    def _finished(self, load: _Load, service_ms: float, alone: bool, now: float) -> None:
+        a = self.cfg.smoothing
+        if alone:
+            load.alone_ms = service_ms if load.alone_ms is None else (1 - a) * load.alone_ms + a * service_ms
+        load.finished.append(now)
+        while load.finished and load.finished[0] <= now - WINDOW_S:
+            load.finished.popleft()
+        if load.capacity is not None:
+            load.capacity *= 1 - CAPACITY_DECAY
+        if load.busy_since is not None and now - load.busy_since >= WINDOW_S:
+            rate = len(load.finished) / WINDOW_S  # every turn that finished in a window the replica was busy throughout
+            load.capacity = rate if load.capacity is None else max(load.capacity, rate)

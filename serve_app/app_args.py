@@ -3,21 +3,46 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.model_client import HEADS
 from engine.settings import Settings, load_settings
+
+# Deployment names per layout (the Serve config's `deployments` entries match them)
+INGRESS = "Orchestrator"
+FUSED = {"nlu": "NLU"}
+SPLIT = {"encoder": "Encoder", "classifier": "IntentClassifier", "detector": "MultiIntentDetector", "retriever": "EmbeddingRetriever"}
+MEDIA = {"asr": "ASR", "ocr": "OCR"}
+assert set(SPLIT) == {"encoder", *HEADS}
 
 
 class AppArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     config_dir: str = Field(default="config", description="Folder holding baton.yaml, budgets.yaml and domains/.")
-    state_dir: str = Field(default="var", description="Built packs, models and (later) database and media.")
+    state_dir: str = Field(default="var", description="Built packs, models, the embedded database and the media store.")
     pack: str | None = Field(default=None, description="Domain pack to serve; None = baton.yaml's pack.")
+    layout: Literal["fused", "split"] = Field(
+        default="fused",
+        description="fused: one NLU deployment holds the encoder and the three heads (fewest hops: best on few CPU cores); "
+                    "split: an Encoder deployment feeding three head deployments, each scaled on its own (GPU clusters).")
+    media: bool = Field(default=True, description="Deploy ASR and OCR (false: a text-only app; voice and image turns answer 503).")
+    deployment_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per deployment name, serve.deployment options; the launcher fills it from the Serve config's "
+                    "`deployments` (a Serve controller deploying the same YAML applies them itself).")
+
+    def model_kinds(self) -> dict[str, str]:
+        """kind → deployment name of the model deployments of this layout."""
+        return {**(FUSED if self.layout == "fused" else SPLIT), **(MEDIA if self.media else {})}
+
+    def deployment_names(self) -> list[str]:
+        return [INGRESS, *self.model_kinds().values()]
 
     def settings(self) -> Settings:
-        # the replica's own environment (runtime_env env_vars) carries BATON_METRICS_PORT
+        # the replica's own environment carries BATON_METRICS_PORT
         env = {**{k: v for k, v in os.environ.items() if k == "BATON_METRICS_PORT"},
                "BATON_STATE_DIR": self.state_dir, **({"BATON_PACK": self.pack} if self.pack else {})}
         return load_settings(Path(self.config_dir).resolve(), env)

@@ -1,6 +1,7 @@
 """Accounts: argon2 password hashes and signed, expiring bearer tokens (JWT, HS256 by default)."""
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import time
@@ -40,23 +41,32 @@ def signing_secret(config: AuthConfig, state_dir: Path, env: Mapping[str, str]) 
 
 
 class Auth:
+    """argon2 work (tens of ms of CPU) runs on a thread, never on the ingress event loop."""
+
     def __init__(self, config: AuthConfig, secret: str) -> None:
         self._config = config
         self._secret = secret
         self._hasher = PasswordHasher()
+        # checked when the email is unknown, so a wrong email costs what a wrong password costs
+        self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(16))
 
     @property
     def token_ttl_s(self) -> int:
         return self._config.token_ttl_s
 
-    def hash_password(self, password: str) -> str:
-        return self._hasher.hash(password)
+    async def hash_password(self, password: str) -> str:
+        return await asyncio.to_thread(self._hasher.hash, password)
 
-    def verify_password(self, password_hash: str, password: str) -> bool:
+    async def verify_password(self, password_hash: str | None, password: str) -> bool:
+        """False for a wrong password, and for no account at all (`password_hash` None) after the same work."""
+        return await asyncio.to_thread(self._verify, password_hash, password)
+
+    def _verify(self, password_hash: str | None, password: str) -> bool:
         try:
-            return self._hasher.verify(password_hash, password)
+            ok = self._hasher.verify(password_hash or self._dummy_hash, password)
         except (VerificationError, InvalidHashError):
             return False
+        return ok and password_hash is not None
 
     def issue(self, user_id: UUID, *, now: float | None = None) -> str:
         now = time.time() if now is None else now

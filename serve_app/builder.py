@@ -4,28 +4,26 @@ from __future__ import annotations
 from ray import serve
 from ray.serve import Application
 
-from serve_app.app_args import AppArgs
+from serve_app.app_args import INGRESS, AppArgs
 from serve_app.ingress import Orchestrator
-from serve_app.media_server import MediaServer
-from serve_app.model_server import ModelServer
-
-MODEL_DEPLOYMENTS = {"classifier": "IntentClassifier", "detector": "MultiIntentDetector", "retriever": "EmbeddingRetriever"}
-MEDIA_DEPLOYMENTS = {"asr": "ASR", "ocr": "OCR"}
+from serve_app.replica import ModelReplica
 
 
 def build_app(args: AppArgs | dict) -> Application:
     """Build the Baton application.
 
-    Each model stage is a `ModelServer` deployment named as in `MODEL_DEPLOYMENTS`; the Orchestrator
-    ingress receives their handles, and those of the `MediaServer` deployments in `MEDIA_DEPLOYMENTS`
-    (ASR, OCR). Replica counts, autoscaling, queue limits, CPU shares and fault `user_config` come
-    from the Serve config (`config/serve_local.yaml`), matched by deployment name.
+    Every model deployment is a `ModelReplica` of one kind: in the `fused` layout one NLU deployment (the
+    encoder and the three heads in each replica), in `split` an Encoder deployment and IntentClassifier,
+    MultiIntentDetector and EmbeddingRetriever deployments; ASR and OCR in both. The Orchestrator ingress
+    receives their handles. Replica counts, autoscaling, queue limits, CPU shares and fault `user_config`
+    come from the Serve config (`config/serve_local.yaml`), matched by deployment name.
     """
-    args = AppArgs.model_validate(args).model_dump() if isinstance(args, dict) else args.model_dump()
-    handles = {
-        stage: serve.deployment(ModelServer, name=name).bind(stage, args)
-        for stage, name in MODEL_DEPLOYMENTS.items()
-    }
-    media = {stage: serve.deployment(MediaServer, name=name).bind(stage, args) for stage, name in MEDIA_DEPLOYMENTS.items()}
-    return serve.deployment(Orchestrator, name="Orchestrator").bind(handles["classifier"], handles["detector"], handles["retriever"], args,
-                                                                     asr=media["asr"], ocr=media["ocr"])
+    args = AppArgs.model_validate(args) if isinstance(args, dict) else args
+    plain = args.model_dump(exclude={"deployment_options"})
+
+    def bind(cls, name: str, *init_args):
+        return serve.deployment(cls, name=name, **args.deployment_options.get(name, {})).bind(*init_args)
+
+    bound = {kind: bind(ModelReplica, name, kind, plain) for kind, name in args.model_kinds().items()}
+    media = {k: bound.pop(k) for k in ("asr", "ocr") if k in bound}
+    return bind(Orchestrator, INGRESS, bound, media, plain)

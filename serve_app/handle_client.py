@@ -1,34 +1,97 @@
-"""ModelClient over Ray Serve DeploymentHandles: a cancelled await cancels the request in the replica."""
+"""ModelClient over Ray Serve DeploymentHandles, in the two layouts the app builder composes.
+
+fused: one call to the NLU deployment, whose replica runs the encoder and the three heads.
+split: the Encoder's DeploymentResponse is passed straight into the head calls (model composition: nothing is
+awaited in between); the orchestrator also awaits it itself, to time the encoder and tell its failure apart.
+Cancelling the call cancels the requests in the replicas.
+"""
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Collection
 
-from ray.serve.handle import DeploymentHandle
+from ray.serve.handle import DeploymentHandle, DeploymentResponse
 
-from engine.model_client import ModelClient, StageError
-from protocol.http_chat import Candidate
+from deployments.nlu import NluItem
+from deployments.nlu_call import FutureCall, candidates, describe
+from engine.model_client import ENCODER, HEADS, ModelClient, NluCall, NluRequest, StageOutcome
 
 
-class HandleModels(ModelClient):
-    def __init__(self, *, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle) -> None:
-        self._handles = {"classifier": classifier, "detector": detector, "retriever": retriever}
+class FusedHandleModels(ModelClient):
+    def __init__(self, nlu: DeploymentHandle) -> None:
+        self._nlu = nlu
 
-    async def _call(self, stage: str, text: str, deadline: float) -> list[Candidate]:
-        response = self._handles[stage].remote(text, deadline)
+    def understand(self, request: NluRequest) -> NluCall:
+        call = FutureCall()
+        response = self._nlu.remote(NluItem(request.text, request.clauses), request.deadlines[ENCODER])
+        task = asyncio.ensure_future(self._collect(call, response, time.time()))
+        call.on_cancel(lambda: (response.cancel(), task.cancel()))
+        return call
+
+    @staticmethod
+    async def _collect(call: FutureCall, response: DeploymentResponse, started: float) -> None:
         try:
-            return await response
+            answer = await response
         except asyncio.CancelledError:
-            # Serve does not propagate deadlines; cancelling here stops the work in the replica
-            response.cancel()
             raise
-        except Exception as exc:  # replica error, back-pressure or unavailability: the stage degrades
-            raise StageError(stage, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+        except Exception as exc:  # replica error, back-pressure, deadline drop or unavailability: every stage degrades
+            call.fail_all(describe(exc))
+            return
+        call.resolve_answer(answer, started, time.time())
 
-    async def classify(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._call("classifier", text, deadline)
 
-    async def detect(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._call("detector", text, deadline)
+class SplitHandleModels(ModelClient):
+    def __init__(self, *, encoder: DeploymentHandle, heads: dict[str, DeploymentHandle], shared: Collection[str]) -> None:
+        self._encoder = encoder
+        self._heads = heads
+        self._shared = frozenset(shared)
 
-    async def retrieve(self, text: str, *, deadline: float) -> list[Candidate]:
-        return await self._call("retriever", text, deadline)
+    def understand(self, request: NluRequest) -> NluCall:
+        call = FutureCall()
+        item = NluItem(request.text, request.clauses)
+        started = time.time()
+        vectors = self._encoder.remote(item, request.deadlines[ENCODER]) if self._shared else None
+        responses = {h: self._heads[h].remote(item, request.deadlines[h], vectors=vectors if h in self._shared else None)
+                     for h in HEADS}
+        encoder_done = asyncio.get_running_loop().create_future()
+        tasks = [asyncio.ensure_future(self._encoder_outcome(call, vectors, started, encoder_done))]
+        tasks += [asyncio.ensure_future(self._head_outcome(call, h, r, started, encoder_done)) for h, r in responses.items()]
+
+        def cancel() -> None:
+            for r in [vectors, *responses.values()]:
+                if r is not None:
+                    r.cancel()
+            for t in tasks:
+                t.cancel()
+
+        call.on_cancel(cancel)
+        return call
+
+    @staticmethod
+    async def _encoder_outcome(call: FutureCall, vectors: DeploymentResponse | None, started: float,
+                               done: asyncio.Future) -> None:
+        try:
+            if vectors is not None:
+                await vectors
+            call.resolve(ENCODER, StageOutcome(started=started, finished=time.time()))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            call.fail(ENCODER, describe(exc))
+        finally:
+            if not done.done():
+                done.set_result(time.time())
+
+    @staticmethod
+    async def _head_outcome(call: FutureCall, head: str, response: DeploymentResponse, started: float,
+                            encoder_done: asyncio.Future) -> None:
+        try:
+            scores = await response
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # its own failure, or its input's (the encoder's response failed)
+            call.fail(head, describe(exc))
+            return
+        begun = encoder_done.result() if encoder_done.done() else started
+        call.resolve(head, StageOutcome(candidates=candidates(scores), started=min(begun, time.time()), finished=time.time()))

@@ -1,16 +1,16 @@
 """The HTTP API (seed 003 §6): thin routes over the turn engine and the one mapping of errors to the envelope."""
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import time
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Protocol
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, TextTooLong
+from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, Starting, TextTooLong
 from engine.media_errors import MediaForbidden, MediaNotFound, MediaTooLarge, MediaUnavailable, UnsupportedMediaType
 from engine.turn import TurnEngine
 from media.uploads import MediaUploads
@@ -18,7 +18,8 @@ from serve_app.admission import Admission
 from serve_app.auth import Unauthorized
 from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
-from serve_app.rest_api import Persistence, chat_user, store_router
+from serve_app.rest_api import Persistence, store_router
+from serve_app.turns import ArrivalStamp, run_turn
 from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, UnsupportedWrite
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
@@ -37,16 +38,30 @@ STATUS_BY_ERROR: dict[type[BatonError], int] = {
     NotFound: 404,
     Conflict: 409,
     Overloaded: 503,
+    Starting: 503,
     StoreUnavailable: 503,
 }
 # errors a client should simply retry after a pause
-RETRYABLE = (Overloaded, StoreUnavailable, SessionBusy)
+RETRYABLE = (Overloaded, Starting, StoreUnavailable, SessionBusy)
+
+
+class Readiness(Protocol):
+    """Whether the whole app answers warm: `ready`, and the `reason` while it does not."""
+
+    ready: bool
+    reason: str
+
+
+@dataclass
+class AlwaysReady:
+    ready: bool = True
+    reason: str = ""
 
 
 @dataclass
 class Serving:
-    """What the routes need, built once per process: the engine, admission control, metrics and, in the
-    served app, the store (sessions, conversation log, accounts); without it sessions stay in-process."""
+    """What the routes need, built once per process: the engine, admission control, metrics, readiness and, in
+    the served app, the store (sessions, conversation log, accounts); without it sessions stay in-process."""
 
     engine: TurnEngine
     admission: Admission
@@ -54,16 +69,7 @@ class Serving:
     retry_after_s: int = 1
     persistence: Persistence | None = None
     uploads: MediaUploads | None = None
-
-    async def turn(self, call: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
-        try:
-            async with self.admission.turn():
-                response = await call()
-        except Overloaded:
-            self.metrics.shed.inc()
-            raise
-        self.metrics.observe(response)
-        return response
+    readiness: Readiness = field(default_factory=AlwaysReady)
 
 
 def error_response(status: int, code: str, message: str, field: str | None = None, headers: dict | None = None) -> JSONResponse:
@@ -81,13 +87,12 @@ def _serving(request: Request) -> Serving:
 ServingDep = Annotated[Serving, Depends(_serving)]
 
 
-async def _run(serving: Serving, body: ChatRequest | FillSlotsRequest, authorization: str | None, kind: str) -> ChatResponse:
-    """One turn (`kind` = chat | fill_slots): through the store when the app has one, else in-process sessions."""
-    stored = serving.persistence
-    if stored is None:
-        return await getattr(serving.engine, kind)(body)
-    user, key = await chat_user(stored, authorization, body.user_id)
-    return await getattr(stored.chat, kind)(body.model_copy(update={"user_id": key}), user.id)
+def _arrived(request: Request) -> float:
+    return getattr(request.state, "arrived", None) or time.time()
+
+
+ArrivedDep = Annotated[float, Depends(_arrived)]
+AuthorizationHeader = Annotated[str | None, Header()]
 
 
 def create_api() -> FastAPI:
@@ -96,18 +101,26 @@ def create_api() -> FastAPI:
     api.include_router(media_router)
 
     @api.get("/health")
-    async def health(request: Request) -> dict:
+    async def health(request: Request) -> JSONResponse:
+        """200 only when every stage answers warm; 503 with the reason before that."""
         serving = getattr(request.app.state, "serving", None)
-        return {"status": "ok" if serving else "starting", "pack": serving.engine.pack.name if serving else None}
+        if serving is None:
+            return JSONResponse({"status": "starting", "pack": None, "reason": "the ingress is starting"}, status_code=503)
+        pack = serving.engine.pack.name
+        if not serving.readiness.ready:
+            return JSONResponse({"status": "starting", "pack": pack, "reason": serving.readiness.reason}, status_code=503,
+                                headers={"Retry-After": str(serving.retry_after_s)})
+        return JSONResponse({"status": "ok", "pack": pack})
 
     @api.post("/api/v1/agent/chat", response_model=ChatResponse)
-    async def chat(body: ChatRequest, serving: ServingDep, authorization: Annotated[str | None, Header()] = None) -> ChatResponse:
-        return await serving.turn(lambda: _run(serving, body, authorization, "chat"))
+    async def chat(body: ChatRequest, serving: ServingDep, arrived: ArrivedDep,
+                   authorization: AuthorizationHeader = None) -> ChatResponse:
+        return await run_turn(serving, "chat", body, authorization=authorization, arrived=arrived)
 
     @api.post("/api/v1/agent/fill-slots", response_model=ChatResponse)
-    async def fill_slots(body: FillSlotsRequest, serving: ServingDep,
-                         authorization: Annotated[str | None, Header()] = None) -> ChatResponse:
-        return await serving.turn(lambda: _run(serving, body, authorization, "fill_slots"))
+    async def fill_slots(body: FillSlotsRequest, serving: ServingDep, arrived: ArrivedDep,
+                         authorization: AuthorizationHeader = None) -> ChatResponse:
+        return await run_turn(serving, "fill_slots", body, authorization=authorization, arrived=arrived)
 
     api.include_router(store_router())
 
@@ -137,6 +150,8 @@ def create_api() -> FastAPI:
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail))
+
+    api.add_middleware(ArrivalStamp)  # added last: outermost, so the stamp is the first thing a request meets
 
     @api.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

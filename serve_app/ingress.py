@@ -2,74 +2,104 @@
 with sessions, the conversation log and accounts in PostgreSQL (one asyncpg pool per replica)."""
 from __future__ import annotations
 
+import asyncio
 import os
 
 from fastapi import FastAPI
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from deployments.faults import FaultSet
+from deployments.nlu import shared_heads
+from engine.model_client import ENCODER, HEADS, ModelClient
 from engine.pack import find_pack, load_pack
 from engine.plugins import PluginRegistry
 from engine.session import InMemorySessionStore
+from engine.settings import Settings
 from engine.turn import TurnEngine
-from serve_app.app_args import AppArgs
-from serve_app.admission import Admission
-from serve_app.handle_client import HandleModels
-from serve_app.http_api import Serving, create_api
-from serve_app.auth import Auth, signing_secret
-from serve_app.media_client import HandleMedia
 from media.store import build_store
 from media.uploads import MediaUploads
+from serve_app.admission import Admission
+from serve_app.app_args import AppArgs
+from serve_app.auth import Auth, signing_secret
+from serve_app.handle_client import FusedHandleModels, SplitHandleModels
+from serve_app.http_api import Serving, create_api
+from serve_app.media_client import HandleMedia
 from serve_app.metrics import TurnMetrics
+from serve_app.readiness import AppReadiness
 from serve_app.rest_api import Persistence
 from serve_app.stored_chat import StoredChat
 from store.database import Database
 
-# One engine per replica process. Serve builds the ASGI app (below) right after Orchestrator.__init__
-# runs in the replica, so the constructor leaves the engine here for the app factory to pick up.
-_replica_serving: list[Serving] = []
-
-
 REPLICA_HEADER = "X-Baton-Replica"
+# A new replica of a running app warms up before it takes traffic; on a first deploy the models may still be
+# loading, so after this long the warm-up goes on in the background while /health says why it is not ready.
+CONSTRUCTOR_WARMUP_S = 20.0
 
 
-def _replica_api() -> FastAPI:
-    api = create_api()
-    api.state.serving = _replica_serving[-1]
-    replica = serve.get_replica_context().replica_id.unique_id
-
-    @api.middleware("http")
-    async def name_the_replica(request, call_next):
-        # which orchestrator replica answered: sessions are shared, so a conversation may move between them
-        response = await call_next(request)
-        response.headers[REPLICA_HEADER] = replica
-        return response
-
-    return api
+def model_client(models: dict[str, DeploymentHandle], settings: Settings) -> ModelClient:
+    """The layout's client: one NLU handle (fused) or the Encoder and head handles (split)."""
+    if "nlu" in models:
+        return FusedHandleModels(models["nlu"])
+    return SplitHandleModels(encoder=models[ENCODER], heads={h: models[h] for h in HEADS}, shared=shared_heads(settings.models))
 
 
-@serve.ingress(_replica_api)
+@serve.ingress()
 class Orchestrator:
-    async def __init__(self, classifier: DeploymentHandle, detector: DeploymentHandle, retriever: DeploymentHandle, args: dict,
-                       asr: DeploymentHandle | None = None, ocr: DeploymentHandle | None = None) -> None:
-        settings = AppArgs.model_validate(args).settings()
+    async def __init__(self, models: dict[str, DeploymentHandle], media: dict[str, DeploymentHandle], args: dict) -> None:
+        app_args = AppArgs.model_validate(args)
+        settings = app_args.settings()
         dsn = os.environ.get("DATABASE_URL")
         if not dsn:
             raise RuntimeError("DATABASE_URL is not set: start Baton with `make run` (embedded PostgreSQL) or set it.")
         pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
         engine = TurnEngine(
-            pack=pack, settings=settings,
-            models=HandleModels(classifier=classifier, detector=detector, retriever=retriever),
-            sessions=InMemorySessionStore(settings.session.ttl_s),
-            plugins=PluginRegistry(),
-            media=HandleMedia(asr=asr, ocr=ocr) if asr and ocr else None,
+            pack=pack, settings=settings, models=model_client(models, settings),
+            sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry(),
+            media=HandleMedia(asr=media["asr"], ocr=media["ocr"]) if {"asr", "ocr"} <= media.keys() else None,
         )
         db = await Database.open(dsn, settings.store)  # applies pending migrations under an advisory lock
         auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
-        persistence = Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings)
-        serving = Serving(engine=engine, admission=Admission(settings.serving.max_in_flight_turns),
-                          metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s, persistence=persistence,
-                          uploads=MediaUploads(store=build_store(settings), cfg=settings.media))
+        self.serving = Serving(engine=engine, admission=Admission(settings.serving.admission), metrics=TurnMetrics(),
+                               retry_after_s=settings.serving.retry_after_s,
+                               persistence=Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings),
+                               uploads=MediaUploads(store=build_store(settings), cfg=settings.media))
         if settings.serving.metrics_port:
-            serving.metrics.serve(settings.serving.metrics_port)
-        _replica_serving.append(serving)
+            self.serving.metrics.serve(settings.serving.metrics_port)
+        context = serve.get_replica_context()
+        self._replica = context.replica_id.unique_id
+        deployments = [d for d in app_args.deployment_names() if d != context.deployment]
+        readiness = AppReadiness(serving=self.serving, replica=self._replica,
+                                 deployments_running=lambda: deployments_running(context.app_name, deployments),
+                                 allowed_degraded=frozenset(FaultSet.parse(os.environ.get("BATON_FAULTS", "")).faults))
+        self.serving.readiness = readiness
+        if not await readiness.until_ready(within_s=CONSTRUCTOR_WARMUP_S):
+            self._warming = asyncio.ensure_future(readiness.until_ready())
+
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        api = create_api()
+        api.state.serving = self.serving
+        replica = self._replica
+
+        @api.middleware("http")
+        async def name_the_replica(request, call_next):
+            # which orchestrator replica answered: sessions are shared, so a conversation may move between them
+            response = await call_next(request)
+            response.headers[REPLICA_HEADER] = replica
+            return response
+
+        return api
+
+    def check_health(self) -> None:
+        """This replica's own state only; the other deployments' readiness is /health's business."""
+
+
+async def deployments_running(app_name: str, names: list[str]) -> str | None:
+    """None when every named deployment of the app has a running replica, else what is still missing."""
+    status = await asyncio.to_thread(serve.status)
+    app = status.applications.get(app_name)
+    if app is None:
+        return f"application {app_name!r} is not deployed yet"
+    waiting = [f"{n} ({app.deployments[n].status})" if n in app.deployments else f"{n} (not created)"
+               for n in names if n not in app.deployments or not app.deployments[n].replica_states.get("RUNNING")]
+    return f"waiting for {', '.join(waiting)}" if waiting else None

@@ -1,19 +1,27 @@
 """`python -m serve_app.launcher`: start Ray and Serve on loopback, deploy a Serve config, stay up until signalled.
 
 The config is the standard Serve YAML; the launcher pins paths to absolute ones (replicas do not share the
-driver's working directory), applies `BATON_PACK` / `BATON_STATE_DIR` to the app args and forwards
-`BATON_FAULTS`, `BATON_METRICS_PORT`, `DATABASE_URL` and `BATON_AUTH_SECRET` to the replicas, then deploys it
-exactly as `serve run` does. Without `DATABASE_URL` it starts an embedded PostgreSQL under the state dir
-and stops it on exit.
+driver's working directory), applies `BATON_PACK` / `BATON_STATE_DIR` to the app args, builds each app with
+its `import_path` builder and deploys it with Serve's public API (`serve.start`, `serve.run_many`), the
+YAML's per-deployment options applied by the builder. Replicas inherit their environment from this process
+(the app's `runtime_env.env_vars`, `BATON_FAULTS`, `BATON_METRICS_PORT`, `DATABASE_URL`, `BATON_AUTH_SECRET`),
+so no secret is written into a Serve config. Without `DATABASE_URL` it starts an embedded PostgreSQL under
+the state dir. It prints its "serving" line once `/health` is green (every stage answered warm), and a stop
+signal (SIGINT, SIGTERM, SIGHUP — also when the whole process group gets it) stops Ray and PostgreSQL.
 """
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
+import random
 import shutil
 import signal
+import socket
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -22,19 +30,18 @@ from typing import Any
 
 import yaml
 
-from deployments.faults import FaultSet
+from deployments.faults import FAULTS_FILE_ENV, FaultSet
 from serve_app.metrics import MULTIPROC_ENV
 from serve_app.proxy_envelope import CALLBACK as PROXY_CALLBACK
 from store.embedded import EmbeddedPostgres
 
 FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT", "DATABASE_URL", "BATON_AUTH_SECRET")
 APP_NAME = "baton"
-WARMUP_USER = "__warmup__"
-WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social, so every model stage runs
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = None) -> dict[str, Any]:
-    """The Serve config with absolute paths, env-selected pack/state dir, forwarded env vars and an optional port."""
+    """The Serve config with absolute paths, the env-selected pack and state dir, and an optional port."""
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     root = path.resolve().parent.parent
     if port is not None:
@@ -45,91 +52,212 @@ def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = 
         args["state_dir"] = str((root / (env.get("BATON_STATE_DIR") or args.get("state_dir", "var"))).resolve())
         if env.get("BATON_PACK"):
             args["pack"] = env["BATON_PACK"]
-        env_vars = app.setdefault("runtime_env", {}).setdefault("env_vars", {})
-        env_vars.update({k: env[k] for k in FORWARDED_ENV if env.get(k)})
-        port_id = config.get("http_options", {}).get("port", 8000)
-        env_vars[MULTIPROC_ENV] = str(Path(args["state_dir"]) / "metrics" / str(port_id))
     return config
 
 
-def start(config: dict[str, Any], *, num_cpus: int | None = None) -> None:
-    """Start Ray (no dashboard) and Serve, and submit the config; returns once submitted."""
-    import ray
-    from ray.serve._private import api as serve_api
-    from ray.serve._private.constants import SERVE_NAMESPACE
-    from ray.serve.schema import ServeDeploySchema
-
-    schema = ServeDeploySchema.model_validate(config)
-    for app in config["applications"]:
-        metrics_dir = Path(app["runtime_env"]["env_vars"][MULTIPROC_ENV])
-        if not ray.is_initialized():
-            # samples of a previous run on this port would be summed into this one's; a redeploy keeps them
-            shutil.rmtree(metrics_dir, ignore_errors=True)
-        metrics_dir.mkdir(parents=True, exist_ok=True)
-    if not ray.is_initialized():
-        # the proxy (a Ray worker started below) inherits this: its own sheds get Baton's error envelope
-        os.environ["RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"] = PROXY_CALLBACK
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, namespace=SERVE_NAMESPACE)
-    client = serve_api.serve_start(http_options=schema.http_options.model_dump(), proxy_location=schema.proxy_location,
-                                   global_logging_config=schema.logging_config)
-    client.deploy_apps(schema, _blocking=False)
+def faults_file(config: dict[str, Any]) -> Path:
+    """The fault spec every model replica of this run re-reads when it changes (`BATON_FAULTS` syntax)."""
+    port = config.get("http_options", {}).get("port", 8000)
+    return Path(config["applications"][0]["args"]["state_dir"]) / "run" / f"faults-{port}"
 
 
-def wait_until_healthy(port: int, *, timeout_s: float, faulty: frozenset[str] = frozenset()) -> None:
-    """Poll /health until the app is up, then send warm-up turns until one runs every stage inside its budget.
+def set_faults(config: dict[str, Any], spec: str) -> None:
+    """Inject faults into the running app, e.g. "encoder:delay_ms=800" ("" clears them); no restart."""
+    FaultSet.parse(spec)  # refuse a bad spec here rather than in every replica
+    path = faults_file(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(spec, encoding="utf-8")
+    os.replace(tmp, path)
 
-    Stages in `faulty` (slowed on purpose by fault injection) may degrade.
-    """
+
+def haproxy_dir(port: int) -> Path:
+    """Short on purpose: HAProxy refuses socket paths over 97 characters, and Ray adds a 40-character folder."""
+    return Path(tempfile.gettempdir()) / f"baton-haproxy-{port}"
+
+
+FIXED_PORTS = range(20000, 30000)  # below Linux's ephemeral range: no Ray process is handed one of these meanwhile
+
+
+def _free_ports(count: int) -> list[int]:
+    """Ports free on every interface (HAProxy binds them all), from a range the kernel does not hand out."""
+    start, found = random.randrange(len(FIXED_PORTS)), []
+    for i in range(len(FIXED_PORTS)):
+        port = FIXED_PORTS[(start + i) % len(FIXED_PORTS)]
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == count:
+            return found
+    raise RuntimeError("no free port for HAProxy's metrics and stats listeners")
+
+
+def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """What every Ray worker of this run inherits: the apps' runtime_env variables, the forwarded ones, where
+    metrics files go and, in HAProxy mode, Ray Serve's high-throughput switches with this run's own ports and paths."""
+    from serve_app.app_args import AppArgs
+
+    app = config["applications"][0]
+    out = {k: str(v) for a in config["applications"] for k, v in a.get("runtime_env", {}).get("env_vars", {}).items()}
+    out.update({k: env[k] for k in FORWARDED_ENV if env.get(k)})
+    port = config.get("http_options", {}).get("port", 8000)
+    state_dir = Path(app["args"]["state_dir"])
+    out[MULTIPROC_ENV] = str(state_dir / "metrics" / str(port))
+    out[FAULTS_FILE_ENV] = str(faults_file(config))
+    # the proxy (or the replicas serving HTTP) take this: their own sheds get Baton's error envelope
+    out["RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"] = PROXY_CALLBACK
+    if AppArgs.model_validate(app["args"]).settings().serving.http_ingress == "haproxy":
+        out.update({
+            # a path of this run's own, so its HAProxy is known by it after Ray is gone
+            "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": str(haproxy_dir(port) / "haproxy.cfg"),
+            "RAY_SERVE_HAPROXY_SOCKET_PATH": str(haproxy_dir(port) / "admin.sock"),
+            "RAY_SERVE_ENABLE_HA_PROXY": "1", "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
+            # one node, HAProxy on loopback: a replica that stops needs no 30 s for load balancers to notice
+            "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
+            **dict(zip(("RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_HAPROXY_STATS_PORT"), map(str, _free_ports(2)))),
+        })
+    return out
+
+
+def build_applications(config: dict[str, Any]):
     from ray import serve
 
+    targets = []
+    for app in config["applications"]:
+        module, _, attr = app["import_path"].partition(":")
+        builder = getattr(importlib.import_module(module), attr)
+        options = {d["name"]: {k: v for k, v in d.items() if k != "name"} for d in app.get("deployments", [])}
+        application = builder({**app["args"], "deployment_options": options})
+        targets.append(serve.RunTarget(target=application, name=app.get("name", APP_NAME), route_prefix=app.get("route_prefix", "/")))
+    return targets
+
+
+def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_cpus: int | None = None) -> str | None:
+    """Start Ray (no dashboard) and Serve if needed, and deploy the config's apps; returns once submitted, with
+    the folder of the Ray session it started (None when Ray was already running).
+
+    A later call redeploys (same process; the replicas restart): only the config changes take effect, not
+    `env`. Faults flip without a redeploy: `set_faults`."""
+    import ray
+    from ray import serve
+
+    if not ray.is_initialized():
+        variables = replica_environment(config, env if env is not None else os.environ)
+        metrics_dir = Path(variables[MULTIPROC_ENV])
+        shutil.rmtree(metrics_dir, ignore_errors=True)  # a previous run's samples would be summed into this one's
+        metrics_dir.mkdir(parents=True, exist_ok=True)
+        set_faults(config, "")
+        os.environ.update(variables)
+        session = ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False).address_info["session_dir"]
+        serve.start(http_options=config.get("http_options"), proxy_location=config.get("proxy_location"),
+                    logging_config=config.get("logging_config"))
+    else:
+        session = None
+    serve.run_many(build_applications(config), wait_for_ingress_deployment_creation=False, wait_for_applications_running=False)
+    return session
+
+
+def wait_until_healthy(port: int, *, timeout_s: float, replicas: int = 1) -> None:
+    """Poll /health until it is green (every deployment runs and a warm-up went through every stage) on
+    `replicas` distinct orchestrator replicas."""
+    from ray import serve
+
+    from serve_app.ingress import REPLICA_HEADER
+
     deadline = time.time() + timeout_s
+    last, green = "no answer", set()
     while time.time() < deadline:
         status = serve.status().applications.get(APP_NAME)
         if status is not None and status.status == "DEPLOY_FAILED":
             raise RuntimeError(f"Deploy failed: {status.message}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
-                if resp.status == 200 and b'"ok"' in resp.read() and _warm_turn(port, faulty):
+                green.add(resp.headers.get(REPLICA_HEADER))
+                if len(green) >= replicas:
                     return
-        except OSError:
-            pass
-        time.sleep(1.0)
-    raise TimeoutError(f"Baton did not become healthy on :{port} within {timeout_s:.0f} s")
+                continue
+        except OSError as exc:
+            last = getattr(exc, "read", lambda: str(exc).encode())().decode("utf-8", "replace")[:200]
+            green.clear()
+        time.sleep(0.5)
+    raise TimeoutError(f"Baton did not become healthy on :{port} within {timeout_s:.0f} s (last: {last})")
 
 
-def _warm_turn(port: int, faulty: frozenset[str]) -> bool:
-    """One chat turn; True when no stage degraded (first calls through fresh handles and replicas are slow)."""
-    body = json.dumps({"user_id": WARMUP_USER, "session_id": WARMUP_USER, "text": WARMUP_TEXT}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/agent/chat", data=body,
-                                     headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as resp:
-        return resp.status == 200 and set(json.loads(resp.read())["timings"]["degraded"]) <= faulty
-
-
-def ensure_database(config: dict[str, Any]) -> EmbeddedPostgres | None:
-    """Without DATABASE_URL, start (or adopt) the embedded PostgreSQL under the state dir and point the replicas at it.
-
-    Returns the server to stop on exit, or None when an external database is configured.
-    """
-    env_vars = [app["runtime_env"]["env_vars"] for app in config["applications"]]
-    if all(v.get("DATABASE_URL") for v in env_vars):
+def ensure_database(config: dict[str, Any], env: dict[str, str], *, pgdata: Path | None = None) -> EmbeddedPostgres | None:
+    """Without DATABASE_URL in `env`, start (or adopt) the embedded PostgreSQL (`pgdata`, default under the state
+    dir) and put its DSN in `env`. Returns the server, or None when an external database is configured."""
+    if env.get("DATABASE_URL"):
         return None
-    database = EmbeddedPostgres(Path(config["applications"][0]["args"]["state_dir"]) / "pgdata")
-    dsn = database.start()
-    for v in env_vars:
-        v.setdefault("DATABASE_URL", dsn)
+    database = EmbeddedPostgres(pgdata or Path(config["applications"][0]["args"]["state_dir"]) / "pgdata")
+    env["DATABASE_URL"] = database.start()
     return database
 
 
-def stop() -> None:
+SERVE_SHUTDOWN_S = 4.0  # in-flight turns get this long to finish; the whole stop must stay under 15 s
+
+
+def run_dir(config: dict[str, Any]) -> Path:
+    port = config.get("http_options", {}).get("port", 8000)
+    path = Path(config["applications"][0]["args"]["state_dir"]) / "run" / str(port)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def start_reaper(port: int, session_file: Path, database: EmbeddedPostgres | None) -> subprocess.Popen:
+    """The process that stops this run's leftovers once this one is gone (serve_app.reaper), in its own session
+    so the stop signal of our process group does not reach it."""
+    cmd = [sys.executable, "-m", "serve_app.reaper", "--launcher", str(os.getpid()), "--marker", str(haproxy_dir(port)),
+           "--session-file", str(session_file)]
+    if database is not None and database.owned:
+        cmd += ["--pgdata", str(database.pgdata)]
+    return subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parent.parent)
+
+
+def stop(port: int | None = None) -> None:
+    """Shut Serve (which stops its HAProxy) and Ray down. When a stop signal reached the whole process group the
+    Serve controller may already be gone: Serve gets `SERVE_SHUTDOWN_S`, then Ray stops every process it
+    started, and an HAProxy of this run that outlived its manager is stopped by its PID."""
     import ray
     from ray import serve
 
     if ray.is_initialized():
+        worker = threading.Thread(target=_quietly(serve.shutdown), name="serve-shutdown", daemon=True)
+        worker.start()
+        worker.join(SERVE_SHUTDOWN_S)
+        ray.shutdown()
+    if port is not None:
+        for pid in _pids_using(haproxy_dir(port)):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
+def _quietly(fn):
+    """`fn` for a helper thread that may be cut short when Ray shuts down under it."""
+    def run() -> None:
         try:
-            serve.shutdown()
-        finally:
-            ray.shutdown()
+            fn()
+        except BaseException:  # Ray raises SystemExit in a thread whose call it abandons
+            pass
+    return run
+
+
+def _pids_using(folder: Path) -> list[int]:
+    """PIDs of processes whose command line names a file in `folder` (this run's HAProxy config)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(folder).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,31 +265,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=Path("config/serve_local.yaml"))
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the app to become healthy")
+    parser.add_argument("--pgdata", type=Path, default=None, help="embedded PostgreSQL folder (default: <state dir>/pgdata)")
     args = parser.parse_args(argv)
 
-    config = load_serve_config(args.config, os.environ, port=args.port)
+    env = dict(os.environ)
+    config = load_serve_config(args.config, env, port=args.port)
     port = config["http_options"]["port"]
-    database = ensure_database(config)
-    if database is not None:
-        print(f"embedded PostgreSQL running from {database.pgdata}", flush=True)
-
     def on_signal(signum, frame):
         raise KeyboardInterrupt
 
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, on_signal)
+    database = None
+    session_file = run_dir(config) / "ray-session"
     try:
-        start(config)
-        # after ray.init, which installs its own SIGTERM handler: ours shuts Serve and Ray down cleanly
-        signal.signal(signal.SIGTERM, on_signal)
-        faulty = frozenset(FaultSet.parse(os.environ.get("BATON_FAULTS", "")).faults)
-        wait_until_healthy(port, timeout_s=args.timeout, faulty=faulty)
+        database = ensure_database(config, env, pgdata=args.pgdata)
+        if database is not None:
+            print(f"embedded PostgreSQL running from {database.pgdata}", flush=True)
+        start_reaper(port, session_file, database)
+        session_file.write_text(start(config, env) or "", encoding="utf-8")
+        for sig in STOP_SIGNALS:  # ray.init installs its own SIGTERM handler: ours stops everything cleanly
+            signal.signal(sig, on_signal)
+        wait_until_healthy(port, timeout_s=args.timeout)
         print(f"Baton is serving on http://127.0.0.1:{port} (Ctrl-C or SIGTERM stops it)", flush=True)
         parent = os.getppid()
         while os.getppid() == parent:  # a parent that died (e.g. `make` got SIGTERM) takes us down too
-            time.sleep(1.0)
+            time.sleep(0.5)
     except KeyboardInterrupt:
         print("stopping Baton…", flush=True)
     finally:
-        stop()
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)  # a second signal must not cut the clean-up short
+        stop(port)
         if database is not None:
             database.stop()
     return 0

@@ -15,7 +15,7 @@ class HandleMedia(MediaClient):
         self._handles = {"asr": asr, "ocr": ocr}
 
     async def _call(self, stage: str, object_key: str, user_id: str, deadline: float) -> Recognition:
-        response = self._handles[stage].remote(object_key, user_id, deadline)
+        response = self._handles[stage].remote((object_key, user_id), deadline)
         try:
             return await response
         except asyncio.CancelledError:

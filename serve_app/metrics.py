@@ -1,4 +1,5 @@
-"""Prometheus metrics of served turns: counts by status, per-stage latency, degradations, sheds and errors."""
+"""Prometheus metrics of served turns (counts by status, per-stage latency, degradations, sheds and errors) and of the
+model replicas' batches (encoder passes, turns per pass)."""
 from __future__ import annotations
 
 import os
@@ -10,10 +11,24 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, multiproces
 from protocol.http_chat import ChatResponse
 
 BIND_RETRY_S = 1.0
-# Set by the launcher for every orchestrator replica: each replica writes its samples there, and whichever
+# Set by the launcher for every replica of the run: each writes its samples there, and whichever orchestrator
 # replica holds the port exposes the sum over all of them.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS_MS = (5, 10, 20, 40, 60, 80, 100, 150, 200, 300, 400, 600, 800, 1200, 2000)
+
+
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+
+
+class ModelMetrics:
+    """What one model replica did: batches and their sizes per stage; encoder passes and the turns they embedded."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.batches = Histogram("baton_model_batch_size", "Items per batch a model replica ran.", ["stage"],
+                                 buckets=BATCH_BUCKETS, registry=self.registry)
+        self.passes = Counter("baton_encoder_passes", "Encoder forward calls.", registry=self.registry)
+        self.turns = Counter("baton_encoder_turns", "Turns embedded by the encoder (each once).", registry=self.registry)
 
 
 class TurnMetrics:

@@ -6,7 +6,8 @@ user's ids answer 404 exactly as missing ones do.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Literal
 from uuid import UUID
@@ -28,14 +29,31 @@ from store.turn_log import utc_now
 from store.users import User
 
 
+SHADOW_CACHE_SIZE = 4096
+
+
 @dataclass
 class Persistence:
-    """What the store-backed routes need, built once per orchestrator replica."""
+    """What the store-backed routes need, built once per orchestrator replica. Shadow users never change once
+    created, so each replica remembers the ones it met and a token-less turn skips that query."""
 
     db: Database
     auth: Auth
     chat: StoredChat
     settings: Settings
+    shadows: OrderedDict[str, User] = field(default_factory=OrderedDict)
+
+    async def shadow_user(self, local_user_id: str) -> User:
+        user = self.shadows.get(local_user_id)
+        if user is None:
+            async with self.db.connection() as conn:
+                user = await users.shadow(conn, local_user_id)
+            self.shadows[local_user_id] = user
+            if len(self.shadows) > SHADOW_CACHE_SIZE:
+                self.shadows.popitem(last=False)
+        else:
+            self.shadows.move_to_end(local_user_id)
+        return user
 
 
 def _persistence(request: Request) -> Persistence:
@@ -73,8 +91,7 @@ async def chat_user(p: Persistence, authorization: str | None, claimed_user_id: 
     if token is None:
         if not claimed_user_id:
             raise InvalidInput("Give user_id, or an access token.", field="user_id")
-        async with p.db.connection() as conn:
-            return await users.shadow(conn, claimed_user_id), claimed_user_id
+        return await p.shadow_user(claimed_user_id), claimed_user_id
     user = await _current_user(p, authorization)
     if claimed_user_id and claimed_user_id not in (str(user.id), user.business_user_id):
         raise SessionForbidden("user_id does not match the access token.", field="user_id")
@@ -91,7 +108,7 @@ def store_router() -> APIRouter:
 
     @router.post("/auth/register", response_model=AuthResponse, status_code=201)
     async def register(body: RegisterRequest, p: PersistenceDep) -> AuthResponse:
-        password_hash = p.auth.hash_password(body.password)
+        password_hash = await p.auth.hash_password(body.password)
         async with p.db.connection() as conn:
             user = await users.register(conn, email=body.email, password_hash=password_hash, display_name=body.display_name)
         return _auth_response(p, user)
@@ -100,7 +117,8 @@ def store_router() -> APIRouter:
     async def login(body: LoginRequest, p: PersistenceDep) -> AuthResponse:
         async with p.db.connection() as conn:
             user = await users.by_email(conn, body.email.strip().lower())
-        if user is None or user.is_shadow or not p.auth.verify_password(user.password_hash, body.password):
+        usable = user is not None and not user.is_shadow
+        if not await p.auth.verify_password(user.password_hash if usable else None, body.password) or not usable:
             raise Unauthorized("Wrong email or password.")
         return _auth_response(p, user)
 

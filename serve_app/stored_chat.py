@@ -1,28 +1,42 @@
 """Chat turns against the PostgreSQL store: lease the session, run the engine, then log and save in one transaction.
 
 Guarantees: a turn that carries a known client_message_id returns the stored reply and runs nothing; two
-turns on one session never run at once (the second waits, then gets `session_busy`); a turn's session state,
-its messages and its stored reply commit together or not at all; with the database down nothing runs.
+turns on one session never run at once (the second waits, then gets `session_busy`); two turns with the same
+client_message_id and no session_id share one derived session, so one runs and the other gets its reply; a
+turn's session state, the user's world, its messages and its stored reply commit together or not at all;
+with the database down nothing runs. Every phase runs inside the turn's deadline, stamped on arrival.
 """
 from __future__ import annotations
 
-import time
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from uuid import UUID
 
+from engine.deadline import Deadline, StageTimeout
+from engine.errors import Overloaded
 from engine.media import check_modality
+from engine.plugins import TurnWorld
 from engine.session import SessionState, StaleSession
 from engine.settings import Settings
-from engine.turn import TurnEngine, add_store_timing
+from engine.turn import TurnContext, TurnEngine, timings_of
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.store import InputModality
-from store import conversation, sessions, turn_log
+from store import conversation, sessions, turn_log, worlds
 from store.database import Database
 from store.errors import SessionBusy
 
-TurnRunner = Callable[[SessionState | None], Awaitable[ChatResponse]]
+EngineRun = Callable[[SessionState | None, TurnContext], Awaitable[ChatResponse]]
+RELEASE_TIMEOUT_S = 2.0
+LEASE_SLACK_S = 0.1
+DERIVED_SESSIONS = uuid.UUID("6f1c2a4e-8d3b-4e59-9a7c-0b5d1e2f3a4c")
+
+
+def derived_session_id(user_id: UUID, client_message_id: str) -> str:
+    """The session of a first message that names none: one per (user, client_message_id), so a retried first
+    message finds the session its original leased — and its stored reply — instead of starting a second one."""
+    return uuid.uuid5(DERIVED_SESSIONS, f"{user_id}/{client_message_id}").hex
 
 
 @dataclass(frozen=True)
@@ -38,68 +52,93 @@ class StoredChat:
         self._db = db
         self._settings = settings
 
-    async def chat(self, body: ChatRequest, user_id: UUID) -> ChatResponse:
+    async def chat(self, body: ChatRequest, user_id: UUID, deadline: Deadline) -> ChatResponse:
         check_modality(body)  # before anything is leased or written
-        session_id = body.session_id or uuid.uuid4().hex
+        cmid = body.client_message_id
+        session_id = body.session_id or (derived_session_id(user_id, cmid) if cmid else uuid.uuid4().hex)
         request = body.model_copy(update={"session_id": session_id})
         said = UserInput(text=body.text or "", modality=body.modality, source_url=body.source_url)
-        return await self._turn(user_id, session_id, body.client_message_id, said, create=True,
+        return await self._turn(user_id, session_id, cmid, said, deadline, create=True,
                                 new_state=lambda: SessionState(session_id=session_id, user_id=body.user_id),
-                                run=lambda state: self._engine.chat_on(state, request))
+                                run=lambda state, ctx: self._engine.chat_on(state, request, ctx))
 
-    async def fill_slots(self, body: FillSlotsRequest, user_id: UUID) -> ChatResponse:
+    async def fill_slots(self, body: FillSlotsRequest, user_id: UUID, deadline: Deadline) -> ChatResponse:
         said = UserInput(text=body.text if body.text is not None else _slots_text(body.slots))
-        return await self._turn(user_id, body.session_id, body.client_message_id, said, create=False,
-                                new_state=None, run=lambda state: self._engine.fill_slots_on(state, body))
+        return await self._turn(user_id, body.session_id, body.client_message_id, said, deadline, create=False,
+                                new_state=None, run=lambda state, ctx: self._engine.fill_slots_on(state, body, ctx))
 
-    async def _turn(self, user_id: UUID, session_id: str, client_message_id: str | None, said: UserInput, *,
-                    create: bool, new_state: Callable[[], SessionState] | None, run: TurnRunner) -> ChatResponse:
-        if client_message_id is not None:
-            stored = await self._stored(user_id, client_message_id)
-            if stored is not None:
-                return stored
-        lease = await sessions.acquire(self._db, session_id, user_id, ttl_s=self._settings.session.ttl_s, create=create)
-        committed = False
+    async def _turn(self, user_id: UUID, session_id: str, client_message_id: str | None, said: UserInput, deadline: Deadline, *,
+                    create: bool, new_state: Callable[[], SessionState] | None, run: EngineRun) -> ChatResponse:
+        budgets = self._settings.budgets
         try:
             if client_message_id is not None:
-                # a duplicate that waited for the original's lease finds the original's reply here
-                stored = await self._stored(user_id, client_message_id)
+                async with deadline.phase("store", budgets.stage_s("store")):
+                    stored = await self._stored(user_id, client_message_id)
                 if stored is not None:
                     return stored
-            async with self._db.connection() as conn:
-                await conversation.expire_questions(conn, user_id)
-                question = await conversation.open_question(conn, user_id, session_id)
+            # waiting for a busy session ends at the lease budget (409 session_busy); the phase itself may run a
+            # little longer, so a statement in flight at that moment does not turn the answer into a timeout
+            async with deadline.phase("lease", budgets.stage_s("lease") + LEASE_SLACK_S):
+                lease = await sessions.acquire(self._db, session_id, user_id, ttl_s=self._settings.session.ttl_s, create=create,
+                                               wait_until=deadline.stage_at(budgets.stage_s("lease")))
+        except StageTimeout as exc:
+            raise Overloaded(f"The turn's budget ran out waiting for the database ({exc.stage}); nothing ran, retry.") from exc
+        committed = False
+        try:
+            async with deadline.phase("store", budgets.stage_s("store")):
+                if client_message_id is not None:
+                    # a duplicate that waited for the original's lease finds the original's reply here
+                    stored = await self._stored(user_id, client_message_id)
+                    if stored is not None:
+                        return stored
+                async with self._db.connection() as conn:
+                    await conversation.expire_questions(conn, user_id)
+                    question = await conversation.open_question(conn, user_id, session_id)
             if lease is not None and lease.state:
                 state = SessionState.model_validate(lease.state)
             else:
                 state = new_state() if new_state is not None else None
-            response = await run(state)
-            await self._commit(user_id, session_id, lease, state, response, said, client_message_id, question)
+            loaded: list[worlds.Versioned] = []
+
+            async def load_world():
+                loaded.append(await worlds.load(self._db, user_id))
+                return loaded[0].world
+
+            ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world))
+            response = await run(state, ctx)
+            async with deadline.phase("commit", budgets.stage_s("commit"), final=True):
+                await self._commit(user_id, session_id, lease, state, response, said, client_message_id, question,
+                                   loaded[0] if loaded and ctx.world.changed else None, deadline)
             committed = lease is not None and state is not None
+            response.timings = timings_of(deadline)
             return response
+        except StageTimeout as exc:
+            raise Overloaded(f"The turn's budget ran out in {exc.stage}; nothing was saved, retry.") from exc
         except StaleSession as exc:
             raise SessionBusy(f"Session '{session_id}' was taken over by another turn; retry.", field="session_id") from exc
         finally:
             if lease is not None and not committed:
-                await sessions.release(self._db, lease)
+                await asyncio.wait_for(sessions.release(self._db, lease), RELEASE_TIMEOUT_S)
 
-    async def _commit(self, user_id, session_id, lease, state, response, said, client_message_id, question) -> None:
+    async def _commit(self, user_id, session_id, lease, state, response, said, client_message_id, question, world,
+                      deadline: Deadline) -> None:
         cmid = client_message_id or turn_log.new_client_message_id()
         # a voice or image message is logged as what was recognized, with the URL of the original media
         text = said.text if said.modality == "text" else (response.recognized_text or "")
         asked = turn_log.user_message(text, session_id=session_id, client_message_id=cmid, question=question,
                                       modality=said.modality, source_url=said.source_url)
         reply = turn_log.reply_message(response, now=turn_log.utc_now(), question_ttl_s=self._settings.store.clarification_ttl_s)
-        t0 = time.perf_counter()
         async with self._db.transaction() as conn:
             if lease is not None and state is not None:
                 await sessions.commit(conn, lease, state.model_dump(mode="json"))
+            if world is not None:
+                await worlds.save(conn, user_id, world)
             if question is not None:
                 await conversation.close_question(conn, user_id, question.id, "answered")
             await conversation.append(conn, user_id, [asked, reply])
-            # the stored reply is the one returned now, so a repeat gets it byte for byte (its own insert is
-            # the only store time not counted)
-            add_store_timing(response, (time.perf_counter() - t0) * 1000.0)
+            # a repeat gets the reply as stored here: the same turn, with the timings as they stood before
+            # this last insert (the live answer's commit and total also count the insert and the COMMIT)
+            response.timings = timings_of(deadline)
             await conversation.store_reply(conn, user_id, cmid, session_id, asked.id, response.model_dump(mode="json"))
 
     async def _stored(self, user_id: UUID, client_message_id: str) -> ChatResponse | None:

@@ -87,18 +87,44 @@ async def db(postgres, cockpit):
         await database.close()
 
 
+ORCHESTRATOR_REPLICAS = 2  # the integration tests run one conversation across two orchestrator replicas
+
+
 @pytest.fixture(scope="session")
 def serve_app(cockpit, postgres):
-    """The real Baton app on Ray Serve (cockpit pack), deployed once per test session; yields its base URL."""
+    """The real Baton app on Ray Serve (cockpit pack), deployed once per test session.
+
+    Yields its base URL, config and ports, and `first_turns`: the first text and image turns sent the moment
+    /health turned green (the readiness test checks them)."""
     from serve_app import launcher
 
     port, metrics_port = _free_port(), _free_port()
-    env = {"BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit", "BATON_METRICS_PORT": str(metrics_port),
+    env = {**os.environ, "BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit", "BATON_METRICS_PORT": str(metrics_port),
            "DATABASE_URL": postgres["dsn"]}
     config = launcher.load_serve_config(CONFIG_DIR / "serve_local.yaml", env, port=port)
+    for deployment in config["applications"][0]["deployments"]:
+        if deployment["name"] == "Orchestrator":
+            deployment["autoscaling_config"]["min_replicas"] = ORCHESTRATOR_REPLICAS
     try:
-        launcher.start(config)
-        launcher.wait_until_healthy(port, timeout_s=300)
-        yield {"url": f"http://127.0.0.1:{port}", "config": config, "metrics_port": metrics_port}
+        launcher.start(config, env)
+        launcher.wait_until_healthy(port, timeout_s=300, replicas=ORCHESTRATOR_REPLICAS)
+        url = f"http://127.0.0.1:{port}"
+        yield {"url": url, "config": config, "metrics_port": metrics_port, "first_turns": first_turns(url)}
     finally:
-        launcher.stop()
+        launcher.stop(port)
+
+
+def first_turns(url: str) -> dict[str, dict]:
+    """A text turn and an image turn (a photo of a command, uploaded first), as a user would send them."""
+    import httpx
+
+    from benchmarks.media_samples import available_fonts, render_text
+
+    with httpx.Client(base_url=url, timeout=30.0) as client:
+        text = client.post("/api/v1/agent/chat", json={"user_id": "first-user", "text": "帮我把车窗打开"})
+        png = render_text("把空调调到二十二度", font=available_fonts()[0], size=36)
+        media = client.post("/api/v1/media/upload", data={"file_type": "image", "user_id": "first-user"},
+                            files={"file": ("command.png", png)}).json()
+        image = client.post("/api/v1/agent/chat", json={"user_id": "first-user", "modality": "image_ocr",
+                                                        "source_url": media["source_url"]})
+    return {"text": {"status_code": text.status_code, **text.json()}, "image": {"status_code": image.status_code, **image.json()}}

@@ -37,7 +37,7 @@ def _deploy_pack(serve_app, pack: str) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(1)
-    launcher.wait_until_healthy(port, timeout_s=120)
+    launcher.wait_until_healthy(port, timeout_s=180, replicas=2)
 
 
 @pytest.fixture(scope="module")

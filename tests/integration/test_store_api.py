@@ -3,15 +3,12 @@ the conversation log of chat turns, idempotent and racing turns, and a database 
 from __future__ import annotations
 
 import asyncio
-import copy
 import time
 import uuid
 
 import httpx
 import pytest
-from ray import serve
 
-from serve_app import launcher
 
 CHAT = "/api/v1/agent/chat"
 
@@ -150,7 +147,11 @@ def test_repeated_client_message_id_returns_the_stored_reply_and_runs_nothing(cl
     body = {"user_id": user["user_id"], "text": "打开车窗", "client_message_id": "same-1"}
     first = client.post(CHAT, json=body, headers=user["headers"]).json()
     second = client.post(CHAT, json=body, headers=user["headers"]).json()
-    assert second == first and first["status"] == "completed"
+    # the stored reply is the turn as it stood when its commit wrote it: the live answer also counts that last insert
+    assert {k: v for k, v in second.items() if k != "timings"} == {k: v for k, v in first.items() if k != "timings"}
+    assert first["status"] == "completed"
+    assert second["timings"]["degraded"] == first["timings"]["degraded"]
+    assert second["timings"]["total_ms"] <= first["timings"]["total_ms"]
     messages = client.get("/api/v1/conversation/messages", headers=user["headers"]).json()["messages"]
     assert len(messages) == 2
 
@@ -173,7 +174,7 @@ def test_racing_turns_on_one_session_run_one_at_a_time(client, serve_app):
     texts = ["打开车窗", "关闭车窗", "打开天窗", "关闭天窗", "打开座椅加热", "关闭座椅加热"]
     results = asyncio.run(_race(serve_app["url"], sid, texts))
     codes = sorted(r.status_code for r in results)
-    assert set(codes) <= {200, 409} and 200 in codes
+    assert set(codes) <= {200, 409} and 200 in codes, [(r.status_code, r.json().get("error")) for r in results]
     for r in results:
         if r.status_code == 409:
             assert r.json()["error"]["code"] == "session_busy" and "retry-after" in r.headers
@@ -206,33 +207,14 @@ def test_database_restart_under_the_running_app(client, postgres):
     assert client.get("/api/v1/auth/me", headers=user["headers"]).status_code == 200
 
 
-def _set_orchestrator_replicas(serve_app, replicas: int) -> None:
-    config = copy.deepcopy(serve_app["config"])
-    for dep in config["applications"][0]["deployments"]:
-        if dep["name"] == "Orchestrator":
-            dep["autoscaling_config"]["min_replicas"] = replicas
-    launcher.start(config)
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        app = serve.status().applications[launcher.APP_NAME]
-        orchestrator = app.deployments["Orchestrator"]
-        if app.status == "RUNNING" and orchestrator.replica_states.get("RUNNING", 0) >= replicas:
-            return
-        time.sleep(1)
-    raise TimeoutError(f"Orchestrator did not reach {replicas} replicas")
-
-
 def test_two_orchestrator_replicas_serve_one_conversation(client, serve_app):
-    _set_orchestrator_replicas(serve_app, 2)
-    try:
-        user_id, replicas = f"two-{uuid.uuid4().hex[:6]}", set()
-        sid = None
-        for _ in range(6):  # a slot-filling exchange, repeated: each answer needs the previous turn's state
-            ask = client.post(CHAT, json={"user_id": user_id, "text": "空调温度调一下", **({"session_id": sid} if sid else {})})
-            sid = ask.json()["session_id"]
-            done = client.post(CHAT, json={"user_id": user_id, "session_id": sid, "text": "二十三度"})
-            assert (ask.json()["status"], done.json()["status"]) == ("waiting_slot", "completed"), done.text
-            replicas |= {ask.headers["x-baton-replica"], done.headers["x-baton-replica"]}
-        assert len(replicas) == 2, replicas
-    finally:
-        _set_orchestrator_replicas(serve_app, 1)
+    """The session's app runs two orchestrator replicas (tests/conftest.py)."""
+    user_id, replicas = f"two-{uuid.uuid4().hex[:6]}", set()
+    sid = None
+    for _ in range(6):  # a slot-filling exchange, repeated: each answer needs the previous turn's state
+        ask = client.post(CHAT, json={"user_id": user_id, "text": "空调温度调一下", **({"session_id": sid} if sid else {})})
+        sid = ask.json()["session_id"]
+        done = client.post(CHAT, json={"user_id": user_id, "session_id": sid, "text": "二十三度"})
+        assert (ask.json()["status"], done.json()["status"]) == ("waiting_slot", "completed"), done.text
+        replicas |= {ask.headers["x-baton-replica"], done.headers["x-baton-replica"]}
+    assert len(replicas) == 2, replicas

@@ -1,6 +1,7 @@
 """Password hashing, signed expiring tokens, bearer parsing and the signing secret (no database)."""
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -12,13 +13,43 @@ from serve_app.auth import Auth, Unauthorized, bearer_token, signing_secret
 CONFIG = AuthConfig(token_ttl_s=60, secret_env="TEST_SECRET")
 
 
-def test_password_hash_verifies_only_the_right_password():
+async def test_password_hash_verifies_only_the_right_password():
     auth = Auth(CONFIG, "s" * 32)
-    stored = auth.hash_password("correct horse")
+    stored = await auth.hash_password("correct horse")
     assert stored.startswith("$argon2") and "correct horse" not in stored
-    assert auth.verify_password(stored, "correct horse")
-    assert not auth.verify_password(stored, "wrong horse")
-    assert not auth.verify_password("!", "anything")  # the shadow users' unusable hash
+    assert await auth.verify_password(stored, "correct horse")
+    assert not await auth.verify_password(stored, "wrong horse")
+    assert not await auth.verify_password("!", "anything")  # the shadow users' unusable hash
+
+
+async def test_argon2_runs_off_the_event_loop():
+    """While a hash is computed, the loop keeps running other work (here: a ticker)."""
+    auth, ticks = Auth(CONFIG, "s" * 32), []
+
+    async def ticker():
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.002)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)
+    before = len(ticks)
+    await asyncio.gather(*(auth.hash_password("correct horse") for _ in range(3)))
+    task.cancel()
+    assert len(ticks) - before >= 5, "the event loop was blocked while argon2 ran"
+
+
+async def test_an_unknown_email_costs_a_verification_too():
+    """Login with no account verifies against a dummy hash: as slow as a wrong password, and never true."""
+    auth = Auth(CONFIG, "s" * 32)
+    stored = await auth.hash_password("correct horse")
+    t0 = time.perf_counter()
+    assert not await auth.verify_password(stored, "wrong horse")
+    wrong = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    assert not await auth.verify_password(None, "correct horse")
+    missing = time.perf_counter() - t0
+    assert missing > 0.3 * wrong, (missing, wrong)
 
 
 def test_tokens_round_trip_expire_and_cannot_be_forged():

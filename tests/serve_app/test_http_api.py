@@ -2,13 +2,19 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 
+from engine.deadline import Deadline
+from engine.settings import AdmissionConfig
 from protocol.http_chat import ChatResponse, Timings, TurnStatus
 from serve_app.admission import Admission
 from serve_app.http_api import Serving, create_api
 from serve_app.metrics import TurnMetrics
+
+
+ONE_AT_A_TIME = AdmissionConfig(max_in_flight_turns=1, headroom=1.0, smoothing=0.1)
 
 
 class HeldEngine:
@@ -18,7 +24,10 @@ class HeldEngine:
         self.release = asyncio.Event()
         self.pack = type("P", (), {"name": "stub"})()
 
-    async def chat(self, body) -> ChatResponse:
+    def deadline(self, modality: str, *, arrived: float | None = None) -> Deadline:
+        return Deadline(600, started=arrived or time.time())
+
+    async def chat(self, body, *, deadline: Deadline) -> ChatResponse:
         await self.release.wait()
         return ChatResponse(session_id="s", reply="ok", status=TurnStatus.completed, intent="x",
                             timings=Timings(stages={"classifier": 12.0}, total_ms=20.0, budget_ms=600, degraded=["detector"]))
@@ -31,7 +40,7 @@ def _value(metrics: TurnMetrics, name: str, labels: dict | None = None) -> float
 async def test_turns_over_the_limit_are_shed_with_retry_after_and_counted():
     engine, metrics = HeldEngine(), TurnMetrics()
     api = create_api()
-    api.state.serving = Serving(engine=engine, admission=Admission(1), metrics=metrics, retry_after_s=2)
+    api.state.serving = Serving(engine=engine, admission=Admission(ONE_AT_A_TIME), metrics=metrics, retry_after_s=2)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t") as client:
         first = asyncio.create_task(client.post("/api/v1/agent/chat", json={"user_id": "u", "text": "a"}))
         while api.state.serving.admission.in_flight == 0:
@@ -53,7 +62,7 @@ async def test_turns_over_the_limit_are_shed_with_retry_after_and_counted():
 
 async def test_store_routes_without_a_database_answer_503_with_the_envelope():
     api = create_api()
-    api.state.serving = Serving(engine=HeldEngine(), admission=Admission(1))
+    api.state.serving = Serving(engine=HeldEngine(), admission=Admission(ONE_AT_A_TIME))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t") as client:
         resp = await client.get("/api/v1/auth/me", headers={"Authorization": "Bearer x"})
     assert resp.status_code == 503 and resp.headers["retry-after"] == "1"

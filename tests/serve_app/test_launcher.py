@@ -1,16 +1,19 @@
-"""The launcher's config handling (no Ray): absolute paths, pack/state selection, fault forwarding, port."""
+"""The launcher's config handling (no Ray): absolute paths, pack/state selection, what replicas inherit, faults, port."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
+from deployments.faults import FAULTS_FILE_ENV, FaultSet
 from serve_app.app_args import AppArgs
-from serve_app.builder import MEDIA_DEPLOYMENTS, MODEL_DEPLOYMENTS
-from serve_app.launcher import load_serve_config
+from serve_app.launcher import faults_file, load_serve_config, replica_environment, set_faults
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE_LOCAL = ROOT / "config" / "serve_local.yaml"
+SERVE_SPLIT = ROOT / "config" / "serve_local_split.yaml"
 
 
 def test_paths_become_absolute_and_env_selects_pack_and_state(tmp_path):
@@ -23,27 +26,46 @@ def test_paths_become_absolute_and_env_selects_pack_and_state(tmp_path):
     assert settings.pack == "timeflow" and settings.state_dir == tmp_path.resolve()
 
 
-def test_faults_are_forwarded_to_the_replicas_only_when_set():
-    with_faults = load_serve_config(SERVE_LOCAL, {"BATON_FAULTS": "classifier:delay_ms=800"})
-    assert with_faults["applications"][0]["runtime_env"]["env_vars"]["BATON_FAULTS"] == "classifier:delay_ms=800"
-    without = load_serve_config(SERVE_LOCAL, {})
-    assert "BATON_FAULTS" not in without["applications"][0]["runtime_env"]["env_vars"]
-    assert without["applications"][0]["args"].get("pack") is None
+def test_replicas_inherit_forwarded_variables_and_no_secret_enters_the_serve_config(tmp_path):
+    env = {"BATON_STATE_DIR": str(tmp_path), "BATON_FAULTS": "encoder:delay_ms=800",
+           "DATABASE_URL": "postgresql://u:s3cret@db/baton", "BATON_AUTH_SECRET": "t0ps3cret"}
+    config = load_serve_config(SERVE_LOCAL, env, port=8124)
+    inherited = replica_environment(config, env)
+    assert inherited["BATON_FAULTS"] == "encoder:delay_ms=800"
+    assert inherited["DATABASE_URL"] == env["DATABASE_URL"] and inherited["BATON_AUTH_SECRET"] == env["BATON_AUTH_SECRET"]
+    assert inherited["HF_HUB_OFFLINE"] == "1"  # the app's runtime_env variables
+    assert inherited[FAULTS_FILE_ENV] == str(faults_file(config))
+    dumped = json.dumps(config)
+    assert "s3cret" not in dumped and "t0ps3cret" not in dumped
+    without = replica_environment(load_serve_config(SERVE_LOCAL, {"BATON_STATE_DIR": str(tmp_path)}), {})
+    assert "BATON_FAULTS" not in without and "DATABASE_URL" not in without
+
+
+def test_the_local_default_is_serves_high_throughput_ingress(tmp_path):
+    config = load_serve_config(SERVE_LOCAL, {"BATON_STATE_DIR": str(tmp_path)}, port=8125)
+    inherited = replica_environment(config, {})
+    assert inherited["RAY_SERVE_ENABLE_HA_PROXY"] == "1" and inherited["RAY_SERVE_THROUGHPUT_OPTIMIZED"] == "1"
+    # ports of its own, so two Batons (or a benchmark's two systems) on one machine do not collide
+    assert inherited["RAY_SERVE_HAPROXY_METRICS_PORT"] != "9101"
+    assert len(inherited["RAY_SERVE_HAPROXY_SOCKET_PATH"]) + 41 <= 97  # HAProxy's limit, with Ray's own folder added
 
 
 def test_metrics_port_override_reaches_the_replica_settings(monkeypatch):
     config = load_serve_config(SERVE_LOCAL, {"BATON_METRICS_PORT": "19464"})
-    assert config["applications"][0]["runtime_env"]["env_vars"]["BATON_METRICS_PORT"] == "19464"
-    monkeypatch.setenv("BATON_METRICS_PORT", "19464")  # what runtime_env sets in the replica
+    assert replica_environment(config, {"BATON_METRICS_PORT": "19464"})["BATON_METRICS_PORT"] == "19464"
+    monkeypatch.setenv("BATON_METRICS_PORT", "19464")  # what a replica inherits
     assert AppArgs.model_validate(config["applications"][0]["args"]).settings().serving.metrics_port == 19464
     monkeypatch.delenv("BATON_METRICS_PORT")
     assert AppArgs.model_validate(config["applications"][0]["args"]).settings().serving.metrics_port == 9464
 
 
-def test_every_deployment_is_bounded_and_fractional():
-    """The Serve config gives each deployment autoscaling, both queue limits and a fractional CPU share."""
-    deployments = {d["name"]: d for d in load_serve_config(SERVE_LOCAL, {})["applications"][0]["deployments"]}
-    assert set(deployments) == {"Orchestrator", *MODEL_DEPLOYMENTS.values(), *MEDIA_DEPLOYMENTS.values()}
+@pytest.mark.parametrize("path", [SERVE_LOCAL, SERVE_SPLIT])
+def test_every_deployment_of_the_layout_is_configured_bounded_and_fractional(path):
+    """Each Serve config names exactly its layout's deployments, each with autoscaling, both queue limits and a
+    fractional CPU share."""
+    app = load_serve_config(path, {})["applications"][0]
+    deployments = {d["name"]: d for d in app["deployments"]}
+    assert set(deployments) == set(AppArgs.model_validate(app["args"]).deployment_names())
     for name, dep in deployments.items():
         assert dep["max_ongoing_requests"] > 0, name
         assert "max_queued_requests" in dep, name
@@ -52,17 +74,32 @@ def test_every_deployment_is_bounded_and_fractional():
     assert deployments["Orchestrator"]["autoscaling_config"]["max_replicas"] >= 2  # sessions live in PostgreSQL
 
 
-@pytest.mark.parametrize("bad", [{"config_dir": "config", "unknown": 1}, {"pack": 3}])
+def test_the_local_layout_is_fused_and_the_split_one_split():
+    assert yaml.safe_load(SERVE_LOCAL.read_text())["applications"][0]["args"]["layout"] == "fused"
+    assert yaml.safe_load(SERVE_SPLIT.read_text())["applications"][0]["args"]["layout"] == "split"
+
+
+@pytest.mark.parametrize("bad", [{"config_dir": "config", "unknown": 1}, {"pack": 3}, {"layout": "sideways"}])
 def test_app_args_are_validated(bad):
     with pytest.raises(ValueError):
         AppArgs.model_validate(bad)
 
 
-def test_proxy_sheds_say_retry_after_like_admission_control():
-    """The proxy's own 503s (bounded Orchestrator queue) carry the Retry-After admission control sends."""
-    deployments = {d["name"]: d for d in load_serve_config(SERVE_LOCAL, {})["applications"][0]["deployments"]}
-    orchestrator = deployments["Orchestrator"]
-    settings = AppArgs.model_validate(load_serve_config(SERVE_LOCAL, {})["applications"][0]["args"]).settings()
-    assert orchestrator["max_queued_requests"] >= 0, "an unbounded proxy queue lets a burst hang requests"
-    assert orchestrator["max_ongoing_requests"] > settings.serving.max_in_flight_turns
+def test_shed_answers_say_retry_after_like_admission_control():
+    """The Orchestrator's own queue sheds (before any Baton code) carry the Retry-After admission control sends,
+    and admission control, with its envelope and reason, sheds first."""
+    app = load_serve_config(SERVE_LOCAL, {})["applications"][0]
+    orchestrator = {d["name"]: d for d in app["deployments"]}["Orchestrator"]
+    settings = AppArgs.model_validate(app["args"]).settings()
+    assert orchestrator["max_queued_requests"] >= 0, "an unbounded queue lets a burst hang requests"
+    assert orchestrator["max_ongoing_requests"] > settings.serving.admission.max_in_flight_turns
     assert orchestrator["backpressure_config"]["retry_after_s"] == settings.serving.retry_after_s
+
+
+def test_faults_are_set_through_the_runs_file(tmp_path):
+    config = load_serve_config(SERVE_LOCAL, {"BATON_STATE_DIR": str(tmp_path)}, port=8126)
+    set_faults(config, "encoder:delay_ms=800;classifier:error=1")
+    assert FaultSet.parse(faults_file(config).read_text()).faults["classifier"].error is True
+    with pytest.raises(ValueError, match="Bad fault"):
+        set_faults(config, "encoder:sideways=1")
+    assert "classifier" in faults_file(config).read_text(), "a refused spec leaves the file as it was"

@@ -2,22 +2,27 @@
 recognizers (real RapidOCR and Whisper), and every bad input answered with a typed 4xx envelope."""
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
 from benchmarks.media_samples import available_fonts, blank_png, render_text, silence_wav, speak, transcode
 from deployments.in_process_media import InProcessMedia
-from engine.model_client import ModelClient
+from deployments.nlu_call import FutureCall
+from engine.model_client import ModelClient, NluRequest, StageOutcome
 from engine.plugins import PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from media.store import LocalStore
 from media.uploads import MediaUploads
 from protocol.http_chat import Candidate
+from engine.settings import AdmissionConfig
 from serve_app.admission import Admission
 from serve_app.http_api import Serving, create_api
 
 UPLOAD, CHAT = "/api/v1/media/upload", "/api/v1/agent/chat"
+ADMIT = AdmissionConfig(max_in_flight_turns=8, headroom=1.0, smoothing=0.1)
 
 
 class WindowModels(ModelClient):
@@ -26,18 +31,13 @@ class WindowModels(ModelClient):
     def __init__(self) -> None:
         self.texts: list[str] = []
 
-    async def _sure(self, text: str) -> list[Candidate]:
-        self.texts.append(text)
-        return [Candidate(intent="cabin_window_open", score=0.95)]
-
-    async def classify(self, text, *, deadline):
-        return await self._sure(text)
-
-    async def retrieve(self, text, *, deadline):
-        return await self._sure(text)
-
-    async def detect(self, text, *, deadline):
-        return []
+    def understand(self, request: NluRequest) -> FutureCall:
+        self.texts.append(request.text)
+        call, now = FutureCall(), time.time()
+        sure = [Candidate(intent="cabin_window_open", score=0.95)]
+        for stage, candidates in (("encoder", []), ("classifier", sure), ("retriever", sure), ("detector", [])):
+            call.resolve(stage, StageOutcome(candidates=candidates, started=now, finished=now))
+        return call
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def rig(cockpit, tmp_path_factory):
     engine = TurnEngine(pack=pack, settings=settings, models=models, sessions=InMemorySessionStore(ttl_s=60),
                         plugins=PluginRegistry(), media=media)
     api = create_api()
-    api.state.serving = Serving(engine=engine, admission=Admission(8), uploads=MediaUploads(store=store, cfg=settings.media))
+    api.state.serving = Serving(engine=engine, admission=Admission(ADMIT), uploads=MediaUploads(store=store, cfg=settings.media))
     yield api, models, store
     media.close()
 

@@ -1,0 +1,89 @@
+"""Ready means ready: the ingress reports healthy only once every deployment runs and a warm-up went through every stage.
+
+The warm-up is a text turn through the real path (shadow user, session lease, every model stage, commit) that
+must come back with no degraded stage, then one OCR and one ASR call on the bundled samples. Until it passes,
+`/health` answers 503 with the reason. Plain asyncio: the Serve status check is injected.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from deployments.asr import WARMUP_AUDIO
+from deployments.ocr import WARMUP_IMAGE
+from engine.model_client import NLU_STAGES
+from protocol.http_chat import ChatRequest
+
+WARMUP_USER = "__baton_warmup__"
+WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social and no command: every model stage runs, no plugin does
+MEDIA_OK = {"ocr": ("ok",), "asr": ("ok", "no_speech")}  # a synthetic voice: a small Whisper may hear none, and that is an answer
+StatusCheck = Callable[[], Awaitable[str | None]]  # the reason the app's deployments are not all running, or None
+
+
+class AppReadiness:
+    def __init__(self, *, serving, replica: str, deployments_running: StatusCheck, allowed_degraded: frozenset[str] = frozenset(),
+                 retry_s: float = 0.5) -> None:
+        self._serving = serving
+        self._session_id = f"warmup-{replica}"
+        self._deployments_running = deployments_running
+        self._allowed = allowed_degraded
+        self._retry_s = retry_s
+        self._media_keys: dict[str, str] = {}
+        self.ready = False
+        self.reason = "warming up"
+
+    async def check(self) -> bool:
+        """One attempt; sets `ready` or the `reason` it is not."""
+        try:
+            reason = await self._deployments_running() or await self._text_turn() or await self._media_calls()
+        except Exception as exc:  # anything a cold app can throw: still starting
+            reason = f"warm-up failed: {type(exc).__name__}: {exc}"
+        self.ready, self.reason = reason is None, reason or ""
+        return self.ready
+
+    async def until_ready(self, *, within_s: float | None = None) -> bool:
+        give_up = None if within_s is None else time.monotonic() + within_s
+        while not await self.check():
+            if give_up is not None and time.monotonic() >= give_up:
+                return False
+            await asyncio.sleep(self._retry_s)
+        return True
+
+    async def _text_turn(self) -> str | None:
+        serving = self._serving
+        body = ChatRequest(user_id=WARMUP_USER, session_id=self._session_id, text=WARMUP_TEXT)
+        deadline = serving.engine.deadline("text")
+        if serving.persistence is None:
+            response = await serving.engine.chat(body, deadline=deadline)
+        else:
+            user = await serving.persistence.shadow_user(WARMUP_USER)
+            response = await serving.persistence.chat.chat(body, user.id, deadline)
+        degraded = set(response.timings.degraded) - self._allowed
+        missing = [s for s in NLU_STAGES if s not in response.timings.stages]
+        if degraded or missing:
+            return f"warm-up turn degraded {sorted(degraded)}{f', skipped {missing}' if missing else ''}"
+        return None
+
+    async def _media_calls(self) -> str | None:
+        media, uploads = self._serving.engine.media_client, self._serving.uploads
+        if media is None or uploads is None:
+            return None
+        budgets = self._serving.engine.settings.budgets
+        for stage, sample, file_type in (("ocr", WARMUP_IMAGE, "image"), ("asr", WARMUP_AUDIO, "audio")):
+            if stage in self._allowed:
+                continue
+            key = self._media_keys.get(stage) or await self._upload(uploads, sample, file_type)
+            self._media_keys[stage] = key
+            call = media.ocr if stage == "ocr" else media.transcribe
+            budget = budgets.stage_s(stage)
+            result = await asyncio.wait_for(call(key, user_id=WARMUP_USER, deadline=time.time() + budget), budget)
+            if result.status not in MEDIA_OK[stage]:
+                return f"{stage} warm-up answered {result.status}: {result.reason}"
+        return None
+
+    @staticmethod
+    async def _upload(uploads, sample: Path, file_type: str) -> str:
+        stored = await asyncio.to_thread(uploads.accept, data=sample.read_bytes(), file_type=file_type, user_id=WARMUP_USER)
+        return stored.object_key

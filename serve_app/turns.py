@@ -1,0 +1,60 @@
+"""The one turn runner, shared by the HTTP routes: admission, auth, the store and the engine, inside one deadline.
+
+The deadline starts when the request arrived at the ingress (`ArrivalStamp`), so parsing, admission, auth,
+the stored-reply lookup, the session lease, the engine and the commit all spend the same budget, and
+`timings.total_ms` is arrival to reply.
+"""
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from engine.deadline import StageTimeout
+from engine.errors import Overloaded, Starting
+from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
+from serve_app.rest_api import chat_user
+
+TurnKind = Literal["chat", "fill_slots"]
+
+
+class ArrivalStamp:
+    """Outermost ASGI middleware: notes when each request arrived (epoch seconds) in `request.state.arrived`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope.setdefault("state", {})["arrived"] = time.time()
+        await self.app(scope, receive, send)
+
+
+async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest, *, authorization: str | None,
+                   arrived: float) -> ChatResponse:
+    """One turn, through the store when the app has one (else in-process sessions), counted in the metrics."""
+    if not serving.readiness.ready:
+        # never a degraded turn from a replica still warming up: a clear, retryable refusal instead
+        raise Starting(f"This replica is still warming up ({serving.readiness.reason}); retry shortly.")
+    engine = serving.engine
+    modality = body.modality if isinstance(body, ChatRequest) else "text"
+    deadline = engine.deadline(modality, arrived=arrived)
+    try:
+        async with serving.admission.turn(deadline.budget_ms, modality):
+            stored = serving.persistence
+            if stored is None:
+                response = await getattr(engine, kind)(body, deadline=deadline)
+            else:
+                settings = stored.settings
+                try:
+                    async with deadline.phase("auth", settings.budgets.stage_s("auth")):
+                        user, key = await chat_user(stored, authorization, body.user_id)
+                except StageTimeout as exc:
+                    raise Overloaded("The turn's budget ran out checking who sent it; nothing ran, retry.") from exc
+                response = await getattr(stored.chat, kind)(body.model_copy(update={"user_id": key}), user.id, deadline)
+    except Overloaded:
+        serving.metrics.shed.inc()
+        raise
+    serving.metrics.observe(response)
+    return response

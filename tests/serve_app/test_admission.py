@@ -1,0 +1,80 @@
+"""Admission that knows the budget (no Ray): the predicted time of a new turn decides, not a fixed count."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engine.errors import Overloaded
+from engine.settings import AdmissionConfig
+from serve_app.admission import Admission
+
+CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, smoothing=0.5)
+
+
+async def hold(admission: Admission, seconds: float, budget_ms: float = 600) -> None:
+    async with admission.turn(budget_ms):
+        await asyncio.sleep(seconds)
+
+
+async def saturate(admission: Admission, rate: float, seconds: float) -> None:
+    """A replica that finishes `rate` turns/s: 4 always in flight, each released in turn."""
+    async def worker(offset: float) -> None:
+        await asyncio.sleep(offset)
+        while asyncio.get_running_loop().time() < stop:
+            await hold(admission, 4 / rate)
+
+    stop = asyncio.get_running_loop().time() + seconds
+    await asyncio.gather(*(worker(i / rate) for i in range(4)))
+
+
+async def test_an_empty_replica_always_admits():
+    admission = Admission(CFG)
+    await hold(admission, 0.7)  # one slow turn: 700 ms, over the 480 ms the headroom allows
+    async with admission.turn(600):
+        pass
+
+
+async def test_without_a_capacity_estimate_only_the_cap_applies():
+    admission = Admission(CFG)
+    await hold(admission, 0.4)
+    holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(6)]  # racing turns, e.g. on one session
+    await asyncio.sleep(0.01)
+    assert admission.in_flight == 6 and admission.capacity() is None
+    await asyncio.gather(*holders)
+
+
+async def test_a_turn_that_would_wait_past_its_budget_is_shed_with_a_reason():
+    admission = Admission(CFG)
+    await hold(admission, 0.02)  # alone: 20 ms
+    await saturate(admission, rate=40.0, seconds=1.6)
+    assert admission.capacity() == pytest.approx(40.0, rel=0.3)
+    holders = [asyncio.create_task(hold(admission, 1.0)) for _ in range(30)]
+    await asyncio.sleep(0.01)
+    # 20 ms + n / 40 per s stays under 480 ms up to n = 18
+    assert 15 <= admission.in_flight <= 22, admission.in_flight
+    with pytest.raises(Overloaded, match="budget is 600 ms"):
+        async with admission.turn(600):
+            pass
+    async with admission.turn(10_000):  # a longer budget fits the same queue
+        pass
+    await asyncio.gather(*holders, return_exceptions=True)
+
+
+async def test_the_hard_cap_holds_whatever_the_estimate():
+    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, smoothing=0.1))
+    holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(2)]
+    await asyncio.sleep(0.01)
+    with pytest.raises(Overloaded, match="limit 2"):
+        async with admission.turn(600):
+            pass
+    await asyncio.gather(*holders)
+    assert admission.in_flight == 0
+
+
+async def test_modalities_are_estimated_apart():
+    """A slow image turn does not make text turns look slow."""
+    admission = Admission(CFG)
+    async with admission.turn(4600, "image_ocr"):
+        await asyncio.sleep(0.3)
+    assert admission.predict_ms("text") == 0.0 and admission.predict_ms("image_ocr") > 250

@@ -1,0 +1,71 @@
+"""Ready means ready (no Ray): green only once every deployment runs and a warm-up ran every stage undegraded."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from engine.deadline import Deadline
+from protocol.http_chat import ChatResponse, Timings, TurnStatus
+from serve_app.readiness import AppReadiness
+
+ALL = {"encoder": 9.0, "classifier": 1.0, "detector": 1.0, "retriever": 1.0, "keyword": 0.1}
+
+
+@dataclass
+class Engine:
+    degraded: list[str] = field(default_factory=list)
+    stages: dict[str, float] = field(default_factory=lambda: dict(ALL))
+    media_client = None
+    turns: int = 0
+
+    def deadline(self, modality, *, arrived=None):
+        return Deadline(600)
+
+    async def chat(self, body, *, deadline):
+        self.turns += 1
+        return ChatResponse(session_id=body.session_id, reply="?", status=TurnStatus.clarify,
+                            timings=Timings(stages=self.stages, degraded=self.degraded))
+
+
+@dataclass
+class Serving:
+    engine: Engine
+    persistence = None
+    uploads = None
+
+
+def readiness(engine: Engine, waiting: list[str] | None = None, **kw) -> AppReadiness:
+    async def running():
+        return f"waiting for {', '.join(waiting)}" if waiting else None
+    return AppReadiness(serving=Serving(engine), replica="r1", deployments_running=running, retry_s=0.01, **kw)
+
+
+async def test_not_ready_while_a_deployment_is_not_running():
+    engine = Engine()
+    r = readiness(engine, waiting=["NLU (UPDATING)"])
+    assert not await r.check()
+    assert r.reason == "waiting for NLU (UPDATING)" and engine.turns == 0
+
+
+async def test_not_ready_while_the_warm_up_turn_degrades_or_skips_a_stage():
+    r = readiness(Engine(degraded=["encoder", "classifier"]))
+    assert not await r.check() and "degraded" in r.reason and "encoder" in r.reason
+    r = readiness(Engine(stages={"keyword": 0.1}))
+    assert not await r.check() and "skipped" in r.reason
+
+
+async def test_green_once_everything_answered_warm():
+    r = readiness(Engine())
+    assert await r.check() and r.ready and r.reason == ""
+
+
+async def test_stages_slowed_on_purpose_may_degrade():
+    r = readiness(Engine(degraded=["classifier"]), allowed_degraded=frozenset({"classifier"}))
+    assert await r.check()
+
+
+async def test_waiting_gives_up_after_its_time_and_says_why():
+    r = readiness(Engine(degraded=["encoder"]))
+    t0 = time.perf_counter()
+    assert not await r.until_ready(within_s=0.05)
+    assert time.perf_counter() - t0 < 1.0 and not r.ready and r.reason
