@@ -44,7 +44,9 @@ def run_scenario(path: Path, *, out: Path | None = None, urls: dict[str, str] | 
     bad = non_finite(result)
     if bad:
         raise ValueError(f"non-finite numbers in the report: {bad[:5]}")
-    result["figures"] = ["latency_cdf.png", "load_curves.png", *(["burst.png"] if result["bursts"] else [])]
+    from benchmarks.plots import figure_names
+
+    result["figures"] = figure_names(result)
     Result.model_validate(result)
     # the numbers are written first: a figure that fails to draw can be redrawn with --render
     (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

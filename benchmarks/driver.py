@@ -16,6 +16,7 @@ from benchmarks.scenario import Arrival, Load, Mix, Process, Turn
 
 PATHS = {"chat": "/api/v1/agent/chat", "fill_slots": "/api/v1/agent/fill-slots"}
 LOST = 0  # status recorded for a request that got no HTTP answer (timeout, reset)
+MAX_BACKOFF_S = 5.0
 
 
 @dataclass
@@ -62,50 +63,69 @@ class _Run:
         self.abandoned = 0
         self._ids = itertools.count()
 
-    async def conversation(self, conv: Conversation) -> None:
+    async def conversation(self, conv: Conversation) -> Sample | None:
+        """Send the conversation's turns in order; returns the last sample (a shed or failed turn ends it)."""
         session_id, user_id = None, f"bench-{next(self._ids)}"
+        sample = None
         for i, turn in enumerate(conv.turns):
             if i and self.arrival.think_time_ms:
                 await asyncio.sleep(self.arrival.think_time_ms / 1000.0)
-            sample, body = await self._send(conv.kind, i, turn, user_id, session_id)
+            t_send = time.perf_counter() - self.t0
+            sample, body = await send_turn(self.session, kind=conv.kind, index=i, turn=turn, user_id=user_id,
+                                           session_id=session_id, t_send=t_send, warmup=t_send < self.load.warmup_s)
             self.samples.append(sample)
             if sample.status != 200:  # a shed or failed turn ends the conversation, as a user would retry later
                 self.abandoned += len(conv.turns) - i - 1
-                return
+                return sample
             session_id = body.get("session_id", session_id)
+        return sample
 
-    async def _send(self, kind: str, index: int, turn: Turn, user_id: str, session_id: str | None) -> tuple[Sample, dict]:
-        payload = {"user_id": user_id, **({"session_id": session_id} if session_id else {})}
-        if turn.endpoint == "fill_slots":
-            payload.update({k: v for k, v in (("text", turn.text), ("slots", turn.slots)) if v is not None})
-        else:
-            payload["text"] = turn.text
-        start = time.perf_counter()
-        t_send = start - self.t0
-        sample = Sample(kind=kind, turn=index, endpoint=turn.endpoint, t_send=round(t_send, 4), wall_ms=0.0,
-                        status=LOST, warmup=t_send < self.load.warmup_s)
-        body: dict = {}
+
+def shed_backoff_s(sample: Sample | None) -> float:
+    """How long a closed-loop session waits after a shed turn: its Retry-After (1 s when absent), at most 5 s; else 0."""
+    if sample is None or sample.status not in (429, 503):
+        return 0.0
+    try:
+        return min(max(float(sample.retry_after), 0.0), MAX_BACKOFF_S) if sample.retry_after else 1.0
+    except ValueError:
+        return 1.0
+
+
+async def send_turn(session: aiohttp.ClientSession, *, kind: str, index: int, turn: Turn, user_id: str,
+                    session_id: str | None, t_send: float, warmup: bool) -> tuple[Sample, dict]:
+    """POST one turn and time it; an unanswered request is a LOST sample, never an exception."""
+    payload = {"user_id": user_id, **({"session_id": session_id} if session_id else {})}
+    if turn.endpoint == "fill_slots":
+        payload.update({k: v for k, v in (("text", turn.text), ("slots", turn.slots)) if v is not None})
+    else:
+        payload["text"] = turn.text
+    start = time.perf_counter()
+    sample = Sample(kind=kind, turn=index, endpoint=turn.endpoint, t_send=round(t_send, 4), wall_ms=0.0,
+                    status=LOST, warmup=warmup)
+    body: dict = {}
+    try:
+        async with session.post(PATHS[turn.endpoint], json=payload) as resp:
+            raw = await resp.read()
+            sample.status = resp.status
+            sample.retry_after = resp.headers.get("Retry-After")
+    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        sample.error_code = type(exc).__name__
+    else:
         try:
-            async with self.session.post(PATHS[turn.endpoint], json=payload) as resp:
-                raw = await resp.read()
-                sample.status = resp.status
-                sample.retry_after = resp.headers.get("Retry-After")
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            sample.error_code = type(exc).__name__
-        else:
-            try:
-                body = json.loads(raw)
-            except ValueError:  # e.g. a bare 503 from Ray's proxy: answered, but not by Baton
-                sample.error_code = "not_json"
-        sample.wall_ms = round((time.perf_counter() - start) * 1000.0, 3)
-        if sample.status == 200:
-            timings = body.get("timings", {})
-            sample.server_total_ms = timings.get("total_ms")
-            sample.stages = timings.get("stages", {})
-            sample.degraded = timings.get("degraded", [])
-        elif isinstance(body, dict) and isinstance(body.get("error"), dict):
-            sample.error_code = body["error"].get("code")
-        return sample, body
+            body = json.loads(raw)
+        except ValueError:  # e.g. a bare 503 from Ray's proxy: answered, but not by Baton
+            sample.error_code = "not_json"
+    sample.wall_ms = round((time.perf_counter() - start) * 1000.0, 3)
+    if not isinstance(body, dict):
+        body = {}
+    if sample.status == 200:
+        timings = body.get("timings", {})
+        sample.server_total_ms = timings.get("total_ms")
+        sample.stages = timings.get("stages", {})
+        sample.degraded = timings.get("degraded", [])
+    elif isinstance(body.get("error"), dict):
+        sample.error_code = body["error"].get("code")
+    return sample, body
 
 
 async def run_window(url: str, *, mix: Mix, load: Load, arrival: Arrival, level: float, seed: int,
@@ -150,7 +170,9 @@ async def _closed(run: _Run, source: ConversationSource, sessions: int, total_s:
         await asyncio.sleep(run.load.ramp_up_s * i / max(1, sessions))
         while time.perf_counter() - run.t0 < total_s:
             next(count)
-            await run.conversation(source.next())
+            last = await run.conversation(source.next())
+            # a shed session honours Retry-After instead of hammering the server with instant 503s
+            await asyncio.sleep(min(shed_backoff_s(last), max(0.0, total_s - (time.perf_counter() - run.t0))))
 
     await asyncio.gather(*(worker(i) for i in range(sessions)))
     return next(count)

@@ -1,10 +1,11 @@
 """`python -m benchmarks.monolith`: the baseline — the same engine and HTTP API with in-process models, one uvicorn process.
 
-The seed-003 architecture given a fair shake: the models run in a thread pool (one worker per model, as
-Baton runs one replica per model), torch uses the same per-model thread count, and the routes, admission
-control, error envelope and PostgreSQL store (sessions leased per turn, every turn logged) are Baton's own
-(`serve_app.http_api`, `serve_app.stored_chat`). Without DATABASE_URL it uses (or starts) the embedded
-server under the state dir, as `make run` does.
+The seed-003 architecture given a fair shake: one unbatched in-process pass per turn through the same
+models (one encoder pass, the three heads on its vectors) on a worker thread, with the same runtime and
+thread count as Baton's model replica, and the routes, admission control, error envelope and PostgreSQL
+store (sessions leased per turn, every turn logged) are Baton's own (`serve_app.http_api`,
+`serve_app.stored_chat`). Without DATABASE_URL it uses (or starts) the embedded server under the state dir,
+as `make run` does.
 """
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ import uvicorn
 from fastapi import FastAPI
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL_WORKERS = 3  # classifier, detector, retriever: the monolith's counterpart of one replica each
+MODEL_WORKERS = 1  # one pass at a time, as one model replica would run them unbatched
 
 
 def build_api(config_dir: Path, dsn: str) -> FastAPI:
     from deployments.in_process import InProcessModels
+    from deployments.nlu import build_nlu
     from engine.pack import find_pack, load_pack
     from engine.plugins import PluginRegistry
     from engine.session import InMemorySessionStore
@@ -39,13 +41,11 @@ def build_api(config_dir: Path, dsn: str) -> FastAPI:
 
     settings = load_settings(config_dir, os.environ)
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
-    models = InProcessModels(settings, workers=MODEL_WORKERS)
-    for model in (models.classifier, models.detector, models.retriever):
-        model.warmup()
+    models = InProcessModels(build_nlu(settings), workers=MODEL_WORKERS)  # built warm
     engine = TurnEngine(pack=pack, settings=settings, models=models,
                         sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry())
     api = create_api()
-    api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.max_in_flight_turns),
+    api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.admission),
                                 metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s)
 
     @asynccontextmanager

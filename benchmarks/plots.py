@@ -1,4 +1,5 @@
-"""PNG figures of a run (matplotlib, Agg): latency CDF per stage, latency and goodput vs offered load, burst timeline."""
+"""PNG figures of a run (matplotlib, Agg): latency CDF per stage, latency and goodput vs load (main and open-loop
+sweeps), burst timeline, idle latency and clean goodput against the encoder alone."""
 from __future__ import annotations
 
 import json
@@ -51,21 +52,25 @@ def stage_cdf(result: dict, raw: Path, out: Path) -> Path:
     return path
 
 
-def load_curves(result: dict, out: Path) -> Path:
+def load_curves(result: dict, out: Path, *, levels: dict | None = None, process: str | None = None,
+                name: str = "load_curves.png") -> Path:
+    """Client p50/p99 and goodput share per level (the main sweep unless `levels` is given)."""
+    process = process or result["scenario"]["arrival"]["process"]
+    xlabel = "concurrent sessions (closed loop)" if process == "closed" else "offered load (turns/s)"
     fig, (lat, good) = plt.subplots(1, 2, figsize=(11, 4))
-    for name, levels in result["levels"].items():
-        xs = [float(x) for x in levels]
+    for system, by_level in (levels or result["levels"]).items():
+        xs = [float(x) for x in by_level]
         for key, style in (("p50", "-o"), ("p99", "--x")):
-            ys = [(s["client_wall_ms"] or {}).get(key, float("nan")) for s in levels.values()]
-            lat.plot(xs, ys, style, label=f"{name} {key}")
-        good.plot(xs, [s["goodput_share"] for s in levels.values()], "-o", label=name)
+            ys = [(s["client_wall_ms"] or {}).get(key, float("nan")) for s in by_level.values()]
+            lat.plot(xs, ys, style, label=f"{system} {key}")
+        good.plot(xs, [s["goodput_share"] for s in by_level.values()], "-o", label=system)
     lat.axhline(result["budget_ms"], color="grey", linestyle=":", label="budget")
-    lat.set(xlabel="offered load (turns/s)", ylabel="client wall ms", title="Latency vs offered load", yscale="log")
+    lat.set(xlabel=xlabel, ylabel="client wall ms", title=f"Latency vs load ({process})", yscale="log")
     good.axhline(result["scenario"]["slo"]["goodput_target"], color="grey", linestyle=":", label="target")
-    good.set(xlabel="offered load (turns/s)", ylabel="goodput share", title="Goodput vs offered load", ylim=(0, 1.05))
+    good.set(xlabel=xlabel, ylabel="goodput share", title=f"Goodput vs load ({process})", ylim=(0, 1.05))
     lat.legend(fontsize=7)
     good.legend(fontsize=7)
-    path = out / "load_curves.png"
+    path = out / name
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -92,6 +97,51 @@ def burst_timeline(result: dict, out: Path) -> Path | None:
     return path
 
 
+def idle_and_goodput(result: dict, out: Path) -> Path | None:
+    """Idle client p50 per system against the encoder's batch-1 p50; best clean goodput against its ceiling."""
+    comparisons = result.get("comparisons")
+    if not comparisons or not (result.get("idle") or result.get("encoder_alone")):
+        return None
+    systems = comparisons["systems"]
+    names = list(systems)
+    fig, (idle, good) = plt.subplots(1, 2, figsize=(11, 4))
+    idle.bar_label(idle.bar(names, [systems[n]["idle_client_p50_ms"] or 0 for n in names], color="tab:blue"), fmt="%.1f")
+    if comparisons["encoder_batch1_p50_ms"]:
+        idle.axhline(comparisons["encoder_batch1_p50_ms"], color="tab:red", linestyle="--", label="encoder alone, batch-1 p50")
+    idle.set(ylabel="client wall p50 ms", title="Idle turn")
+    good.bar_label(good.bar(names, [systems[n]["best_clean_goodput_rps"] or 0 for n in names], color="tab:green"), fmt="%.1f")
+    if comparisons["encoder_ceiling_turns_per_s"]:
+        good.axhline(comparisons["encoder_ceiling_turns_per_s"], color="tab:red", linestyle="--",
+                     label="encoder alone, batch ceiling")
+    good.set(ylabel="turns/s", title="Best clean goodput (main sweep)")
+    for ax in (idle, good):
+        ax.tick_params(axis="x", labelrotation=20)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    path = out / "idle_and_goodput.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_all(result: dict, out: Path) -> list[Path]:
-    paths = [stage_cdf(result, out / "raw", out), load_curves(result, out), burst_timeline(result, out)]
+    paths = [stage_cdf(result, out / "raw", out), load_curves(result, out), burst_timeline(result, out),
+             idle_and_goodput(result, out)]
+    if result.get("open_loop"):
+        ol = result["open_loop"]
+        paths.append(load_curves(result, out, levels=ol["levels"], process=ol["load"]["arrival"]["process"],
+                                 name="open_loop_curves.png"))
     return [p for p in paths if p]
+
+
+def figure_names(result: dict) -> list[str]:
+    """The files write_all draws for this result."""
+    names = ["latency_cdf.png", "load_curves.png"]
+    if result.get("bursts") or result.get("burst"):
+        names.append("burst.png")
+    if result.get("comparisons") and (result.get("idle") or result.get("encoder_alone")):
+        names.append("idle_and_goodput.png")
+    if result.get("open_loop"):
+        names.append("open_loop_curves.png")
+    return names

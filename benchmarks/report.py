@@ -5,6 +5,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
+from benchmarks.comparisons import best_clean_goodput, comparisons
 from benchmarks.driver import LOST, Sample, Window
 from benchmarks.stats import distribution, spread
 
@@ -32,6 +33,7 @@ def summarize(samples: list[Sample], *, duration_s: float, budget_ms: float) -> 
         "goodput_rps": round(len(good) / duration_s, 3),
         "good_degraded": len(good_degraded),
         "clean_goodput_share": round((len(good) - len(good_degraded)) / sent, 4) if sent else 0.0,
+        "clean_goodput_rps": round((len(good) - len(good_degraded)) / duration_s, 3),
         "degraded_turns": sum(1 for s in ok if s.degraded),
         "degraded_stages": dict(sorted(Counter(stage for s in ok for stage in s.degraded).items())),
         "shed": codes.get("503", 0) + codes.get("429", 0),
@@ -64,20 +66,41 @@ def capacity(levels: dict[float, dict], target: float, key: str = "goodput_share
 
 
 def derive(result: dict) -> dict:
-    """Capacity at SLO (pooled, per round, without degradation) and interleaved ratios from the stored summaries."""
+    """Everything computed from the stored summaries rather than measured, so --render can recompute it.
+
+    Capacity at SLO (pooled, per round, without degradation) and interleaved ratios of the main sweep; the best
+    clean goodput per system; the open loop's capacity and ratios; idle and goodput against the encoder alone and
+    the monolith (benchmarks.comparisons).
+    """
     target = result["scenario"]["slo"]["goodput_target"]
-    levels = {name: {float(k): v for k, v in by_level.items()} for name, by_level in result["levels"].items()}
+    levels = _float_levels(result["levels"])
     rounds: dict[str, dict[int, dict[float, dict]]] = {name: {} for name in levels}
     for run in result["runs"]:
         rounds[run["system"]].setdefault(run["round"], {})[run["level"]] = run["summary"]
     names = list(levels)
-    return {
+    derived = {
         "capacity_at_slo": {name: capacity(by_level, target) for name, by_level in levels.items()},
         "capacity_by_round": {name: {str(r): capacity(lv, target) for r, lv in by_round.items()} for name, by_round in rounds.items()},
         "capacity_at_slo_without_degradation": {name: capacity(by_level, target, "clean_goodput_share")
                                                 for name, by_level in levels.items()},
         "ratios": [ratios(result["runs"], a, b, target=target) for i, a in enumerate(names) for b in names[i + 1:]],
+        "best_clean_goodput": {name: best_clean_goodput(by_level) for name, by_level in result["levels"].items()},
     }
+    if result.get("open_loop"):
+        open_levels = _float_levels(result["open_loop"]["levels"])
+        open_names = list(open_levels)
+        derived.update({
+            "open_loop_capacity_at_slo": {name: capacity(lv, target) for name, lv in open_levels.items()},
+            "open_loop_capacity_at_slo_clean": {name: capacity(lv, target, "clean_goodput_share") for name, lv in open_levels.items()},
+            "open_loop_ratios": [ratios(result["open_loop"]["runs"], a, b, target=target)
+                                 for i, a in enumerate(open_names) for b in open_names[i + 1:]],
+        })
+    derived["comparisons"] = comparisons({**result, **derived})
+    return derived
+
+
+def _float_levels(levels: dict[str, dict[str, dict]]) -> dict[str, dict[float, dict]]:
+    return {name: {float(k): v for k, v in by_level.items()} for name, by_level in levels.items()}
 
 
 def _p(summary: dict, key: str) -> float | None:
@@ -103,6 +126,8 @@ def ratios(runs: list[dict], a: str, b: str, *, target: float) -> dict:
 
 def burst_summary(window: Window, *, capacity_rps: float | None, offered_rps: float, duration_s: float,
                   budget_ms: float, recovery: list[int]) -> dict:
+    """The burst's numbers: a level summary plus acceptance against capacity, the share of accepted turns answered
+    inside the budget, the slowest answer, a per-second timeline and the recovery probe's status codes."""
     samples = measured(window.samples)
     summary = summarize(samples, duration_s=duration_s, budget_ms=budget_ms)
     accepted_rps = summary["throughput_rps"]
@@ -111,6 +136,7 @@ def burst_summary(window: Window, *, capacity_rps: float | None, offered_rps: fl
         "capacity_at_slo_rps": capacity_rps,
         **summary,
         "accepted_rps": accepted_rps,
+        "accepted_in_budget_share": round(summary["good"] / summary["ok"], 4) if summary["ok"] else None,
         "accepted_over_capacity": round(accepted_rps / capacity_rps, 3) if capacity_rps else None,
         "max_wall_ms": round(max((s.wall_ms for s in samples), default=0.0), 1),
         "timeline": timeline(samples),

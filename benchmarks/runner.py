@@ -1,4 +1,9 @@
-"""One benchmark run: start (or reach) the systems, sweep load levels interleaving systems, burst, write the results."""
+"""One benchmark run: start (or reach) the systems, then the phases the scenario asks for, and the results.
+
+Phases, in order: the encoder timed alone (before any system starts), the idle phase, the main sweep, the
+open-loop sweep, the bursts, and the encoder timed alone again once every system has stopped. --quick runs the
+quick load of the main sweep only.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -9,16 +14,16 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict
 from pathlib import Path
 
+from benchmarks import encoder_alone
 from benchmarks.driver import Window, run_window
-from benchmarks.report import burst_summary, capacity, derive, window_summary
-from benchmarks.scenario import Load, Mix, Scenario
-from benchmarks.systems import ROOT, RunningSystem, start_system
+from benchmarks.idle import run_idle
+from benchmarks.report import burst_summary, capacity, derive
+from benchmarks.scenario import Arrival, Load, Mix, Process, Scenario, kind_texts
+from benchmarks.sweep import interleaved_sweep, write_raw
+from benchmarks.systems import ROOT, RunningSystem, model_deployments, serve_config_path, start_system
 
-MODEL_DEPLOYMENTS = ("IntentClassifier", "MultiIntentDetector", "EmbeddingRetriever")
-SETTLE_S = 2.0  # pause between windows so one system's queue has drained before the next starts
 START_TIMEOUT_S = 600.0
 RECOVERY_TEXT = "把车窗关上吧"
 
@@ -30,13 +35,6 @@ def _log(message: str) -> None:
 def _git_commit() -> str:
     out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     return out.stdout.strip()
-
-
-def _write_raw(raw: Path, name: str, window: Window) -> None:
-    raw.mkdir(parents=True, exist_ok=True)
-    with (raw / f"{name}.jsonl").open("w", encoding="utf-8") as f:
-        for s in window.samples:
-            f.write(json.dumps(asdict(s), ensure_ascii=False) + "\n")
 
 
 def _recovery(url: str, turns: int, timeout_s: float) -> list[int]:
@@ -52,6 +50,27 @@ def _recovery(url: str, turns: int, timeout_s: float) -> list[int]:
         except OSError:
             codes.append(0)
     return codes
+
+
+def burst_base(scenario: Scenario, name: str, main: dict[str, dict[float, dict]],
+               open_loop: dict[str, dict[float, dict]] | None) -> tuple[float | None, float | None, str]:
+    """(capacity measured in this run, the rate the burst multiplies, where it came from) for one system.
+
+    The open-loop sweep's capacity at SLO when there is one, else the main sweep's when it is open loop; when no
+    level met the target, its lowest level. A closed-loop main sweep measures no turn rate: (None, None, "none").
+    """
+    target = scenario.slo.goodput_target
+    if open_loop is not None:
+        cap = capacity(open_loop[name], target)
+        return cap, cap or min(open_loop[name]), "open_loop"
+    if scenario.arrival.process != Process.closed:
+        cap = capacity(main[name], target)
+        return cap, cap or min(main[name]), "main"
+    return None, None, "none"
+
+
+def _str_levels(levels: dict[str, dict[float, dict]]) -> dict[str, dict[str, dict]]:
+    return {name: {str(k): v for k, v in by_level.items()} for name, by_level in levels.items()}
 
 
 class Runner:
@@ -73,7 +92,7 @@ class Runner:
                     systems.append(RunningSystem(spec=spec, url=self.urls[spec.name].rstrip("/")))
                     continue
                 burst = self.scenario.burst
-                extra = ({d: {"autoscaling_config.upscale_delay_s": burst.upscale_delay_s} for d in MODEL_DEPLOYMENTS}
+                extra = ({d: {"autoscaling_config.upscale_delay_s": burst.upscale_delay_s} for d in model_deployments(spec)}
                          if burst and spec.name in burst.systems and spec.kind == "baton" else {})
                 _log(f"starting {spec.name} ({spec.kind})")
                 systems.append(start_system(spec, workdir=self.raw / "systems" / spec.name, pack=self.scenario.pack,
@@ -85,29 +104,35 @@ class Runner:
             raise
         return systems
 
-    async def _window(self, system: RunningSystem, level: float, seed: int, load: Load, name: str) -> Window:
-        window = await run_window(system.url, mix=self.mix, load=load, arrival=self.scenario.arrival, level=level,
-                                  seed=seed, timeout_s=self.scenario.client_timeout_s)
-        _write_raw(self.raw, name, window)
-        return window
+    def _encoder_alone(self, when: str) -> dict:
+        spec = self.scenario.encoder_alone
+        _log(f"encoder alone ({when}): torch, {spec.threads} threads")
+        result = encoder_alone.measure_in_subprocess(
+            kind_texts(self.mix, spec.kind), threads=spec.threads, batch1_turns=spec.batch1_turns,
+            batch_size=spec.batch_size, rounds=spec.rounds, warmup=spec.warmup)
+        _log(f"encoder alone ({when}): batch-1 p50 {result['batch1_ms']['p50']} ms, batch-{spec.batch_size} "
+             f"{result['per_sentence_ms']} ms/sentence = ceiling {result['ceiling_turns_per_s']} turns/s")
+        return result
 
     def run(self) -> dict:
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         load0 = os.getloadavg()
+        phases = not self.quick
+        encoder = {"start": self._encoder_alone("start")} if phases and self.scenario.encoder_alone else None
         systems = self._start()
         try:
-            sweep = asyncio.run(self._sweep(systems))
-            levels = {s.spec.name: {lvl: r for lvl, r in sweep["pooled"][s.spec.name].items()} for s in systems}
-            caps = {name: capacity(by_level, self.scenario.slo.goodput_target) for name, by_level in levels.items()}
-            bursts = []
-            if self.scenario.burst and not self.quick:
-                for name in self.scenario.burst.systems:
-                    target = next(s for s in systems if s.spec.name == name)
-                    bursts.append(asyncio.run(self._burst(target, caps.get(name))))
+            measured = asyncio.run(self._phases(systems, phases))
         finally:
             for system in systems:
                 _log(f"stopping {system.spec.name}")
                 system.stop()
+        if encoder is not None:
+            try:
+                encoder["end"] = self._encoder_alone("end")
+            except Exception as exc:  # the run's numbers are kept; the pooled figure then rests on the start alone
+                _log(f"encoder alone (end) failed: {exc}")
+                encoder.update(end=None, end_error=str(exc)[-500:])
+            encoder["pooled"] = encoder_alone.pool(encoder["start"], encoder.get("end"))
         result = {
             "scenario": self.scenario.model_dump(mode="json"),
             "mode": "quick" if self.quick else "full",
@@ -115,63 +140,71 @@ class Runner:
             "git_commit": _git_commit(),
             "pack": self.scenario.pack,
             "systems": {s.spec.name: {"kind": s.spec.kind, "url": s.url, "started_here": s.process is not None,
-                                      "settings_overrides": s.spec.settings, "serve_config": s.config, "env": s.env} for s in systems},
+                                      "settings_overrides": s.spec.settings,
+                                      "serve_config_file": (str(serve_config_path(s.spec).relative_to(ROOT))
+                                                            if s.spec.kind == "baton" else None),
+                                      "serve_config": s.config, "env": s.env} for s in systems},
             "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                         "loadavg_at_start": [round(x, 2) for x in load0],
                         "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]},
             "started_at": started,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "budget_ms": self.scenario.slo.budget_ms,
-            "runs": sweep["runs"],
-            "levels": {name: {str(k): v for k, v in by_level.items()} for name, by_level in levels.items()},
-            "bursts": bursts,
+            "encoder_alone": encoder,
+            **measured,
         }
         return {**result, **derive(result)}
 
-    async def _sweep(self, systems: list[RunningSystem]) -> dict:
-        runs, load, slo = [], self.load, self.scenario.slo
-        pooled_windows: dict[str, dict[float, list[Window]]] = {s.spec.name: {} for s in systems}
-        for level in load.levels:
-            for rnd in range(load.repeats):
-                seed = self.scenario.seed * 1000 + rnd * 100 + load.levels.index(level)
-                order = systems if rnd % 2 == 0 else list(reversed(systems))  # A B C, then C B A
-                for system in order:
-                    name = f"{system.spec.name}-{level:g}-{rnd}"
-                    window = await self._window(system, level, seed, load, name)
-                    summary = window_summary(window, duration_s=load.duration_s, budget_ms=slo.budget_ms)
-                    runs.append({"system": system.spec.name, "level": level, "round": rnd, "summary": summary})
-                    pooled_windows[system.spec.name].setdefault(level, []).append(window)
-                    wall = summary["client_wall_ms"] or {}
-                    _log(f"{name}: offered {summary['offered_rps']}/s goodput {summary['goodput_share']:.3f} "
-                         f"p50 {wall.get('p50')} p99 {wall.get('p99')} ms codes {summary['status_counts']} "
-                         f"client cpu {summary['client']['cpu_share']}")
-                    await asyncio.sleep(SETTLE_S)
-        pooled = {}
-        for name, by_level in pooled_windows.items():
-            pooled[name] = {}
-            for level, windows in by_level.items():
-                merged = Window(level=level, process=windows[0].process, samples=[s for w in windows for s in w.samples],
-                                wall_s=sum(w.wall_s for w in windows), cpu_s=sum(w.cpu_s for w in windows),
-                                loadavg_1m=max(w.loadavg_1m for w in windows),
-                                abandoned_turns=sum(w.abandoned_turns for w in windows),
-                                sent_conversations=sum(w.sent_conversations for w in windows))
-                pooled[name][level] = window_summary(merged, duration_s=load.duration_s * len(windows), budget_ms=slo.budget_ms)
-        return {"runs": runs, "pooled": pooled}
+    async def _phases(self, systems: list[RunningSystem], phases: bool) -> dict:
+        sc, urls = self.scenario, {s.spec.name: s.url for s in systems}
+        idle = None
+        if phases and sc.idle:
+            _log(f"idle phase: {sc.idle.rounds} rounds x {sc.idle.turns_per_block} turns per system")
+            idle, samples = await run_idle(urls, kind_texts(self.mix, sc.idle.kind), sc.idle, seed=sc.seed,
+                                           timeout_s=sc.client_timeout_s, log=_log)
+            for name, rows in samples.items():
+                write_raw(self.raw, f"idle-{name}", rows)
+        common = dict(mix=self.mix, budget_ms=sc.slo.budget_ms, timeout_s=sc.client_timeout_s, raw=self.raw, log=_log)
+        _log(f"main sweep ({sc.arrival.process.value}): levels {self.load.levels} x {self.load.repeats} rounds")
+        main = await interleaved_sweep(urls, load=self.load, arrival=sc.arrival, seed_base=sc.seed * 1000, **common)
+        open_loop = None
+        if phases and sc.open_loop:
+            _log(f"open-loop sweep ({sc.open_loop.arrival.process.value}): levels {sc.open_loop.levels} x {sc.open_loop.repeats} rounds")
+            open_loop = await interleaved_sweep(urls, load=sc.open_loop, arrival=sc.open_loop.arrival,
+                                                seed_base=sc.seed * 1000 + 500, prefix="open-", **common)
+        bursts = []
+        if phases and sc.burst:
+            for name in sc.burst.systems:
+                target = next(s for s in systems if s.spec.name == name)
+                bursts.append(await self._burst(target, main["levels"], open_loop["levels"] if open_loop else None))
+        return {
+            "runs": main["runs"],
+            "levels": _str_levels(main["levels"]),
+            "idle": idle,
+            "open_loop": ({"load": sc.open_loop.model_dump(mode="json"), "runs": open_loop["runs"],
+                           "levels": _str_levels(open_loop["levels"])} if open_loop else None),
+            "bursts": bursts,
+        }
 
-    async def _burst(self, system: RunningSystem, cap: float | None) -> dict:
-        burst = self.scenario.burst
-        base = cap if cap else min(self.load.levels)
+    async def _burst(self, system: RunningSystem, main: dict, open_levels: dict | None) -> dict:
+        burst, sc = self.scenario.burst, self.scenario
+        name = system.spec.name
+        cap, base, source = burst_base(sc, name, main, open_levels)
         rate = burst.rate_rps or round(burst.capacity_multiple * base, 2)
+        arrival = sc.open_loop.arrival if sc.open_loop else (sc.arrival if sc.arrival.process != Process.closed else Arrival())
         load = Load(levels=[rate], ramp_up_s=0, warmup_s=0, duration_s=burst.duration_s)
-        _log(f"burst on {system.spec.name}: {rate}/s for {burst.duration_s:g} s (capacity at SLO {cap})")
-        window = await self._window(system, rate, self.scenario.seed * 1000 + 999, load, f"burst-{system.spec.name}")
+        _log(f"burst on {name}: {rate}/s for {burst.duration_s:g} s (capacity at SLO {cap}, from {source})")
+        window: Window = await run_window(system.url, mix=self.mix, load=load, arrival=arrival, level=rate,
+                                          seed=sc.seed * 1000 + 999, timeout_s=sc.client_timeout_s)
+        write_raw(self.raw, f"burst-{name}", window.samples)
         await asyncio.sleep(burst.cooldown_s)
-        recovery = await asyncio.to_thread(_recovery, system.url, burst.recovery_turns, self.scenario.client_timeout_s)
+        recovery = await asyncio.to_thread(_recovery, system.url, burst.recovery_turns, sc.client_timeout_s)
         # the burst is sized on this run's capacity; when no level met the target here, on the lowest level
         summary = burst_summary(window, capacity_rps=base, offered_rps=rate, duration_s=burst.duration_s,
-                                budget_ms=self.scenario.slo.budget_ms, recovery=recovery)
-        summary.update(system=system.spec.name, upscale_delay_s=burst.upscale_delay_s, multiple=burst.capacity_multiple,
-                       capacity_measured_in_run=cap, abandoned_turns=window.abandoned_turns)
-        _log(f"burst: sent {summary['sent']} accepted {summary['ok']} shed {summary['shed']} lost {summary['lost']} "
+                                budget_ms=sc.slo.budget_ms, recovery=recovery)
+        summary.update(system=name, upscale_delay_s=burst.upscale_delay_s, multiple=burst.capacity_multiple,
+                       capacity_measured_in_run=cap, capacity_source=source, abandoned_turns=window.abandoned_turns)
+        _log(f"burst: sent {summary['sent']} accepted {summary['ok']} ({summary['accepted_in_budget_share']} in budget) "
+             f"shed {summary['shed']} (without Retry-After {summary['shed_without_retry_after']}) lost {summary['lost']} "
              f"codes {summary['status_counts']} recovery {summary['recovery_statuses']}")
         return summary

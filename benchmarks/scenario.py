@@ -1,4 +1,8 @@
-"""Scenario files (benchmarks/scenarios/*.yaml): utterance mix, arrival process, load levels, systems, SLO, burst."""
+"""Scenario files (benchmarks/scenarios/*.yaml): utterance mix, arrival process, load levels, systems, SLO, burst.
+
+Besides the main sweep a scenario may ask for the encoder timed alone (`encoder_alone`), a sequential
+idle phase (`idle`) and an open-loop sweep after a closed-loop main sweep (`open_loop`).
+"""
 from __future__ import annotations
 
 from enum import Enum
@@ -7,6 +11,8 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Spec(BaseModel):
@@ -69,12 +75,60 @@ class Load(Spec):
         return self
 
 
+class OpenLoop(Load):
+    """An open-loop sweep run after the main one (same interleaving), e.g. for capacity at SLO after a closed loop."""
+
+    arrival: Arrival = Field(default_factory=Arrival, description="Its own arrival process: poisson or gamma.")
+
+    @model_validator(mode="after")
+    def _open(self) -> OpenLoop:
+        if self.arrival.process == Process.closed:
+            raise ValueError("open_loop.arrival.process must be poisson or gamma, not closed")
+        return self
+
+
 class SystemSpec(Spec):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     kind: Literal["baton", "monolith"]
     settings: dict[str, Any] = Field(default_factory=dict, description="Dotted paths into config/baton.yaml, e.g. models.max_batch_size.")
+    serve_config: str | None = Field(default=None, description="Baton only: Serve config relative to the repository root "
+                                                               "(default config/serve_local.yaml), e.g. config/serve_local_split.yaml.")
     deployments: dict[str, dict[str, Any]] = Field(default_factory=dict,
-                                                   description="Per deployment of serve_local.yaml: dotted paths, e.g. autoscaling_config.upscale_delay_s.")
+                                                   description="Per deployment of the serve config: dotted paths, e.g. autoscaling_config.upscale_delay_s.")
+
+    @model_validator(mode="after")
+    def _serve_config_exists(self) -> SystemSpec:
+        if self.serve_config is None:
+            return self
+        if self.kind != "baton":
+            raise ValueError(f"system {self.name!r}: serve_config applies to kind baton only")
+        path = Path(self.serve_config)
+        if path.is_absolute() or ".." in path.parts or path.suffix not in (".yaml", ".yml"):
+            raise ValueError(f"system {self.name!r}: serve_config must be a .yaml path inside the repository, got {self.serve_config!r}")
+        if not (ROOT / path).is_file():
+            raise ValueError(f"system {self.name!r}: serve_config {self.serve_config!r} does not exist under {ROOT}")
+        return self
+
+
+class Idle(Spec):
+    """Sequential turns, one at a time, each from a fresh user; systems interleaved in blocks (A B C, then C B A)."""
+
+    kind: str = Field(default="single_intent", description="The mix kind whose utterances are sent (first turn of each conversation).")
+    rounds: int = Field(default=3, ge=1, description="Blocks per system; odd rounds run the systems in reverse order.")
+    turns_per_block: int = Field(default=20, ge=1)
+    warmup_turns: int = Field(default=3, ge=0, description="Turns per system sent first and discarded.")
+    pause_ms: float = Field(default=100.0, ge=0, description="Pause after every turn.")
+
+
+class EncoderAlone(Spec):
+    """The encoder timed alone in its own process (torch, sentence-transformers), at the start and end of the run."""
+
+    threads: int = Field(default=2, gt=0, description="torch.set_num_threads in the measuring process.")
+    batch1_turns: int = Field(default=100, gt=0, description="Single-utterance encodes timed for the batch-1 latency.")
+    batch_size: int = Field(default=32, gt=1, description="Batch size of the throughput rounds.")
+    rounds: int = Field(default=10, gt=0, description="Timed batches; the cost per sentence is their median / batch_size.")
+    warmup: int = Field(default=5, ge=0, description="Untimed encodes (batch 1 and full batches) after loading.")
+    kind: str = Field(default="single_intent", description="The mix kind whose utterances are encoded.")
 
 
 class Slo(Spec):
@@ -84,7 +138,8 @@ class Slo(Spec):
 
 class Burst(Spec):
     systems: list[str] = Field(min_length=1, description="Systems that take the burst, one after the other.")
-    capacity_multiple: float = Field(default=10.0, gt=1, description="Offered rate as a multiple of each system's capacity at SLO.")
+    capacity_multiple: float = Field(default=10.0, gt=1, description="Offered rate as a multiple of each system's capacity at SLO "
+                                                                     "(of the open-loop sweep when there is one, else of the main sweep).")
     rate_rps: float | None = Field(default=None, gt=0, description="A fixed offered rate instead of the multiple of capacity.")
     duration_s: float = Field(default=60.0, gt=0)
     upscale_delay_s: float = Field(ge=0, description="Autoscaling upscale delay set on every model deployment of the burst system.")
@@ -105,6 +160,9 @@ class Scenario(Spec):
     systems: list[SystemSpec] = Field(min_length=1)
     burst: Burst | None = None
     quick: Load | None = Field(default=None, description="The load used by --quick (one short level).")
+    open_loop: OpenLoop | None = Field(default=None, description="An open-loop sweep after the main sweep (skipped by --quick).")
+    idle: Idle | None = Field(default=None, description="A sequential idle phase before the sweeps (skipped by --quick).")
+    encoder_alone: EncoderAlone | None = Field(default=None, description="Time the encoder alone at start and end (skipped by --quick).")
 
     @model_validator(mode="after")
     def _burst_system_known(self) -> Scenario:
@@ -114,6 +172,10 @@ class Scenario(Spec):
         unknown = sorted(set(self.burst.systems) - set(names)) if self.burst else []
         if unknown:
             raise ValueError(f"burst.systems {unknown} are not among {names}")
+        if (self.burst and self.burst.rate_rps is None and self.arrival.process == Process.closed
+                and self.open_loop is None):
+            raise ValueError("a burst sized on capacity needs a turn rate: with a closed-loop main sweep "
+                             "give open_loop (its capacity sizes the burst) or burst.rate_rps")
         return self
 
 
@@ -126,12 +188,20 @@ class Mix(Spec):
 
 
 def load_scenario(path: Path) -> tuple[Scenario, Mix]:
-    """Parse and validate a scenario file and the mix it names."""
+    """Parse and validate a scenario file and the mix it names (which must hold the kinds its phases draw from)."""
     scenario = Scenario.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     mix = Mix.model_validate(yaml.safe_load((path.parent / scenario.mix).read_text(encoding="utf-8")))
     if mix.pack != scenario.pack:
         raise ValueError(f"{scenario.mix} is written for pack {mix.pack!r}, the scenario serves {scenario.pack!r}")
+    for field, spec in (("idle", scenario.idle), ("encoder_alone", scenario.encoder_alone)):
+        if spec is not None and spec.kind not in mix.kinds:
+            raise ValueError(f"{field}.kind {spec.kind!r} is not a kind of {scenario.mix} ({', '.join(mix.kinds)})")
     return scenario, mix
+
+
+def kind_texts(mix: Mix, kind: str) -> list[str]:
+    """The first utterance of every conversation of one kind, in file order."""
+    return [c[0].text for c in mix.kinds[kind].conversations if c[0].text]
 
 
 def overlap_with_test_split(mix: Mix, test_texts: set[str]) -> list[str]:

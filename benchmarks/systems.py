@@ -21,6 +21,7 @@ from benchmarks.scenario import SystemSpec
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "config"
 SERVE_CONFIG = CONFIG_DIR / "serve_local.yaml"
+NOT_MODEL_DEPLOYMENTS = ("Orchestrator", "ASR", "OCR")
 STOP_TIMEOUT_S = 60.0
 # Ray starts its workers (every Serve replica) at nice 15; the monolith runs at nice 0. On a machine shared with
 # other work that alone starves Baton, so the harness gives Ray workers the monolith's priority.
@@ -61,23 +62,49 @@ class RunningSystem:
             self.process.wait()
 
 
-def _config_dir(spec: SystemSpec, workdir: Path) -> Path:
-    """config/ itself, or a copy whose baton.yaml carries the system's settings overrides."""
-    if not spec.settings:
-        return CONFIG_DIR
-    target = workdir / "config"
+def serve_config_path(spec: SystemSpec) -> Path:
+    """The Serve config a Baton system deploys: its `serve_config` (relative to the repository root) or serve_local.yaml."""
+    return ROOT / spec.serve_config if spec.serve_config else SERVE_CONFIG
+
+
+def deployment_names(config: dict[str, Any]) -> list[str]:
+    """Every deployment named in a Serve config's applications, in file order."""
+    return [d["name"] for app in config.get("applications", []) for d in app.get("deployments", [])]
+
+
+def model_deployments(spec: SystemSpec) -> list[str]:
+    """The deployments of the system's layout that serve models (all but Orchestrator, ASR and OCR)."""
+    config = yaml.safe_load(serve_config_path(spec).read_text(encoding="utf-8"))
+    return [name for name in deployment_names(config) if name not in NOT_MODEL_DEPLOYMENTS]
+
+
+def with_settings(settings: dict[str, Any], source: Path, target: Path) -> Path:
+    """Copy the config folder `source` to `target` with the dotted settings overrides in its baton.yaml, and check the
+    result loads (engine.settings refuses unknown keys, so a stale override fails here, not in a replica)."""
+    from engine.settings import load_settings
+
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(CONFIG_DIR, target)
+    shutil.copytree(source, target)
     baton = yaml.safe_load((target / "baton.yaml").read_text(encoding="utf-8"))
-    for dotted, value in spec.settings.items():
+    for dotted, value in settings.items():
         set_dotted(baton, dotted, value)
     (target / "baton.yaml").write_text(yaml.safe_dump(baton, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    load_settings(target)
     return target
 
 
+def _config_dir(spec: SystemSpec, workdir: Path) -> Path:
+    """config/ itself, or a copy whose baton.yaml carries the system's settings overrides."""
+    return with_settings(spec.settings, CONFIG_DIR, workdir / "config") if spec.settings else CONFIG_DIR
+
+
 def _serve_config(spec: SystemSpec, config_dir: Path, extra: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    config = copy.deepcopy(yaml.safe_load(SERVE_CONFIG.read_text(encoding="utf-8")))
+    config = copy.deepcopy(yaml.safe_load(serve_config_path(spec).read_text(encoding="utf-8")))
+    unknown = sorted(set(spec.deployments) - set(deployment_names(config)))
+    if unknown:
+        raise ValueError(f"system {spec.name!r}: deployments {unknown} are not in {serve_config_path(spec).name} "
+                         f"({', '.join(deployment_names(config))})")
     overrides = {name: {**spec.deployments.get(name, {}), **extra.get(name, {})} for name in {*spec.deployments, *extra}}
     for app in config["applications"]:
         app.setdefault("args", {})["config_dir"] = str(config_dir)

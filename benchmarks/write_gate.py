@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         database = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="baton-bench-pg-")) / "pgdata")
         env["DATABASE_URL"] = database.start()
     config = launcher.load_serve_config(ROOT / "config" / "serve_local.yaml", env, port=port)
-    launcher.start(config)
+    launcher.start(config, env)
     try:
         launcher.wait_until_healthy(port, timeout_s=300)
         latency = measure(f"http://127.0.0.1:{port}", args.rounds, args.warmup)

@@ -6,7 +6,7 @@ import socket
 import pytest
 from aiohttp import web
 
-from benchmarks.driver import LOST, run_window
+from benchmarks.driver import LOST, Sample, run_window, shed_backoff_s
 from benchmarks.scenario import Arrival, Load, Mix
 
 
@@ -80,3 +80,20 @@ async def test_closed_loop_keeps_n_sessions_busy(fake_baton):
     load = Load(levels=[3], ramp_up_s=0, warmup_s=0, duration_s=0.3)
     window = await run_window(url, mix=_mix(), load=load, arrival=Arrival(process="closed"), level=3, seed=3, timeout_s=5)
     assert window.process == "closed" and window.sent_conversations >= 3
+
+
+def test_shed_backoff_follows_retry_after_within_limits():
+    def s(status, retry_after=None):
+        return Sample(kind="k", turn=0, endpoint="chat", t_send=0, wall_ms=1, status=status, warmup=False, retry_after=retry_after)
+    assert shed_backoff_s(s(503, "2")) == 2.0 and shed_backoff_s(s(429, "60")) == 5.0
+    assert shed_backoff_s(s(503)) == 1.0 and shed_backoff_s(s(503, "soon")) == 1.0
+    assert shed_backoff_s(s(200)) == 0.0 and shed_backoff_s(s(LOST)) == 0.0 and shed_backoff_s(None) == 0.0
+
+
+async def test_a_shed_closed_loop_session_waits_its_retry_after(fake_baton):
+    url, seen = fake_baton
+    load = Load(levels=[1], ramp_up_s=0, warmup_s=0, duration_s=0.6)
+    window = await run_window(url, mix=_mix(), load=load, arrival=Arrival(process="closed"), level=1, seed=3, timeout_s=5)
+    # one session: two answered turns, the third shed with Retry-After 1 → it sleeps out the window instead of retrying
+    assert [s.status for s in window.samples] == [200, 200, 503]
+    assert window.sent_conversations == 1 and len(seen) == 3
