@@ -28,6 +28,14 @@ def _dto(row: asyncpg.Record) -> ConversationMessageDTO:
     return ConversationMessageDTO.model_validate(dict(row))
 
 
+def stored_metadata(message: NewMessage) -> dict[str, Any]:
+    """A message's metadata as stored: what is set, plus the schema version and kind the table requires."""
+    metadata = message.metadata.model_dump(mode="json", exclude_defaults=True)
+    metadata["schema_version"] = 1
+    metadata["message_kind"] = message.metadata.message_kind
+    return metadata
+
+
 async def append(conn: asyncpg.Connection, user_id: UUID, messages: list[NewMessage]) -> list[ConversationMessageDTO]:
     """Append messages with consecutive per-user indexes; call inside a transaction."""
     # serialises appends per user so message_index stays gap-free under concurrent turns
@@ -35,9 +43,7 @@ async def append(conn: asyncpg.Connection, user_id: UUID, messages: list[NewMess
     last = await conn.fetchval("SELECT coalesce(max(message_index), 0) FROM conversation_messages WHERE user_id = $1", user_id)
     rows = []
     for offset, message in enumerate(messages, start=1):
-        metadata = message.metadata.model_dump(mode="json", exclude_defaults=True)
-        metadata["schema_version"] = 1
-        metadata["message_kind"] = message.metadata.message_kind
+        metadata = stored_metadata(message)
         rows.append(await conn.fetchrow(
             f"INSERT INTO conversation_messages (id, user_id, message_index, role, modality, raw_content, source_url, metadata)"
             f" VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {_COLUMNS}",

@@ -25,6 +25,11 @@ UNAVAILABLE = (
 )
 
 
+async def _no_session_state(conn: asyncpg.Connection) -> None:
+    """Returning a connection to the pool: Baton sets no session state on pooled connections (no SET, LISTEN,
+    cursors or session advisory locks), so the default reset query would be a wasted round trip per use."""
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     for name in ("json", "jsonb"):
         await conn.set_type_codec(name, encoder=lambda v: json.dumps(v, ensure_ascii=False), decoder=json.loads,
@@ -50,7 +55,7 @@ class Database:
                     await conn.close()
             pool = await asyncpg.create_pool(
                 dsn, min_size=config.pool_min, max_size=config.pool_max, timeout=config.connect_timeout_s,
-                command_timeout=config.command_timeout_s, init=_init_connection,
+                command_timeout=config.command_timeout_s, init=_init_connection, reset=_no_session_state,
                 server_settings={"search_path": config.schema_name, "timezone": "UTC"})
         except UNAVAILABLE as exc:
             raise StoreUnavailable(f"The database is unavailable ({type(exc).__name__}).") from exc

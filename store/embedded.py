@@ -88,7 +88,7 @@ class EmbeddedPostgres:
 
     def _running_pid(self) -> int | None:
         pid = self._pid_in_file()
-        return pid if pid is not None and _alive(pid) else None
+        return pid if pid is not None and process_alive(pid) else None
 
     def _clear_stale_pid(self) -> None:
         pid_file = self.pgdata / "postmaster.pid"
@@ -101,7 +101,7 @@ class EmbeddedPostgres:
         time.sleep(0.2)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

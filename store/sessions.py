@@ -19,6 +19,7 @@ from engine.errors import SessionForbidden
 from engine.session import StaleSession
 from engine.settings import StoreConfig
 from store.database import Database
+from protocol.store import ConversationMessageDTO
 from store.errors import SessionBusy
 
 
@@ -29,27 +30,14 @@ class SessionLease:
     token: UUID
     state: dict[str, Any] | None  # None: a new session, or one idle past its time to live
     version: int
-
-
-_LEASE = """
-INSERT INTO sessions (id, user_id, lease_token, lease_until)
-VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-ON CONFLICT (id) DO UPDATE SET lease_token = EXCLUDED.lease_token, lease_until = EXCLUDED.lease_until
-WHERE sessions.user_id = EXCLUDED.user_id AND (sessions.lease_until IS NULL OR sessions.lease_until < now())
-RETURNING state, version, (now() - updated_at) > make_interval(secs => $5) AS idle_expired, (xmax = 0) AS created
-"""
-
-_LEASE_EXISTING = """
-UPDATE sessions SET lease_token = $3, lease_until = now() + make_interval(secs => $4)
-WHERE id = $1 AND user_id = $2 AND (lease_until IS NULL OR lease_until < now())
-RETURNING state, version, (now() - updated_at) > make_interval(secs => $5) AS idle_expired, false AS created
-"""
+    question: ConversationMessageDTO | None = None  # the session's open clarification question, if any
 
 
 async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float, create: bool = True,
                   wait_until: float | None = None) -> SessionLease | None:
     """Lease the session for one turn, waiting up to `session_busy_wait_ms` — and never past `wait_until`
-    (epoch seconds: the turn's own lease deadline) — for a running turn to finish.
+    (epoch seconds: the turn's own lease deadline) — for a running turn to finish. The same statement expires
+    the user's stale clarification questions and returns the session's open one (`SessionLease.question`).
 
     Returns None when `create` is False and no such session exists. Raises SessionForbidden when the id
     belongs to another user and SessionBusy when the wait runs out.
@@ -60,13 +48,14 @@ async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float,
     if wait_until is not None:
         give_up = min(give_up, wait_until)
     while True:
+        # one statement: stale questions expired, the session leased, its state and open question returned
         async with db.connection() as conn:
-            row = await conn.fetchrow(_LEASE if create else _LEASE_EXISTING, session_id, user_id, token,
-                                      config.session_lease_s, float(ttl_s))
-            if row is not None:
-                fresh = row["created"] or row["idle_expired"] or not row["state"]
-                return SessionLease(session_id, user_id, token, None if fresh else row["state"], row["version"])
-            owner = await conn.fetchval("SELECT user_id FROM sessions WHERE id = $1", session_id)
+            row = await conn.fetchrow("SELECT * FROM baton_begin_turn($1, $2, $3, $4, $5, $6)", session_id, user_id, token,
+                                      float(config.session_lease_s), float(ttl_s), create)
+        if row["leased"]:
+            question = ConversationMessageDTO.model_validate(row["question"]) if row["question"] else None
+            return SessionLease(session_id, user_id, token, None if row["fresh"] else row["state"], row["version"], question)
+        owner = row["owner"]
         if owner is None and not create:
             return None
         if owner is not None and owner != user_id:
