@@ -1,6 +1,7 @@
 """IntentClassifier: single-label intents as top-k probabilities, from a registry of backends keyed by the head's input."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,39 @@ from models.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, LinearHead, soft
 from protocol.http_chat import Candidate
 
 
+class NgramModel:
+    """The pack's char n-gram pipeline (TF-IDF + logistic regression) scored without sklearn's per-call overhead.
+
+    For one short utterance `predict_proba` spends ~1.6 ms validating inputs; the same arithmetic on the few
+    n-grams of the text takes ~0.1 ms and gives the same probabilities (a test holds them equal). Pipelines
+    with other TF-IDF options fall back to `predict_proba`.
+    """
+
+    def __init__(self, pipeline) -> None:
+        self._pipeline = pipeline
+        tfidf, lr = pipeline.named_steps["tfidf"], pipeline.named_steps["lr"]
+        self._fast = (tfidf.analyzer == "char" and tfidf.sublinear_tf and tfidf.norm == "l2" and tfidf.use_idf
+                      and not tfidf.binary and lr.coef_.shape[0] > 1)
+        self._analyze = tfidf.build_analyzer()
+        self._vocabulary = tfidf.vocabulary_
+        self._idf = tfidf.idf_
+        self._weight = np.ascontiguousarray(lr.coef_.T)
+        self._bias = lr.intercept_
+
+    def predict_proba(self, texts: list[str]) -> np.ndarray:
+        if not self._fast:
+            return self._pipeline.predict_proba(texts)
+        logits = np.tile(self._bias, (len(texts), 1))
+        for row, text in enumerate(texts):
+            counts = Counter(self._vocabulary[g] for g in self._analyze(text) if g in self._vocabulary)
+            if counts:
+                idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+                tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+                values = (1.0 + np.log(tf)) * self._idf[idx]
+                logits[row] += (values / np.linalg.norm(values)) @ self._weight[idx]
+        return softmax(logits)
+
+
 class EncoderHeadBackend:
     """A linear head on the turn's shared embedding, ensembled with a char n-gram model on its text."""
 
@@ -19,7 +53,7 @@ class EncoderHeadBackend:
 
     def __init__(self, *, artifacts: Path, cfg: ModelsConfig) -> None:
         self._head = LinearHead.load(artifacts / CLASSIFIER_HEAD)
-        self._ngram = joblib.load(artifacts / CLASSIFIER_NGRAM)
+        self._ngram = NgramModel(joblib.load(artifacts / CLASSIFIER_NGRAM))
         self._ngram_weight = cfg.ngram_weight
         self.labels = self._head.labels
         self.dim = int(self._head.weight.shape[1])

@@ -7,7 +7,7 @@ from typing import Annotated, Protocol
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, Starting, TextTooLong
@@ -19,7 +19,7 @@ from serve_app.auth import Unauthorized
 from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
 from serve_app.rest_api import Persistence, store_router
-from serve_app.turns import ArrivalStamp, run_turn
+from serve_app.turns import AdmissionGate, ArrivalStamp, run_turn
 from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, UnsupportedWrite
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
@@ -87,6 +87,11 @@ def _serving(request: Request) -> Serving:
 ServingDep = Annotated[Serving, Depends(_serving)]
 
 
+def turn_json(response: ChatResponse) -> Response:
+    """The turn as JSON, serialized once by its own model (it is already valid: no second validation)."""
+    return Response(content=response.model_dump_json(), media_type="application/json")
+
+
 def _arrived(request: Request) -> float:
     return getattr(request.state, "arrived", None) or time.time()
 
@@ -114,13 +119,13 @@ def create_api() -> FastAPI:
 
     @api.post("/api/v1/agent/chat", response_model=ChatResponse)
     async def chat(body: ChatRequest, serving: ServingDep, arrived: ArrivedDep,
-                   authorization: AuthorizationHeader = None) -> ChatResponse:
-        return await run_turn(serving, "chat", body, authorization=authorization, arrived=arrived)
+                   authorization: AuthorizationHeader = None) -> Response:
+        return turn_json(await run_turn(serving, "chat", body, authorization=authorization, arrived=arrived))
 
     @api.post("/api/v1/agent/fill-slots", response_model=ChatResponse)
     async def fill_slots(body: FillSlotsRequest, serving: ServingDep, arrived: ArrivedDep,
-                         authorization: AuthorizationHeader = None) -> ChatResponse:
-        return await run_turn(serving, "fill_slots", body, authorization=authorization, arrived=arrived)
+                         authorization: AuthorizationHeader = None) -> Response:
+        return turn_json(await run_turn(serving, "fill_slots", body, authorization=authorization, arrived=arrived))
 
     api.include_router(store_router())
 
@@ -151,6 +156,7 @@ def create_api() -> FastAPI:
         code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail))
 
+    api.add_middleware(AdmissionGate)
     api.add_middleware(ArrivalStamp)  # added last: outermost, so the stamp is the first thing a request meets
 
     @api.exception_handler(Exception)

@@ -33,6 +33,7 @@ import yaml
 from deployments.faults import FAULTS_FILE_ENV, FaultSet
 from serve_app.metrics import MULTIPROC_ENV
 from serve_app.proxy_envelope import CALLBACK as PROXY_CALLBACK
+from serve_app.reaper import pids_naming
 from store.embedded import EmbeddedPostgres
 
 FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT", "DATABASE_URL", "BATON_AUTH_SECRET")
@@ -76,14 +77,29 @@ def haproxy_dir(port: int) -> Path:
     return Path(tempfile.gettempdir()) / f"baton-haproxy-{port}"
 
 
-FIXED_PORTS = range(20000, 30000)  # below Linux's ephemeral range: no Ray process is handed one of these meanwhile
+# Below Linux's ephemeral range (32768+): no Ray process is handed one of these between choosing and binding.
+REPLICA_PORT_RANGE = range(20000, 30000)
+HAPROXY_PORT_RANGE = range(31000, 32000)
 
 
-def _free_ports(count: int) -> list[int]:
-    """Ports free on every interface (HAProxy binds them all), from a range the kernel does not hand out."""
-    start, found = random.randrange(len(FIXED_PORTS)), []
-    for i in range(len(FIXED_PORTS)):
-        port = FIXED_PORTS[(start + i) % len(FIXED_PORTS)]
+REPLICA_PORTS = 32  # more than the orchestrator replicas one machine runs
+
+
+def _free_block(size: int) -> tuple[int, int]:
+    """The first and last of `size` consecutive ports free now, at a random place in REPLICA_PORT_RANGE."""
+    ports = _free_ports(len(REPLICA_PORT_RANGE) // 4, REPLICA_PORT_RANGE)
+    free = set(ports)
+    for first in ports:
+        if all(p in free for p in range(first, first + size)):
+            return first, first + size - 1
+    raise RuntimeError("no free block of ports for the replicas' HTTP servers")
+
+
+def _free_ports(count: int, within: range) -> list[int]:
+    """`count` ports free on every interface (HAProxy binds them all), scanning `within` from a random place."""
+    start, found = random.randrange(len(within)), []
+    for i in range(len(within)):
+        port = within[(start + i) % len(within)]
         with socket.socket() as s:
             try:
                 s.bind(("0.0.0.0", port))
@@ -117,7 +133,11 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
             "RAY_SERVE_ENABLE_HA_PROXY": "1", "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
             # one node, HAProxy on loopback: a replica that stops needs no 30 s for load balancers to notice
             "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
-            **dict(zip(("RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_HAPROXY_STATS_PORT"), map(str, _free_ports(2)))),
+            **dict(zip(("RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_HAPROXY_STATS_PORT"), map(str, _free_ports(2, HAPROXY_PORT_RANGE)))),
+            # the ports replicas serve HTTP on: a block of this run's own, so two Batons on one machine never
+            # hand HAProxy each other's replicas
+            **dict(zip(("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"),
+                       map(str, _free_block(REPLICA_PORTS)))),
         })
     return out
 
@@ -230,7 +250,7 @@ def stop(port: int | None = None) -> None:
         worker.join(SERVE_SHUTDOWN_S)
         ray.shutdown()
     if port is not None:
-        for pid in _pids_using(haproxy_dir(port)):
+        for pid in pids_naming([str(haproxy_dir(port))], exclude=os.getpid()):
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
@@ -245,19 +265,6 @@ def _quietly(fn):
         except BaseException:  # Ray raises SystemExit in a thread whose call it abandons
             pass
     return run
-
-
-def _pids_using(folder: Path) -> list[int]:
-    """PIDs of processes whose command line names a file in `folder` (this run's HAProxy config)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if str(folder).encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from store.embedded import EmbeddedPostgres, process_alive
+
 POLL_S = 0.2
 TERM_GRACE_S = 3.0
 
@@ -36,16 +38,6 @@ def pids_naming(markers: list[str], *, exclude: int) -> list[int]:
     return found
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def terminate(pids: list[int]) -> None:
     for pid in pids:
         try:
@@ -53,7 +45,7 @@ def terminate(pids: list[int]) -> None:
         except ProcessLookupError:
             pass
     give_up = time.monotonic() + TERM_GRACE_S
-    while any(alive(p) for p in pids) and time.monotonic() < give_up:
+    while any(process_alive(p) for p in pids) and time.monotonic() < give_up:
         time.sleep(POLL_S)
     for pid in pids:
         try:
@@ -63,8 +55,6 @@ def terminate(pids: list[int]) -> None:
 
 
 def stop_postgres(pgdata: Path) -> None:
-    from store.embedded import EmbeddedPostgres
-
     EmbeddedPostgres(pgdata).stop_running()
 
 
@@ -78,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # it outlives the launcher on purpose
-    while alive(args.launcher):
+    while process_alive(args.launcher):
         time.sleep(POLL_S)
     markers = list(args.marker)
     if args.session_file is not None and args.session_file.exists():

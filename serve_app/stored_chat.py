@@ -24,6 +24,7 @@ from engine.turn import TurnContext, TurnEngine, timings_of
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.store import InputModality
 from store import conversation, sessions, turn_log, worlds
+from store.turn_commit import commit_turn
 from store.database import Database
 from store.errors import SessionBusy
 
@@ -71,11 +72,9 @@ class StoredChat:
                     create: bool, new_state: Callable[[], SessionState] | None, run: EngineRun) -> ChatResponse:
         budgets = self._settings.budgets
         try:
-            if client_message_id is not None:
-                async with deadline.phase("store", budgets.stage_s("store")):
-                    stored = await self._stored(user_id, client_message_id)
-                if stored is not None:
-                    return stored
+            stored = await self._stored(user_id, client_message_id, deadline)
+            if stored is not None:
+                return stored
             # waiting for a busy session ends at the lease budget (409 session_busy); the phase itself may run a
             # little longer, so a statement in flight at that moment does not turn the answer into a timeout
             async with deadline.phase("lease", budgets.stage_s("lease") + LEASE_SLACK_S):
@@ -85,15 +84,10 @@ class StoredChat:
             raise Overloaded(f"The turn's budget ran out waiting for the database ({exc.stage}); nothing ran, retry.") from exc
         committed = False
         try:
-            async with deadline.phase("store", budgets.stage_s("store")):
-                if client_message_id is not None:
-                    # a duplicate that waited for the original's lease finds the original's reply here
-                    stored = await self._stored(user_id, client_message_id)
-                    if stored is not None:
-                        return stored
-                async with self._db.connection() as conn:
-                    await conversation.expire_questions(conn, user_id)
-                    question = await conversation.open_question(conn, user_id, session_id)
+            # a duplicate that waited for the original's lease finds the original's reply here
+            stored = await self._stored(user_id, client_message_id, deadline)
+            if stored is not None:
+                return stored
             if lease is not None and lease.state:
                 state = SessionState.model_validate(lease.state)
             else:
@@ -107,7 +101,7 @@ class StoredChat:
             ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world))
             response = await run(state, ctx)
             async with deadline.phase("commit", budgets.stage_s("commit"), final=True):
-                await self._commit(user_id, session_id, lease, state, response, said, client_message_id, question,
+                await self._commit(user_id, session_id, lease, state, response, said, client_message_id,
                                    loaded[0] if loaded and ctx.world.changed else None, deadline)
             committed = lease is not None and state is not None
             response.timings = timings_of(deadline)
@@ -120,30 +114,31 @@ class StoredChat:
             if lease is not None and not committed:
                 await asyncio.wait_for(sessions.release(self._db, lease), RELEASE_TIMEOUT_S)
 
-    async def _commit(self, user_id, session_id, lease, state, response, said, client_message_id, question, world,
+    async def _commit(self, user_id, session_id, lease, state, response, said, client_message_id, world,
                       deadline: Deadline) -> None:
         cmid = client_message_id or turn_log.new_client_message_id()
+        question = lease.question if lease is not None else None
         # a voice or image message is logged as what was recognized, with the URL of the original media
         text = said.text if said.modality == "text" else (response.recognized_text or "")
         asked = turn_log.user_message(text, session_id=session_id, client_message_id=cmid, question=question,
                                       modality=said.modality, source_url=said.source_url)
         reply = turn_log.reply_message(response, now=turn_log.utc_now(), question_ttl_s=self._settings.store.clarification_ttl_s)
-        async with self._db.transaction() as conn:
-            if lease is not None and state is not None:
-                await sessions.commit(conn, lease, state.model_dump(mode="json"))
-            if world is not None:
-                await worlds.save(conn, user_id, world)
-            if question is not None:
-                await conversation.close_question(conn, user_id, question.id, "answered")
-            await conversation.append(conn, user_id, [asked, reply])
-            # a repeat gets the reply as stored here: the same turn, with the timings as they stood before
-            # this last insert (the live answer's commit and total also count the insert and the COMMIT)
-            response.timings = timings_of(deadline)
-            await conversation.store_reply(conn, user_id, cmid, session_id, asked.id, response.model_dump(mode="json"))
-
-    async def _stored(self, user_id: UUID, client_message_id: str) -> ChatResponse | None:
+        # a repeat gets the reply as stored here: the turn with its timings up to its commit (the live answer's
+        # timings also count the commit)
+        response.timings = timings_of(deadline)
         async with self._db.connection() as conn:
-            stored = await conversation.stored_reply(conn, user_id, client_message_id)
+            await commit_turn(conn, user_id=user_id, session_id=session_id, lease=lease,
+                              state=state.model_dump(mode="json") if state is not None else None, world=world,
+                              question_id=question.id if question is not None else None, asked=asked, reply=reply,
+                              client_message_id=cmid, response=response.model_dump(mode="json"))
+
+    async def _stored(self, user_id: UUID, client_message_id: str | None, deadline: Deadline) -> ChatResponse | None:
+        """The reply an earlier turn with this client_message_id got (a `store` phase), or None."""
+        if client_message_id is None:
+            return None
+        async with deadline.phase("store", self._settings.budgets.stage_s("store")):
+            async with self._db.connection() as conn:
+                stored = await conversation.stored_reply(conn, user_id, client_message_id)
         return ChatResponse.model_validate(stored) if stored is not None else None
 
 

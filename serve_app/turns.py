@@ -13,10 +13,38 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engine.deadline import StageTimeout
 from engine.errors import Overloaded, Starting
+from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from serve_app.rest_api import chat_user
 
 TurnKind = Literal["chat", "fill_slots"]
+
+
+TURN_PATHS = frozenset({"/api/v1/agent/chat", "/api/v1/agent/fill-slots"})
+
+
+class AdmissionGate:
+    """Sheds a turn the admission would refuse before its body is read or validated: under a burst, most
+    requests are sheds, and every millisecond one costs is taken from the turns being answered. (The turn
+    runner checks again with the turn's own modality.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        serving = getattr(getattr(scope.get("app"), "state", None), "serving", None)
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in TURN_PATHS and serving is not None:
+            reason = serving.admission.refusal(serving.engine.deadline("text").budget_ms)
+            if reason is not None:
+                serving.metrics.shed.inc()
+                serving.metrics.errors.labels(Overloaded.code).inc()
+                body = ErrorEnvelope(error=ErrorBody(code=Overloaded.code, message=reason)).model_dump_json().encode()
+                await send({"type": "http.response.start", "status": 503,
+                            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                        (b"retry-after", str(serving.retry_after_s).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 class ArrivalStamp:

@@ -158,3 +158,15 @@ def test_hf_backend_reads_labels_from_the_checkpoint_config(tiny_bert):
     path, id2label = tiny_bert
     saved = json.loads((path / "config.json").read_text(encoding="utf-8"))["id2label"]
     assert {int(k): v for k, v in saved.items()} == id2label
+
+
+def test_the_fast_ngram_scoring_equals_the_pipelines(cockpit):
+    import joblib
+
+    from deployments.intent_classifier import NgramModel
+    from models.artifacts import CLASSIFIER_NGRAM
+
+    _, settings = cockpit
+    pipeline = joblib.load(settings.artifacts_dir("cockpit") / CLASSIFIER_NGRAM)
+    texts = [*MIXED, "zzz", "", "打开车窗然后播放音乐，再把空调调到二十二度"]
+    assert np.allclose(NgramModel(pipeline).predict_proba(texts), pipeline.predict_proba(texts), atol=1e-9)

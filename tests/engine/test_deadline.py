@@ -130,12 +130,12 @@ async def test_slow_classifier_degrades_alone_and_turn_executes_on_keyword_plus_
 
 async def test_a_late_encoder_degrades_every_head_that_reads_it_at_once() -> None:
     """The heads do not wait out their own budgets after the encoder missed: the call is cancelled."""
-    settings = with_budgets(turn_ms=2000, encoder=80, classifier=600, detector=600, retriever=600)
+    settings = with_budgets(turn_ms=4000, encoder=80, classifier=2000, detector=2000, retriever=2000)
     fake = FakeModelClient(delays={"encoder": SLOW}).sure("打开车窗", "cabin_window_open")
     rig = Rig(models=fake, settings=settings)
     t0 = time.perf_counter()
     resp = await rig.engine.chat(ChatRequest(user_id="u1", session_id="s1", text="打开车窗"))
-    assert (time.perf_counter() - t0) < 0.4
+    assert (time.perf_counter() - t0) < 1.0, "the heads waited out their own 2 s budgets"
     assert resp.timings.degraded == ["encoder", *HEADS]
     assert "encoder" in fake.cancelled
     # keyword alone (1.4) is below the execute threshold: nothing is executed, the candidate is offered

@@ -9,7 +9,7 @@ from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
 from serve_app.admission import Admission
 
-CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, smoothing=0.5)
+CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002)
 
 
 async def hold(admission: Admission, seconds: float, budget_ms: float = 600) -> None:
@@ -62,7 +62,7 @@ async def test_a_turn_that_would_wait_past_its_budget_is_shed_with_a_reason():
 
 
 async def test_the_hard_cap_holds_whatever_the_estimate():
-    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, smoothing=0.1))
+    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002))
     holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(Overloaded, match="limit 2"):
@@ -78,3 +78,16 @@ async def test_modalities_are_estimated_apart():
     async with admission.turn(4600, "image_ocr"):
         await asyncio.sleep(0.3)
     assert admission.predict_ms("text") == 0.0 and admission.predict_ms("image_ocr") > 250
+
+
+async def test_slow_turns_under_overload_do_not_inflate_the_unloaded_time():
+    """Once the replica has answered fast, a stretch of slow turns does not shut the door on the next ones."""
+    admission = Admission(CFG)
+    await hold(admission, 0.02)
+    for _ in range(5):
+        await hold(admission, 0.5)  # overloaded: every turn took half a second
+    assert admission.predict_ms() < 50
+    holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    assert admission.in_flight == 3
+    await asyncio.gather(*holders)
