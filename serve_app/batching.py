@@ -21,6 +21,9 @@ from typing import Any
 from models.embedding import PassStopped, RunControl
 
 RunBatch = Callable[[list[Any], RunControl], list[Any]]
+# a batch-time estimate older than this is not trusted to refuse work: refusing on a stale (say, warm-up) estimate
+# would keep any batch from running and the estimate from ever being corrected
+ESTIMATE_FRESH_S = 5.0
 
 
 class DeadlineExpired(Exception):
@@ -48,13 +51,14 @@ class MicroBatcher:
         self._timer: asyncio.TimerHandle | None = None
         self._smoothing = smoothing
         self._last_s = 0.0
+        self._last_done = 0.0
         self.estimate_s = 0.0  # moving average of a batch's duration: a request needs at least this much time left
         self.stats = {"batches": 0, "items": 0, "largest_batch": 0, "expired": 0, "stopped": 0, "failed": 0}
 
     async def submit(self, item: Any, deadline: float) -> Any:
         """The item's result, computed in some batch; DeadlineExpired when it cannot finish by `deadline`
         (epoch seconds). Cancelling the caller drops the item (and stops its batch if nothing else needs it)."""
-        if time.time() + self.estimate_s >= deadline:
+        if time.time() + self._estimate() >= deadline:
             self.stats["expired"] += 1
             raise DeadlineExpired("the deadline leaves no time for the work")
         entry = _Entry(item, deadline, asyncio.get_running_loop().create_future())
@@ -83,12 +87,12 @@ class MicroBatcher:
 
     def _take(self) -> list[_Entry]:
         batch: list[_Entry] = []
-        now = time.time()
+        now, estimate = time.time(), self._estimate()
         while self._queue and len(batch) < self._max_batch:
             entry = self._queue.popleft()
             if entry.future.done():  # its caller gave up
                 continue
-            if now + self.estimate_s >= entry.deadline:
+            if now + estimate >= entry.deadline:
                 self.stats["expired"] += 1
                 entry.future.set_exception(DeadlineExpired("the deadline passed while the request was queued"))
                 continue
@@ -133,6 +137,9 @@ class MicroBatcher:
         """Run `fn` on one of the batch threads (warm-ups: the first call on a fresh thread is slow)."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
+    def _estimate(self) -> float:
+        return self.estimate_s if time.monotonic() - self._last_done < ESTIMATE_FRESH_S else 0.0
+
     def warmed(self) -> None:
         """Forget the warm-up: its first batches are slower than any later one and would count as the norm."""
         self.estimate_s = self._last_s
@@ -140,6 +147,7 @@ class MicroBatcher:
 
     def _observe(self, seconds: float, size: int) -> None:
         self._last_s = seconds
+        self._last_done = time.monotonic()
         self.estimate_s = seconds if not self.stats["batches"] else (1 - self._smoothing) * self.estimate_s + self._smoothing * seconds
         self.stats["batches"] += 1
         self.stats["items"] += size

@@ -148,3 +148,18 @@ async def test_a_failing_batch_fails_its_requests_only():
     with pytest.raises(RuntimeError, match="model broke"):
         await batcher.submit(1, soon())
     assert await batcher.submit(2, soon()) == 2
+
+
+async def test_a_stale_slow_estimate_does_not_keep_work_from_running(monkeypatch):
+    """A slow warm-up must not refuse every later request forever (its estimate could never be corrected)."""
+    import serve_app.batching as batching
+
+    work = Work(0.0)
+    batcher = MicroBatcher(work, max_batch_size=16, max_wait_s=0.5)
+    await batcher.submit(1, soon())
+    batcher.estimate_s = 10.0  # as if the last batch had taken 10 s
+    with pytest.raises(DeadlineExpired):
+        await batcher.submit(2, soon(1.0))  # a fresh estimate is trusted
+    monkeypatch.setattr(batching, "ESTIMATE_FRESH_S", 0.0)
+    assert await batcher.submit(3, soon(1.0)) == 30
+    assert batcher.estimate_s < 10.0
