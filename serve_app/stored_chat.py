@@ -4,7 +4,8 @@ Guarantees: a turn that carries a known client_message_id returns the stored rep
 turns on one session never run at once (the second waits, then gets `session_busy`); two turns with the same
 client_message_id and no session_id share one derived session, so one runs and the other gets its reply; a
 turn's session state, the user's world, its messages and its stored reply commit together or not at all;
-with the database down nothing runs. Every phase runs inside the turn's deadline, stamped on arrival.
+with the database down nothing runs. Every phase runs inside the turn's deadline, stamped on arrival; the commit
+starts only inside it and, once sent, is never cut off, so a saved turn is never answered "nothing was saved".
 """
 from __future__ import annotations
 
@@ -100,7 +101,12 @@ class StoredChat:
 
             ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world))
             response = await run(state, ctx)
-            async with deadline.phase("commit", budgets.stage_s("commit"), final=True):
+            # the commit starts only inside the budget (its reserve was held back from the models), and once its
+            # statement is sent it is not cut off: a commit cancelled in flight may still land, and a turn that
+            # was saved must never be answered "nothing was saved"
+            if deadline.timeout_for(budgets.stage_s("commit"), final=True) <= 0:
+                raise StageTimeout("commit", 0.0)
+            with deadline.measure("commit"):
                 await self._commit(user_id, session_id, lease, state, response, said, client_message_id,
                                    loaded[0] if loaded and ctx.world.changed else None, deadline)
             committed = lease is not None and state is not None
