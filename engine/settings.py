@@ -167,6 +167,13 @@ class Budgets(Section):
     def stage_s(self, stage: str) -> float:
         return self.stages_ms[stage] / 1000.0
 
+    def admission_ms(self, modality: str) -> float:
+        """How long a `modality` turn may take, queueing included, and still have every stage answer inside its
+        budget: turns queue at the models, so the encoder's budget (plus the media stage's, for a media turn)
+        bounds it as well as the turn budget. Admission predicts against this (serve_app/admission.py)."""
+        models_ms = self.stages_ms["encoder"] + (self.stages_ms[MEDIA_STAGE[modality]] if modality in MEDIA_STAGE else 0.0)
+        return min(self.turn_ms[modality], models_ms)
+
 
 class Settings(Section):
     pack: str

@@ -93,6 +93,10 @@ class TurnEngine:
         return Deadline(budgets.turn_ms[modality], reserve_ms=budgets.stages_ms["commit"],
                         **({"started": arrived} if arrived is not None else {}))
 
+    def admission_ms(self, modality: str) -> float:
+        """How long a `modality` turn may take, queueing included, and still answer inside every budget."""
+        return self._settings.budgets.admission_ms(modality)
+
     async def chat(self, request: ChatRequest, *, deadline: Deadline | None = None) -> ChatResponse:
         """Load the session, run the turn, save the session and the user's world (the in-process path)."""
         check_modality(request)  # before the session exists: bad input creates nothing

@@ -7,8 +7,10 @@ For a new turn of modality m, with n turns of m in flight, the predicted service
 R_m: what a turn costs without queueing — the fastest recent service time (admission to reply), a minimum that
 follows a faster turn at once and a slower machine slowly (it rises by `drift`, 0.2 %, per finished turn), so overload
 cannot inflate it. C_m: the replica's capacity in turns/s, the best completion rate seen over a one-second
-window throughout which it was busy (decaying as slowly). n / C_m is the time the turns ahead need. A turn is shed (503 + Retry-After) when the prediction exceeds `headroom` × its budget, or
-when the hard cap of turns in flight is reached. Until a busy window was seen there is no capacity estimate
+window throughout which it was busy (decaying as slowly). n / C_m is the time the turns ahead need. A turn is shed
+(503 + Retry-After) when the prediction exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its
+turn budget, or less, the model stage budgets it queues under — a turn admitted to wait past its encoder's
+budget would only come back degraded), or when the hard cap of turns in flight is reached. Until a busy window was seen there is no capacity estimate
 and only the cap applies; with nothing in flight a turn is always admitted.
 """
 from __future__ import annotations
@@ -62,7 +64,7 @@ class Admission:
         predicted = self.predict_ms(modality)
         if load is not None and load.in_flight and predicted > cfg.headroom * budget_ms:
             return (f"A new turn would take about {predicted:.0f} ms with {load.in_flight} in flight; "
-                    f"its budget is {budget_ms:.0f} ms. Retry shortly.")
+                    f"it must finish within {budget_ms:.0f} ms to meet its budgets. Retry shortly.")
         return None
 
     @asynccontextmanager

@@ -34,7 +34,7 @@ class AdmissionGate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         serving = getattr(getattr(scope.get("app"), "state", None), "serving", None)
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in TURN_PATHS and serving is not None:
-            reason = serving.admission.refusal(serving.engine.deadline("text").budget_ms)
+            reason = serving.admission.refusal(serving.engine.admission_ms("text"))
             if reason is not None:
                 serving.metrics.shed.inc()
                 serving.metrics.errors.labels(Overloaded.code).inc()
@@ -69,7 +69,7 @@ async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest
     modality = body.modality if isinstance(body, ChatRequest) else "text"
     deadline = engine.deadline(modality, arrived=arrived)
     try:
-        async with serving.admission.turn(deadline.budget_ms, modality):
+        async with serving.admission.turn(engine.admission_ms(modality), modality):
             stored = serving.persistence
             if stored is None:
                 response = await getattr(engine, kind)(body, deadline=deadline)

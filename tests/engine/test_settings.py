@@ -55,3 +55,11 @@ def test_the_commits_reserve_must_leave_the_turn_to_the_models():
 def test_an_unknown_head_is_refused():
     with pytest.raises(ValidationError, match="unknown head"):
         Settings.model_validate(_with(models__heads={"reranker": {"input": "text"}}))
+
+
+def test_admission_bounds_a_turn_by_the_model_budgets_it_queues_under():
+    budgets = load_settings(CONFIG_DIR, {}).budgets
+    stages = budgets.stages_ms
+    assert budgets.admission_ms("text") == min(budgets.turn_ms["text"], stages["encoder"]) < budgets.turn_ms["text"]
+    assert budgets.admission_ms("voice_asr") == min(budgets.turn_ms["voice_asr"], stages["asr"] + stages["encoder"])
+    assert budgets.admission_ms("image_ocr") == min(budgets.turn_ms["image_ocr"], stages["ocr"] + stages["encoder"])

@@ -27,6 +27,9 @@ class HeldEngine:
     def deadline(self, modality: str, *, arrived: float | None = None) -> Deadline:
         return Deadline(600, started=arrived or time.time())
 
+    def admission_ms(self, modality: str) -> float:
+        return 600.0
+
     async def chat(self, body, *, deadline: Deadline) -> ChatResponse:
         await self.release.wait()
         return ChatResponse(session_id="s", reply="ok", status=TurnStatus.completed, intent="x",
@@ -44,6 +47,7 @@ async def test_turns_over_the_limit_are_shed_with_retry_after_and_counted():
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t") as client:
         first = asyncio.create_task(client.post("/api/v1/agent/chat", json={"user_id": "u", "text": "a"}))
         while api.state.serving.admission.in_flight == 0:
+            assert not first.done(), first.result().text  # the first turn must still be in flight
             await asyncio.sleep(0.01)
         shed = await client.post("/api/v1/agent/chat", json={"user_id": "u", "text": "b"})
         assert shed.status_code == 503 and shed.headers["retry-after"] == "2"
