@@ -96,7 +96,8 @@ def with_settings(settings: dict[str, Any], source: Path, target: Path) -> Path:
 
 def _config_dir(spec: SystemSpec, workdir: Path) -> Path:
     """config/ itself, or a copy whose baton.yaml carries the system's settings overrides."""
-    return with_settings(spec.settings, CONFIG_DIR, workdir / "config") if spec.settings else CONFIG_DIR
+    # absolute: the system runs in its own working directory
+    return with_settings(spec.settings, CONFIG_DIR, workdir.resolve() / "config") if spec.settings else CONFIG_DIR
 
 
 def _serve_config(spec: SystemSpec, config_dir: Path, extra: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -132,3 +132,12 @@ def test_kind_texts_are_the_first_turns_in_file_order():
     texts = kind_texts(mix, "slot_filling")
     assert texts[0] == "帮我导航" and "去虹桥火车站" not in texts
     assert len(texts) == len(mix.kinds["slot_filling"].conversations)
+
+
+def test_a_systems_config_copy_is_named_absolutely_whatever_the_results_folder(tmp_path, monkeypatch):
+    from benchmarks.scenario import SystemSpec
+    from benchmarks.systems import _config_dir
+
+    monkeypatch.chdir(tmp_path)  # `--out benchmarks/results/x`: the system then runs in its own folder
+    config_dir = _config_dir(SystemSpec(name="noop", kind="baton", settings={"models.noop": True}), Path("results/noop"))
+    assert config_dir.is_absolute() and (config_dir / "baton.yaml").is_file()
