@@ -95,7 +95,8 @@ class ModelsConfig(Section):
 class AdmissionConfig(Section):
     max_in_flight_turns: int = Field(gt=0, description="Hard cap on turns one orchestrator replica runs at once.")
     headroom: float = Field(gt=0, le=1, description="Admit a turn only if its predicted time is within this share of its budget.")
-    drift: float = Field(gt=0, lt=1, description="Per finished turn, how fast the estimates of unloaded time and capacity forget a faster past.")
+    drift: float = Field(gt=0, lt=1, description="Per finished turn, how fast the estimate of unloaded time forgets a faster past.")
+    smoothing: float = Field(gt=0, le=1, description="Weight of each finished turn in the moving average of what one turn ahead adds.")
 
 
 class ServingConfig(Section):

@@ -2,38 +2,35 @@
 
 For a new turn of modality m, with n turns of m in flight, the predicted service time is
 
-    R_m + n / C_m
+    R_m + n × Q_m
 
 R_m: what a turn costs without queueing — the fastest recent service time (admission to reply), a minimum that
-follows a faster turn at once and a slower machine slowly (it rises by `drift`, 0.2 %, per finished turn), so overload
-cannot inflate it. C_m: the replica's capacity in turns/s, the best completion rate seen over a one-second
-window throughout which it was busy (decaying as slowly). n / C_m is the time the turns ahead need. A turn is shed
-(503 + Retry-After) when the prediction exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its
-turn budget, or less, the model stage budgets it queues under — a turn admitted to wait past its encoder's
-budget would only come back degraded), or when the hard cap of turns in flight is reached. Until a busy window was seen there is no capacity estimate
-and only the cap applies; with nothing in flight a turn is always admitted.
+follows a faster turn at once and a slower machine slowly (it rises by `drift`, 0.2 %, per finished turn), so
+overload cannot inflate it. Q_m: what each turn ahead added to a turn's time, learnt from the turns themselves — a
+turn admitted with k ahead of it that took T contributes (T − R_m) / k to a moving average (`smoothing`). It is
+measured, not derived from a throughput peak, so it holds whatever the mix of turns, the batching, or another
+orchestrator replica sharing the same model replicas. A turn is shed (503 + Retry-After) when the prediction
+exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its turn budget, or less, the model stage
+budgets it queues under — a turn admitted to wait past its encoder's budget would only come back degraded), or
+when the hard cap of turns in flight is reached. Until a turn has finished with others ahead of it there is no
+queueing estimate and only the cap applies; with nothing in flight a turn is always admitted.
 """
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
-
-WINDOW_S = 1.0
 
 
 @dataclass
 class _Load:
     in_flight: int = 0
-    fast_ms: float | None = None           # R
-    capacity: float | None = None          # C, turns/s
-    finished: deque = field(default_factory=deque)
-    busy_since: float | None = None
+    fast_ms: float | None = None       # R
+    per_turn_ms: float | None = None   # Q
 
 
 class Admission:
@@ -48,12 +45,12 @@ class Admission:
         load = self._loads.get(modality)
         if load is None or load.fast_ms is None:
             return 0.0
-        queue_ms = load.in_flight / load.capacity * 1000.0 if load.capacity else 0.0
-        return load.fast_ms + queue_ms
+        return load.fast_ms + load.in_flight * (load.per_turn_ms or 0.0)
 
     def capacity(self, modality: str = "text") -> float | None:
+        """Turns/s the replica's models get through once queued (1 / Q), or None before it was measured."""
         load = self._loads.get(modality)
-        return load.capacity if load else None
+        return 1000.0 / load.per_turn_ms if load is not None and load.per_turn_ms else None
 
     def refusal(self, budget_ms: float, modality: str = "text") -> str | None:
         """Why a new turn would be shed now, or None when it is admitted."""
@@ -73,28 +70,19 @@ class Admission:
         if reason is not None:
             raise Overloaded(reason)
         load = self._loads.setdefault(modality, _Load())
-        now = self._clock()
-        if not load.in_flight:
-            load.busy_since = now
+        ahead, start = load.in_flight, self._clock()
         self.in_flight += 1
         load.in_flight += 1
         try:
             yield
         finally:
-            end = self._clock()
-            self._finished(load, (end - now) * 1000.0, end)
             self.in_flight -= 1
             load.in_flight -= 1
-            if not load.in_flight:
-                load.busy_since = None
+            self._finished(load, (self._clock() - start) * 1000.0, ahead)
 
-    def _finished(self, load: _Load, service_ms: float, now: float) -> None:
+    def _finished(self, load: _Load, service_ms: float, ahead: int) -> None:
         load.fast_ms = service_ms if load.fast_ms is None else min(service_ms, load.fast_ms * (1 + self.cfg.drift))
-        load.finished.append(now)
-        while load.finished and load.finished[0] <= now - WINDOW_S:
-            load.finished.popleft()
-        if load.capacity is not None:
-            load.capacity *= 1 - self.cfg.drift
-        if load.busy_since is not None and now - load.busy_since >= WINDOW_S:
-            rate = len(load.finished) / WINDOW_S  # every turn that finished in a window the replica was busy throughout
-            load.capacity = rate if load.capacity is None else max(load.capacity, rate)
+        if ahead:
+            sample = max(0.0, service_ms - load.fast_ms) / ahead
+            q, a = load.per_turn_ms, self.cfg.smoothing
+            load.per_turn_ms = sample if q is None else q + a * (sample - q)

@@ -9,7 +9,7 @@ from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
 from serve_app.admission import Admission
 
-CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002)
+CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05)
 
 
 async def hold(admission: Admission, seconds: float, budget_ms: float = 600) -> None:
@@ -62,7 +62,7 @@ async def test_a_turn_that_would_wait_past_its_budget_is_shed_with_a_reason():
 
 
 async def test_the_hard_cap_holds_whatever_the_estimate():
-    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002))
+    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05))
     holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(Overloaded, match="limit 2"):
@@ -91,3 +91,30 @@ async def test_slow_turns_under_overload_do_not_inflate_the_unloaded_time():
     await asyncio.sleep(0.01)
     assert admission.in_flight == 3
     await asyncio.gather(*holders)
+
+
+async def _through_one_server(admission: Admission | None, server: asyncio.Lock, stop: float, service_s: float) -> None:
+    """A closed-loop client of a model replica that serves one turn at a time (FIFO), via admission or not."""
+    loop = asyncio.get_running_loop()
+    while loop.time() < stop:
+        if admission is None:
+            async with server:
+                await asyncio.sleep(service_s)
+            continue
+        async with admission.turn(100_000):
+            async with server:
+                await asyncio.sleep(service_s)
+
+
+async def test_what_a_turn_ahead_adds_follows_load_the_replica_cannot_see():
+    """Another orchestrator replica starting to send as many turns to the same model replica doubles what each
+    turn ahead costs: the estimate follows, where a throughput peak seen while the other was quiet would not."""
+    server, loop = asyncio.Lock(), asyncio.get_running_loop()
+    admission = Admission(CFG)
+    stop = loop.time() + 0.6
+    await asyncio.gather(*(_through_one_server(admission, server, stop, 0.01) for _ in range(6)))
+    assert admission.capacity() == pytest.approx(100.0, rel=0.35)
+    stop = loop.time() + 1.5
+    await asyncio.gather(*(_through_one_server(admission, server, stop, 0.01) for _ in range(6)),
+                         *(_through_one_server(None, server, stop, 0.01) for _ in range(6)))
+    assert admission.capacity() == pytest.approx(50.0, rel=0.35)
