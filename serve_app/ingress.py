@@ -32,9 +32,11 @@ from serve_app.stored_chat import StoredChat
 from store.database import Database
 
 REPLICA_HEADER = "X-Baton-Replica"
-# A new replica of a running app warms up before it takes traffic; on a first deploy the models may still be
-# loading, so after this long the warm-up goes on in the background while /health says why it is not ready.
-CONSTRUCTOR_WARMUP_S = 20.0
+# A replica warms up before its constructor returns, so Serve (and HAProxy) never route to it cold — on a first
+# deploy that includes waiting for the model replicas to load, minutes on a busy 2-core machine. Only a warm-up
+# that cannot pass this long (a broken deployment) lets the replica start anyway, answering 503 `starting` with
+# the reason on /health while it keeps trying.
+CONSTRUCTOR_WARMUP_S = 300.0
 
 
 def model_client(models: dict[str, DeploymentHandle], settings: Settings) -> ModelClient:

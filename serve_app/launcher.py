@@ -79,15 +79,16 @@ def haproxy_dir(port: int) -> Path:
 
 # Below Linux's ephemeral range (32768+): no Ray process is handed one of these between choosing and binding.
 REPLICA_PORT_RANGE = range(20000, 30000)
+REPLICA_GRPC_PORT_RANGE = range(40000, 41000)
 HAPROXY_PORT_RANGE = range(31000, 32000)
 
 
 REPLICA_PORTS = 32  # more than the orchestrator replicas one machine runs
 
 
-def _free_block(size: int) -> tuple[int, int]:
-    """The first and last of `size` consecutive ports free now, at a random place in REPLICA_PORT_RANGE."""
-    ports = _free_ports(len(REPLICA_PORT_RANGE) // 4, REPLICA_PORT_RANGE)
+def _free_block(size: int, within: range = REPLICA_PORT_RANGE) -> tuple[int, int]:
+    """The first and last of `size` consecutive ports free now, at a random place in `within`."""
+    ports = _free_ports(len(within) // 4, within)
     free = set(ports)
     for first in ports:
         if all(p in free for p in range(first, first + size)):
@@ -133,11 +134,16 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
             "RAY_SERVE_ENABLE_HA_PROXY": "1", "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
             # one node, HAProxy on loopback: a replica that stops needs no 30 s for load balancers to notice
             "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
-            **dict(zip(("RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_HAPROXY_STATS_PORT"), map(str, _free_ports(2, HAPROXY_PORT_RANGE)))),
+            # every listener of this run on a port of its own: Serve's defaults are fixed numbers, and a second
+            # Baton's HAProxy would otherwise fall back to the first one's proxy and answer for it
+            **dict(zip(("RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_HAPROXY_STATS_PORT", "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT",
+                        "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT"), map(str, _free_ports(4, HAPROXY_PORT_RANGE)))),
             # the ports replicas serve HTTP on: a block of this run's own, so two Batons on one machine never
             # hand HAProxy each other's replicas
             **dict(zip(("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"),
                        map(str, _free_block(REPLICA_PORTS)))),
+            **dict(zip(("RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_GRPC_PORT"),
+                       map(str, _free_block(REPLICA_PORTS, REPLICA_GRPC_PORT_RANGE)))),
         })
     return out
 

@@ -46,7 +46,15 @@ def test_the_local_default_is_serves_high_throughput_ingress(tmp_path):
     inherited = replica_environment(config, {})
     assert inherited["RAY_SERVE_ENABLE_HA_PROXY"] == "1" and inherited["RAY_SERVE_THROUGHPUT_OPTIMIZED"] == "1"
     # ports of its own, so two Batons (or a benchmark's two systems) on one machine do not collide
-    assert inherited["RAY_SERVE_HAPROXY_METRICS_PORT"] != "9101"
+    serve_defaults = {"RAY_SERVE_HAPROXY_METRICS_PORT": 9101, "RAY_SERVE_HAPROXY_STATS_PORT": 8404,
+                      "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT": 8500, "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT": 9500,
+                      "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": 30000, "RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT": 40000}
+    ports = {name: int(inherited[name]) for name in serve_defaults}
+    assert all(ports[name] != default for name, default in serve_defaults.items()), ports
+    assert len(set(ports.values())) == len(ports)
+    for protocol in ("HTTP", "GRPC"):  # a block of ports for this run's replicas
+        low, high = (int(inherited[f"RAY_SERVE_DIRECT_INGRESS_{end}_{protocol}_PORT"]) for end in ("MIN", "MAX"))
+        assert high - low + 1 == 32, protocol
     assert len(inherited["RAY_SERVE_HAPROXY_SOCKET_PATH"]) + 41 <= 97  # HAProxy's limit, with Ray's own folder added
 
 
