@@ -52,6 +52,7 @@ async def run_idle(urls: dict[str, str], texts: list[str], spec: Idle, *, seed: 
     blocks, pause_s = block_texts(texts, spec, seed), spec.pause_ms / 1000.0
     samples: dict[str, list[Sample]] = {name: [] for name in names}
     common = dict(tag=tag, pause_s=pause_s, timeout_s=timeout_s, t0=t0, kind=spec.kind)
+    await asyncio.sleep(spec.settle_s)
     for name in names:
         warm = [blocks[0][i % len(blocks[0])] for i in range(spec.warmup_turns)]
         samples[name] += await _turns(urls[name], name, warm, warmup=True, block=-1, **common)

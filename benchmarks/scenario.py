@@ -118,6 +118,8 @@ class Idle(Spec):
     turns_per_block: int = Field(default=20, ge=1)
     warmup_turns: int = Field(default=3, ge=0, description="Turns per system sent first and discarded.")
     pause_ms: float = Field(default=100.0, ge=0, description="Pause after every turn.")
+    settle_s: float = Field(default=20.0, ge=0, description="Wait this long once every system is up: the last one started "
+                                                            "may still be settling (its replicas' first work), which would slow the others' idle turns.")
 
 
 class EncoderAlone(Spec):

@@ -74,7 +74,7 @@ async def two_systems():
 
 async def test_run_idle_sends_the_same_texts_to_every_system_one_fresh_user_each(two_systems):
     urls, seen = two_systems
-    spec = Idle(rounds=2, turns_per_block=3, warmup_turns=2, pause_ms=0)
+    spec = Idle(rounds=2, turns_per_block=3, warmup_turns=2, pause_ms=0, settle_s=0)
     section, samples = await run_idle(urls, ["一", "二", "三", "四"], spec, seed=5, timeout_s=5, log=lambda _: None)
     assert section["order"] == [["a", "b"], ["b", "a"]]
     for name in ("a", "b"):
