@@ -11,6 +11,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _samples(raw: Path, prefix: str) -> list[dict]:
     rows = []
     for path in sorted(raw.glob(f"{prefix}*.jsonl")):
@@ -45,11 +52,7 @@ def stage_cdf(result: dict, raw: Path, out: Path) -> Path:
         ax.set_xlim(left=FLOOR_MS)
         ax.set(title=f"{name} at {level:g} turns/s", xlabel="ms", ylabel="share of turns ≤ x")
         ax.legend(fontsize=7)
-    path = out / "latency_cdf.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "latency_cdf.png")
 
 
 def load_curves(result: dict, out: Path, *, levels: dict | None = None, process: str | None = None,
@@ -70,11 +73,7 @@ def load_curves(result: dict, out: Path, *, levels: dict | None = None, process:
     good.set(xlabel=xlabel, ylabel="goodput share", title=f"Goodput vs load ({process})", ylim=(0, 1.05))
     lat.legend(fontsize=7)
     good.legend(fontsize=7)
-    path = out / name
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out / name)
 
 
 def burst_timeline(result: dict, out: Path) -> Path | None:
@@ -90,11 +89,7 @@ def burst_timeline(result: dict, out: Path) -> Path | None:
             ax.axhline(burst["capacity_at_slo_rps"], color="grey", linestyle=":", label="capacity at SLO")
         ax.set(xlabel="s since burst start (by send time)", ylabel="turns per second", title=f"Burst on {burst['system']}")
         ax.legend(fontsize=8)
-    path = out / "burst.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "burst.png")
 
 
 def idle_and_goodput(result: dict, out: Path) -> Path | None:
@@ -118,11 +113,7 @@ def idle_and_goodput(result: dict, out: Path) -> Path | None:
         ax.tick_params(axis="x", labelrotation=20)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-    path = out / "idle_and_goodput.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "idle_and_goodput.png")
 
 
 def write_all(result: dict, out: Path) -> list[Path]:
