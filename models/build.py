@@ -126,9 +126,10 @@ def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
 
 
 def sentence_encoder(settings: Settings, path: Path) -> SentenceEncoder:
-    """The encoder the served models use, on the configured runtime (so the heads are trained on its vectors)."""
+    """The encoder the served models use, on the configured runtime (so the heads are trained on its vectors), with
+    every core: building is offline, and `models.threads` is what a replica takes beside the others."""
     m = settings.models
-    return SentenceEncoder(path, runtime=m.encoder_runtime, threads=m.threads, batch_size=m.encode_batch_size,
+    return SentenceEncoder(path, runtime=m.encoder_runtime, threads=None, batch_size=m.encode_batch_size,
                            state_dir=settings.state_dir, device=m.device)
 
 
