@@ -5,7 +5,6 @@ import copy
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from typing import Any
 import yaml
 
 from benchmarks.scenario import SystemSpec
+from serve_app.launcher import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "config"
@@ -27,12 +27,6 @@ STOP_TIMEOUT_S = 60.0
 # other work that alone starves Baton, so the harness gives Ray workers the monolith's priority.
 BATON_ENV = {"RAY_worker_niceness": "0"}
 READY_LINE = "Baton is serving"  # what serve_app.launcher prints once its warm-up turn ran every stage
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def set_dotted(target: dict, dotted: str, value: Any) -> None:
@@ -139,19 +133,19 @@ def start_system(spec: SystemSpec, *, workdir: Path, pack: str, extra_deployment
     """Start one system as a child process (stopped with SIGTERM); returns once it is warm and healthy."""
     workdir.mkdir(parents=True, exist_ok=True)
     config_dir = _config_dir(spec, workdir)
+    port, metrics_port = free_ports(2)
     env = {**os.environ, "BATON_PACK": pack, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "BATON_METRICS_PORT": str(free_port())}
+           "TOKENIZERS_PARALLELISM": "false", "BATON_METRICS_PORT": str(metrics_port)}
     env.setdefault("BATON_STATE_DIR", str(ROOT / "var"))
     log = workdir / "server.log"
     if spec.kind == "baton":
-        port = free_port()
         config = _serve_config(spec, config_dir, extra_deployments)
         path = workdir / "serve.yaml"
         path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
         cmd = [sys.executable, "-m", "serve_app.launcher", "--config", str(path), "--port", str(port)]
         env.update(BATON_ENV)
     else:
-        port = monolith_port or free_port()
+        port = monolith_port or port
         config = {"config_dir": str(config_dir), "port": port}
         cmd = [sys.executable, "-m", "benchmarks.monolith", "--config-dir", str(config_dir), "--port", str(port)]
     with log.open("w") as out:

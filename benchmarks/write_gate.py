@@ -11,7 +11,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -69,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from serve_app import launcher
     from store.embedded import EmbeddedPostgres
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    [port] = launcher.free_ports(1)
     env = dict(os.environ)
     database = None
     if not env.get("DATABASE_URL"):

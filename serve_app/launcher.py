@@ -12,6 +12,7 @@ signal (SIGINT, SIGTERM, SIGHUP — also when the whole process group gets it) s
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import os
 import random
@@ -21,7 +22,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -78,38 +78,53 @@ def haproxy_dir(port: int) -> Path:
 
 
 # Below Linux's ephemeral range (32768+): no Ray process is handed one of these between choosing and binding.
+# Per-run ports come from blocks below the kernel's ephemeral range (32768-60999 here) and above Ray's worker ports
+# (10002-19999): a port found free there stays free until we bind it, where an ephemeral one may be taken by any of
+# the sockets Ray opens meanwhile.
 REPLICA_PORT_RANGE = range(20000, 30000)
-REPLICA_GRPC_PORT_RANGE = range(40000, 41000)
+LISTENER_PORT_RANGE = range(30100, 31000)  # Baton's own listeners when chosen per run (tests, benchmarks)
 HAPROXY_PORT_RANGE = range(31000, 32000)
+REPLICA_GRPC_PORT_RANGE = range(32000, 32700)
 
 
 REPLICA_PORTS = 32  # more than the orchestrator replicas one machine runs
 
 
 def _free_block(size: int, within: range = REPLICA_PORT_RANGE) -> tuple[int, int]:
-    """The first and last of `size` consecutive ports free now, at a random place in `within`."""
-    ports = _free_ports(len(within) // 4, within)
-    free = set(ports)
-    for first in ports:
-        if all(p in free for p in range(first, first + size)):
+    """The first and last of `size` consecutive ports inside `within`, all free now, at a random place."""
+    starts = list(range(within.start, within.stop - size + 1, size))
+    random.shuffle(starts)
+    for first in starts:
+        if all(_is_free(port) for port in range(first, first + size)):
             return first, first + size - 1
-    raise RuntimeError("no free block of ports for the replicas' HTTP servers")
+    raise RuntimeError(f"no {size} consecutive free ports in {within.start}-{within.stop - 1}")
 
 
 def _free_ports(count: int, within: range) -> list[int]:
-    """`count` ports free on every interface (HAProxy binds them all), scanning `within` from a random place."""
+    """`count` ports of `within` free now, scanning from a random place."""
     start, found = random.randrange(len(within)), []
     for i in range(len(within)):
         port = within[(start + i) % len(within)]
-        with socket.socket() as s:
-            try:
-                s.bind(("0.0.0.0", port))
-            except OSError:
-                continue
-        found.append(port)
-        if len(found) == count:
-            return found
-    raise RuntimeError("no free port for HAProxy's metrics and stats listeners")
+        if _is_free(port):
+            found.append(port)
+            if len(found) == count:
+                return found
+    raise RuntimeError(f"no {count} free ports in {within.start}-{within.stop - 1}")
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports for Baton's listeners (HTTP, metrics) chosen per run, as tests and benchmarks do."""
+    return _free_ports(count, LISTENER_PORT_RANGE)
+
+
+def _is_free(port: int) -> bool:
+    """Free on every interface: HAProxy binds them all."""
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
 
 
 def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
@@ -177,7 +192,9 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         metrics_dir.mkdir(parents=True, exist_ok=True)
         set_faults(config, "")
         os.environ.update(variables)
-        session = ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False).address_info["session_dir"]
+        # a Ray started here listens on loopback only: a laptop's Baton takes no traffic from other machines
+        local = {} if os.environ.get("RAY_ADDRESS") else {"_node_ip_address": "127.0.0.1"}
+        session = ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, **local).address_info["session_dir"]
         serve.start(http_options=config.get("http_options"), proxy_location=config.get("proxy_location"),
                     logging_config=config.get("logging_config"))
     else:
@@ -191,7 +208,7 @@ def wait_until_healthy(port: int, *, timeout_s: float, replicas: int = 1) -> Non
     `replicas` distinct orchestrator replicas."""
     from ray import serve
 
-    from serve_app.ingress import REPLICA_HEADER
+    from serve_app.turns import REPLICA_HEADER
 
     deadline = time.time() + timeout_s
     last, green = "no answer", set()
@@ -248,12 +265,9 @@ def stop(port: int | None = None) -> None:
     Serve controller may already be gone: Serve gets `SERVE_SHUTDOWN_S`, then Ray stops every process it
     started, and an HAProxy of this run that outlived its manager is stopped by its PID."""
     import ray
-    from ray import serve
 
     if ray.is_initialized():
-        worker = threading.Thread(target=_quietly(serve.shutdown), name="serve-shutdown", daemon=True)
-        worker.start()
-        worker.join(SERVE_SHUTDOWN_S)
+        _shutdown_serve(SERVE_SHUTDOWN_S)
         ray.shutdown()
     if port is not None:
         for pid in pids_naming([str(haproxy_dir(port))], exclude=os.getpid()):
@@ -263,14 +277,19 @@ def stop(port: int | None = None) -> None:
                 pass
 
 
-def _quietly(fn):
-    """`fn` for a helper thread that may be cut short when Ray shuts down under it."""
-    def run() -> None:
+def _shutdown_serve(timeout_s: float) -> None:
+    """Serve's shutdown, given up after `timeout_s`, on an event loop of this thread. Not in a helper thread: one
+    abandoned there touches Ray after `ray.shutdown()`, and Ray ends a process that does that."""
+    from ray import serve
+    from ray.exceptions import RayError
+
+    async def bounded() -> None:
         try:
-            fn()
-        except BaseException:  # Ray raises SystemExit in a thread whose call it abandons
-            pass
-    return run
+            await asyncio.wait_for(serve.shutdown_async(), timeout_s)
+        except (asyncio.TimeoutError, RayError):
+            pass  # the controller is slow or already gone: ray.shutdown() stops what it left
+
+    asyncio.run(bounded())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 
@@ -44,12 +43,6 @@ def cockpit():
 @pytest.fixture(scope="session")
 def timeflow():
     return built_pack("timeflow")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -98,7 +91,7 @@ def serve_app(cockpit, postgres):
     /health turned green (the readiness test checks them)."""
     from serve_app import launcher
 
-    port, metrics_port = _free_port(), _free_port()
+    port, metrics_port = launcher.free_ports(2)
     env = {**os.environ, "BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit", "BATON_METRICS_PORT": str(metrics_port),
            "DATABASE_URL": postgres["dsn"]}
     config = launcher.load_serve_config(CONFIG_DIR / "serve_local.yaml", env, port=port)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,15 +17,10 @@ import httpx
 import yaml
 
 from conftest import CONFIG_DIR, ROOT, STATE_DIR
+from serve_app import launcher
 
 STOP_WITHIN_S = 15.0
 START_WITHIN_S = 240.0
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _noop_app(tmp: Path) -> Path:
@@ -66,8 +60,8 @@ def _postmaster(pgdata: Path) -> int | None:
 
 
 def _run_once(serve_yaml: Path, pgdata: Path, log: Path) -> float:
-    port = _port()
-    env = {**os.environ, "BATON_STATE_DIR": str(STATE_DIR), "BATON_METRICS_PORT": str(_port())}
+    port, metrics_port = launcher.free_ports(2)
+    env = {**os.environ, "BATON_STATE_DIR": str(STATE_DIR), "BATON_METRICS_PORT": str(metrics_port)}
     env.pop("DATABASE_URL", None)
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "serve_app.launcher", "--config", str(serve_yaml), "--port", str(port),
