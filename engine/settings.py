@@ -96,7 +96,8 @@ class AdmissionConfig(Section):
     max_in_flight_turns: int = Field(gt=0, description="Hard cap on turns one orchestrator replica runs at once.")
     headroom: float = Field(gt=0, le=1, description="Admit a turn only if its predicted time is within this share of its budget.")
     drift: float = Field(gt=0, lt=1, description="Per finished turn, how fast the estimate of unloaded time forgets a faster past.")
-    smoothing: float = Field(gt=0, le=1, description="Weight of each finished turn in the moving average of what one turn ahead adds.")
+    smoothing: float = Field(gt=0, le=1, description="Weight of each finished turn in the moving averages: its depth's service time and what one turn ahead adds.")
+    stale_s: float = Field(gt=0, description="A depth's average service time counts this long after its last turn; older, the depth is predicted from the ones below.")
 
 
 class ServingConfig(Section):

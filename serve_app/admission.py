@@ -1,26 +1,27 @@
 """Admission control that knows the budget: shed a turn that could not finish inside it (config/TUNING.md).
 
-For a new turn of modality m, with n turns of m in flight, the predicted service time is
+A new turn of modality m, arriving with n turns of m in flight, is predicted to take what recent turns admitted
+with as many ahead of them took. Each finished turn, admitted with k ahead, updates a moving average of service
+time (admission to reply) for depth k (`smoothing`). The prediction for depth n is the largest recent average at
+any depth up to n, so it never falls as the queue grows; past the deepest recently measured depth d it adds, per
+extra turn, what one turn ahead was measured to add on average, Q_m ((T − R_m) / k over all finished turns; R_m
+is the fastest recent service time, which rises by `drift` per finished turn so a slower machine is followed).
 
-    R_m + n × Q_m
-
-R_m: what a turn costs without queueing — the fastest recent service time (admission to reply), a minimum that
-follows a faster turn at once and a slower machine slowly (it rises by `drift`, 0.2 %, per finished turn), so
-overload cannot inflate it. Q_m: what each turn ahead added to a turn's time, learnt from the turns themselves — a
-turn admitted with k ahead of it that took T contributes (T − R_m) / k to a moving average (`smoothing`). It is
-measured, not derived from a throughput peak, so it holds whatever the mix of turns, the batching, or another
-orchestrator replica sharing the same model replicas. A turn is shed (503 + Retry-After) when the prediction
-exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its turn budget, or less, the model stage
-budgets it queues under — a turn admitted to wait past its encoder's budget would only come back degraded), or
-when the hard cap of turns in flight is reached. Until a turn has finished with others ahead of it there is no
-queueing estimate and only the cap applies; with nothing in flight a turn is always admitted.
+Measured per depth, the prediction holds whatever the batching does: a batched model replica takes a few turns
+ahead nearly as fast as one, which a straight line through R_m would overrate at every depth. A depth's average
+counts only while it is recent (`stale_s`): a queue that shed at depth n measures nothing there, so after a
+while depth n is predicted again from the depths below and one turn probes it. A turn is shed (503 +
+Retry-After) when the prediction exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its turn
+budget, or less, the model stage budgets it queues under — a turn admitted to wait past its encoder's budget
+would only come back degraded), or when the hard cap of turns in flight is reached. With nothing in flight a
+turn is always admitted, and with nothing measured beyond the recent depths only the cap applies.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
@@ -31,6 +32,7 @@ class _Load:
     in_flight: int = 0
     fast_ms: float | None = None       # R
     per_turn_ms: float | None = None   # Q
+    by_depth: dict[int, tuple[float, float]] = field(default_factory=dict)  # k ahead -> (average ms, last update)
 
 
 class Admission:
@@ -45,7 +47,12 @@ class Admission:
         load = self._loads.get(modality)
         if load is None or load.fast_ms is None:
             return 0.0
-        return load.fast_ms + load.in_flight * (load.per_turn_ms or 0.0)
+        n, now = load.in_flight, self._clock()
+        recent = {k: ms for k, (ms, at) in load.by_depth.items() if k <= n and now - at <= self.cfg.stale_s}
+        if not recent:
+            return load.fast_ms + n * (load.per_turn_ms or 0.0)
+        deepest = max(recent)
+        return max(recent.values()) + (n - deepest) * (load.per_turn_ms or 0.0)
 
     def capacity(self, modality: str = "text") -> float | None:
         """Turns/s the replica's models get through once queued (1 / Q), or None before it was measured."""
@@ -78,11 +85,17 @@ class Admission:
         finally:
             self.in_flight -= 1
             load.in_flight -= 1
-            self._finished(load, (self._clock() - start) * 1000.0, ahead)
+            self.record(modality, ahead, (self._clock() - start) * 1000.0)
 
-    def _finished(self, load: _Load, service_ms: float, ahead: int) -> None:
-        load.fast_ms = service_ms if load.fast_ms is None else min(service_ms, load.fast_ms * (1 + self.cfg.drift))
+    def record(self, modality: str, ahead: int, service_ms: float) -> None:
+        """Learn from one finished turn of `modality` admitted with `ahead` turns in flight."""
+        cfg, load = self.cfg, self._loads.setdefault(modality, _Load())
+        load.fast_ms = service_ms if load.fast_ms is None else min(service_ms, load.fast_ms * (1 + cfg.drift))
+        now, previous = self._clock(), load.by_depth.get(ahead)
+        fresh = previous is not None and now - previous[1] <= cfg.stale_s
+        average = previous[0] + cfg.smoothing * (service_ms - previous[0]) if fresh else service_ms
+        load.by_depth[ahead] = (average, now)
         if ahead:
             sample = max(0.0, service_ms - load.fast_ms) / ahead
-            q, a = load.per_turn_ms, self.cfg.smoothing
-            load.per_turn_ms = sample if q is None else q + a * (sample - q)
+            q = load.per_turn_ms
+            load.per_turn_ms = sample if q is None else q + cfg.smoothing * (sample - q)

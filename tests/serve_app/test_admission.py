@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import AsyncExitStack
 
 import pytest
 
@@ -9,7 +10,7 @@ from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
 from serve_app.admission import Admission
 
-CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05)
+CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05, stale_s=5)
 
 
 async def hold(admission: Admission, seconds: float, budget_ms: float = 600) -> None:
@@ -62,7 +63,7 @@ async def test_a_turn_that_would_wait_past_its_budget_is_shed_with_a_reason():
 
 
 async def test_the_hard_cap_holds_whatever_the_estimate():
-    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05))
+    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5))
     holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(Overloaded, match="limit 2"):
@@ -86,7 +87,7 @@ async def test_slow_turns_under_overload_do_not_inflate_the_unloaded_time():
     await hold(admission, 0.02)
     for _ in range(5):
         await hold(admission, 0.5)  # overloaded: every turn took half a second
-    assert admission.predict_ms() < 50
+    assert admission.predict_ms() < 0.8 * 600
     holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(3)]
     await asyncio.sleep(0.01)
     assert admission.in_flight == 3
@@ -118,3 +119,53 @@ async def test_what_a_turn_ahead_adds_follows_load_the_replica_cannot_see():
     await asyncio.gather(*(_through_one_server(admission, server, stop, 0.01) for _ in range(6)),
                          *(_through_one_server(None, server, stop, 0.01) for _ in range(6)))
     assert admission.capacity() == pytest.approx(50.0, rel=0.35)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _in_flight(admission: Admission, stack: AsyncExitStack, n: int) -> None:
+    for _ in range(n):
+        await stack.enter_async_context(admission.turn(600))
+
+
+async def test_a_batching_replica_is_predicted_per_depth_not_by_a_straight_line():
+    """A batched model takes a dozen turns ahead nearly as fast as one; the turn that waited for a whole batch makes
+    a straight line through the unloaded time overrate every deeper queue."""
+    clock = Clock()
+    admission = Admission(CFG, clock=clock)
+    admission.record("text", 0, 50)
+    for depth in range(2, 13):
+        admission.record("text", depth, 60 + 2 * depth)  # joined a batch
+    for _ in range(60):
+        admission.record("text", 1, 110)  # arrived just after a batch started: waited for all of it
+    linear = 50 + 12 * 1000 / admission.capacity()  # 50 ms + 12 x what one turn ahead added on average
+    async with AsyncExitStack() as stack:
+        await _in_flight(admission, stack, 12)
+        assert linear > 0.8 * 600
+        assert admission.predict_ms() == pytest.approx(110)  # the slowest recent depth up to 12
+        assert admission.refusal(600) is None
+        for _ in range(40):
+            admission.record("text", 12, 700)  # that depth turned slow: shed there
+        assert admission.refusal(600) is not None
+        clock.now += 6  # nothing measured at depth 12 since: it is predicted from the depths below, and one turn probes it
+        for depth in range(12):
+            admission.record("text", depth, 60 + 2 * depth)
+        assert admission.predict_ms() < 0.8 * 600
+        assert admission.refusal(600) is None
+
+
+async def test_a_depth_not_measured_recently_is_extrapolated_from_the_deepest_one_that_was():
+    clock = Clock()
+    admission = Admission(CFG, clock=clock)
+    admission.record("text", 0, 40)
+    for _ in range(20):
+        admission.record("text", 2, 100)  # each turn ahead adds 30 ms
+    async with AsyncExitStack() as stack:
+        await _in_flight(admission, stack, 10)
+        assert admission.predict_ms() == pytest.approx(100 + 8 * 30, rel=0.05)
