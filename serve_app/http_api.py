@@ -19,7 +19,7 @@ from serve_app.auth import Unauthorized
 from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
 from serve_app.rest_api import Persistence, store_router
-from serve_app.turns import AdmissionGate, ArrivalStamp, run_turn
+from serve_app.turns import AdmissionGate, ArrivalStamp, ReplicaName, run_turn
 from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, UnsupportedWrite
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
@@ -77,7 +77,8 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
-def _serving(request: Request) -> Serving:
+# Dependencies are `async def`: FastAPI runs a plain `def` one on a worker thread, a thread hop per request.
+async def _serving(request: Request) -> Serving:
     serving = getattr(request.app.state, "serving", None)
     if serving is None:
         raise BatonError("The service is still starting.")
@@ -92,7 +93,7 @@ def turn_json(response: ChatResponse) -> Response:
     return Response(content=response.model_dump_json(), media_type="application/json")
 
 
-def _arrived(request: Request) -> float:
+async def _arrived(request: Request) -> float:
     return getattr(request.state, "arrived", None) or time.time()
 
 
@@ -100,8 +101,9 @@ ArrivedDep = Annotated[float, Depends(_arrived)]
 AuthorizationHeader = Annotated[str | None, Header()]
 
 
-def create_api() -> FastAPI:
-    """The FastAPI app shared by the Serve ingress and the in-process monolith; set `app.state.serving` before serving."""
+def create_api(*, replica: str | None = None) -> FastAPI:
+    """The FastAPI app shared by the Serve ingress and the in-process monolith; set `app.state.serving` before serving.
+    `replica` names the replica in every response's `REPLICA_HEADER`."""
     api = FastAPI(title="Baton", version="0.1.0")
     api.include_router(media_router)
 
@@ -156,6 +158,8 @@ def create_api() -> FastAPI:
         code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail))
 
+    if replica is not None:
+        api.add_middleware(ReplicaName, name=replica)
     api.add_middleware(AdmissionGate)
     api.add_middleware(ArrivalStamp)  # added last: outermost, so the stamp is the first thing a request meets
 

@@ -31,7 +31,6 @@ from serve_app.rest_api import Persistence
 from serve_app.stored_chat import StoredChat
 from store.database import Database
 
-REPLICA_HEADER = "X-Baton-Replica"
 # A replica warms up before its constructor returns, so Serve (and HAProxy) never route to it cold — on a first
 # deploy that includes waiting for the model replicas to load, minutes on a busy 2-core machine. Only a warm-up
 # that cannot pass this long (a broken deployment) lets the replica start anyway, answering 503 `starting` with
@@ -79,17 +78,8 @@ class Orchestrator:
             self._warming = asyncio.ensure_future(readiness.until_ready())
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        api = create_api()
+        api = create_api(replica=self._replica)
         api.state.serving = self.serving
-        replica = self._replica
-
-        @api.middleware("http")
-        async def name_the_replica(request, call_next):
-            # which orchestrator replica answered: sessions are shared, so a conversation may move between them
-            response = await call_next(request)
-            response.headers[REPLICA_HEADER] = replica
-            return response
-
         return api
 
     def check_health(self) -> None:

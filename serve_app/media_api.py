@@ -39,7 +39,7 @@ async def requesting_user(request: Request, claimed: str | None) -> str:
     return claimed
 
 
-def _uploads(request: Request) -> MediaUploads:
+async def _uploads(request: Request) -> MediaUploads:
     serving = getattr(request.app.state, "serving", None)
     uploads = getattr(serving, "uploads", None)
     if uploads is None:

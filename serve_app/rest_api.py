@@ -56,7 +56,7 @@ class Persistence:
         return user
 
 
-def _persistence(request: Request) -> Persistence:
+async def _persistence(request: Request) -> Persistence:
     serving = getattr(request.app.state, "serving", None)
     persistence = getattr(serving, "persistence", None)
     if persistence is None:

@@ -47,6 +47,30 @@ class AdmissionGate:
         await self.app(scope, receive, send)
 
 
+REPLICA_HEADER = "X-Baton-Replica"
+
+
+class ReplicaName:
+    """Names the replica that answered in `REPLICA_HEADER` (sessions are shared, so a conversation may move between
+    replicas). Plain ASGI: Starlette's `@app.middleware("http")` costs a task and two streams per request."""
+
+    def __init__(self, app: ASGIApp, name: str) -> None:
+        self.app = app
+        self._header = (REPLICA_HEADER.lower().encode(), name.encode())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def named(message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), self._header]}
+            await send(message)
+
+        await self.app(scope, receive, named)
+
+
 class ArrivalStamp:
     """Outermost ASGI middleware: notes when each request arrived (epoch seconds) in `request.state.arrived`."""
 

@@ -14,7 +14,7 @@ from serve_app.http_api import Serving, create_api
 from serve_app.metrics import TurnMetrics
 
 
-ONE_AT_A_TIME = AdmissionConfig(max_in_flight_turns=1, headroom=1.0, drift=0.002, smoothing=0.05)
+ONE_AT_A_TIME = AdmissionConfig(max_in_flight_turns=1, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5)
 
 
 class HeldEngine:
@@ -71,3 +71,11 @@ async def test_store_routes_without_a_database_answer_503_with_the_envelope():
         resp = await client.get("/api/v1/auth/me", headers={"Authorization": "Bearer x"})
     assert resp.status_code == 503 and resp.headers["retry-after"] == "1"
     assert resp.json()["error"]["code"] == "store_unavailable"
+
+
+async def test_every_response_names_the_replica_that_answered():
+    api = create_api(replica="orchestrator-7")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://baton") as client:
+        health = await client.get("/health")
+        missing = await client.get("/nope")
+    assert health.headers["x-baton-replica"] == missing.headers["x-baton-replica"] == "orchestrator-7"
