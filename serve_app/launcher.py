@@ -192,9 +192,7 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         metrics_dir.mkdir(parents=True, exist_ok=True)
         set_faults(config, "")
         os.environ.update(variables)
-        # a Ray started here listens on loopback only: a laptop's Baton takes no traffic from other machines
-        local = {} if os.environ.get("RAY_ADDRESS") else {"_node_ip_address": "127.0.0.1"}
-        session = ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, **local).address_info["session_dir"]
+        session = ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False).address_info["session_dir"]
         serve.start(http_options=config.get("http_options"), proxy_location=config.get("proxy_location"),
                     logging_config=config.get("logging_config"))
     else:
