@@ -121,3 +121,11 @@ def first_turns(url: str) -> dict[str, dict]:
         image = client.post("/api/v1/agent/chat", json={"user_id": "first-user", "modality": "image_ocr",
                                                         "source_url": media["source_url"]})
     return {"text": {"status_code": text.status_code, **text.json()}, "image": {"status_code": image.status_code, **image.json()}}
+
+
+# Redeploys the session's app with other packs: it runs last, so no test after it needs the cockpit pack back.
+RUN_LAST = frozenset({"test_pack_switch"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: getattr(item.module, "__name__", "").rpartition(".")[2] in RUN_LAST)

@@ -42,7 +42,8 @@ def _deploy_pack(serve_app, pack: str) -> None:
 
 @pytest.fixture(scope="module")
 def switch_pack(serve_app):
-    """Redeploy the session's app with another pack; the cockpit pack is restored once, at module end."""
+    """Redeploy the session's app with another pack. This module runs last (tests/conftest.py), so the cockpit
+    pack is not deployed again after it."""
     current: list[str] = []
 
     def switch(pack: str) -> httpx.Client:
@@ -51,9 +52,7 @@ def switch_pack(serve_app):
             current.append(pack)
         return httpx.Client(base_url=serve_app["url"], timeout=10.0)
 
-    yield switch
-    if current:
-        _deploy_pack(serve_app, "cockpit")
+    return switch
 
 
 @pytest.fixture
