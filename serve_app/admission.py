@@ -10,7 +10,8 @@ is the fastest recent service time, which rises by `drift` per finished turn so 
 Measured per depth, the prediction holds whatever the batching does: a batched model replica takes a few turns
 ahead nearly as fast as one, which a straight line through R_m would overrate at every depth. A depth's average
 counts only while it is recent (`stale_s`): a queue that shed at depth n measures nothing there, so after a
-while depth n is predicted again from the depths below and one turn probes it. A turn is shed (503 +
+while depth n is predicted again from the depths below and one turn probes it. Q_m counts only while recent
+too: a queue forming after a quiet spell is not judged by what a turn ahead cost in a burst long past. A turn is shed (503 +
 Retry-After) when the prediction exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its turn
 budget, or less, the model stage budgets it queues under — a turn admitted to wait past its encoder's budget
 would only come back degraded), or when the hard cap of turns in flight is reached. With nothing in flight a
@@ -32,6 +33,7 @@ class _Load:
     in_flight: int = 0
     fast_ms: float | None = None       # R
     per_turn_ms: float | None = None   # Q
+    per_turn_at: float = float("-inf")  # when Q was last updated
     by_depth: dict[int, tuple[float, float]] = field(default_factory=dict)  # k ahead -> (average ms, last update)
 
 
@@ -49,10 +51,11 @@ class Admission:
             return 0.0
         n, now = load.in_flight, self._clock()
         recent = {k: ms for k, (ms, at) in load.by_depth.items() if k <= n and now - at <= self.cfg.stale_s}
+        per_turn = (load.per_turn_ms or 0.0) if now - load.per_turn_at <= self.cfg.stale_s else 0.0
         if not recent:
-            return load.fast_ms + n * (load.per_turn_ms or 0.0)
+            return load.fast_ms + n * per_turn
         deepest = max(recent)
-        return max(recent.values()) + (n - deepest) * (load.per_turn_ms or 0.0)
+        return max(recent.values()) + (n - deepest) * per_turn
 
     def capacity(self, modality: str = "text") -> float | None:
         """Turns/s the replica's models get through once queued (1 / Q), or None before it was measured."""
@@ -99,3 +102,4 @@ class Admission:
             sample = max(0.0, service_ms - load.fast_ms) / ahead
             q = load.per_turn_ms
             load.per_turn_ms = sample if q is None else q + cfg.smoothing * (sample - q)
+            load.per_turn_at = now

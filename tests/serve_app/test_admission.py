@@ -169,3 +169,17 @@ async def test_a_depth_not_measured_recently_is_extrapolated_from_the_deepest_on
     async with AsyncExitStack() as stack:
         await _in_flight(admission, stack, 10)
         assert admission.predict_ms() == pytest.approx(100 + 8 * 30, rel=0.05)
+
+
+async def test_what_a_turn_ahead_cost_in_a_burst_long_past_does_not_shed_a_new_queue():
+    clock = Clock()
+    admission = Admission(CFG, clock=clock)
+    admission.record("text", 0, 40)
+    for _ in range(20):
+        admission.record("text", 3, 640)  # a burst: each turn ahead added 200 ms
+    clock.now += 60  # quiet since, but for one turn alone
+    admission.record("text", 0, 40)
+    async with AsyncExitStack() as stack:
+        await _in_flight(admission, stack, 6)
+        assert admission.predict_ms() == pytest.approx(40)
+        assert admission.refusal(600) is None
