@@ -77,7 +77,6 @@ def haproxy_dir(port: int) -> Path:
     return Path(tempfile.gettempdir()) / f"baton-haproxy-{port}"
 
 
-# Below Linux's ephemeral range (32768+): no Ray process is handed one of these between choosing and binding.
 # Per-run ports come from blocks below the kernel's ephemeral range (32768-60999 here) and above Ray's worker ports
 # (10002-19999): a port found free there stays free until we bind it, where an ephemeral one may be taken by any of
 # the sockets Ray opens meanwhile.
