@@ -9,7 +9,8 @@ is the fastest recent service time, which rises by `drift` per finished turn so 
 
 Measured per depth, the prediction holds whatever the batching does: a batched model replica takes a few turns
 ahead nearly as fast as one, which a straight line through R_m would overrate at every depth. A depth's average
-counts only while it is recent (`stale_s`): a queue that shed at depth n measures nothing there, so after a
+counts once `min_samples` turns measured it (one slow turn, a pause of the machine, would otherwise shut every
+deeper queue for `stale_s`) and only while it is recent (`stale_s`): a queue that shed at depth n measures nothing there, so after a
 while depth n is predicted again from the depths below and one turn probes it. Q_m counts only while recent
 too: a queue forming after a quiet spell is not judged by what a turn ahead cost in a burst long past. A turn is shed (503 +
 Retry-After) when the prediction exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its turn
@@ -34,7 +35,7 @@ class _Load:
     fast_ms: float | None = None       # R
     per_turn_ms: float | None = None   # Q
     per_turn_at: float = float("-inf")  # when Q was last updated
-    by_depth: dict[int, tuple[float, float]] = field(default_factory=dict)  # k ahead -> (average ms, last update)
+    by_depth: dict[int, tuple[float, float, int]] = field(default_factory=dict)  # k ahead -> (average ms, last update, turns)
 
 
 class Admission:
@@ -50,7 +51,8 @@ class Admission:
         if load is None or load.fast_ms is None:
             return 0.0
         n, now = load.in_flight, self._clock()
-        recent = {k: ms for k, (ms, at) in load.by_depth.items() if k <= n and now - at <= self.cfg.stale_s}
+        recent = {k: ms for k, (ms, at, turns) in load.by_depth.items()
+                  if k <= n and now - at <= self.cfg.stale_s and turns >= self.cfg.min_samples}
         per_turn = (load.per_turn_ms or 0.0) if now - load.per_turn_at <= self.cfg.stale_s else 0.0
         if not recent:
             return load.fast_ms + n * per_turn
@@ -96,8 +98,10 @@ class Admission:
         load.fast_ms = service_ms if load.fast_ms is None else min(service_ms, load.fast_ms * (1 + cfg.drift))
         now, previous = self._clock(), load.by_depth.get(ahead)
         fresh = previous is not None and now - previous[1] <= cfg.stale_s
-        average = previous[0] + cfg.smoothing * (service_ms - previous[0]) if fresh else service_ms
-        load.by_depth[ahead] = (average, now)
+        if fresh:
+            load.by_depth[ahead] = (previous[0] + cfg.smoothing * (service_ms - previous[0]), now, previous[2] + 1)
+        else:
+            load.by_depth[ahead] = (service_ms, now, 1)
         if ahead:
             sample = max(0.0, service_ms - load.fast_ms) / ahead
             q = load.per_turn_ms

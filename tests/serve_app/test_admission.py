@@ -10,7 +10,7 @@ from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
 from serve_app.admission import Admission
 
-CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05, stale_s=5)
+CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3)
 
 
 async def hold(admission: Admission, seconds: float, budget_ms: float = 600) -> None:
@@ -63,7 +63,7 @@ async def test_a_turn_that_would_wait_past_its_budget_is_shed_with_a_reason():
 
 
 async def test_the_hard_cap_holds_whatever_the_estimate():
-    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5))
+    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3))
     holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(Overloaded, match="limit 2"):
@@ -141,7 +141,8 @@ async def test_a_batching_replica_is_predicted_per_depth_not_by_a_straight_line(
     admission = Admission(CFG, clock=clock)
     admission.record("text", 0, 50)
     for depth in range(2, 13):
-        admission.record("text", depth, 60 + 2 * depth)  # joined a batch
+        for _ in range(CFG.min_samples):
+            admission.record("text", depth, 60 + 2 * depth)  # joined a batch
     for _ in range(60):
         admission.record("text", 1, 110)  # arrived just after a batch started: waited for all of it
     linear = 50 + 12 * 1000 / admission.capacity()  # 50 ms + 12 x what one turn ahead added on average
@@ -155,7 +156,8 @@ async def test_a_batching_replica_is_predicted_per_depth_not_by_a_straight_line(
         assert admission.refusal(600) is not None
         clock.now += 6  # nothing measured at depth 12 since: it is predicted from the depths below, and one turn probes it
         for depth in range(12):
-            admission.record("text", depth, 60 + 2 * depth)
+            for _ in range(CFG.min_samples):
+                admission.record("text", depth, 60 + 2 * depth)
         assert admission.predict_ms() < 0.8 * 600
         assert admission.refusal(600) is None
 
@@ -183,3 +185,20 @@ async def test_what_a_turn_ahead_cost_in_a_burst_long_past_does_not_shed_a_new_q
         await _in_flight(admission, stack, 6)
         assert admission.predict_ms() == pytest.approx(40)
         assert admission.refusal(600) is None
+
+
+async def test_one_slow_turn_does_not_shut_a_depth_until_more_confirm_it():
+    """A pause of the machine makes one turn slow; the depth it was admitted at is trusted only once min_samples
+    turns measured it, so one outlier does not shed every deeper queue for stale_s."""
+    clock = Clock()
+    admission = Admission(CFG, clock=clock)
+    for depth in range(3):
+        for _ in range(CFG.min_samples):
+            admission.record("text", depth, 60 + 10 * depth)
+    admission.record("text", 3, 900)  # one outlier, first at its depth
+    async with AsyncExitStack() as stack:
+        await _in_flight(admission, stack, 4)
+        assert admission.refusal(600) is None
+        for _ in range(CFG.min_samples - 1):
+            admission.record("text", 3, 900)  # confirmed: depth 3 is slow now
+        assert admission.refusal(600) is not None
