@@ -15,14 +15,16 @@ class MultiIntentDetector:
         self._top_k = top_k
         self.dim = int(self._head.weight.shape[1])
 
-    def detect(self, turns: list[np.ndarray]) -> list[list[Candidate]]:
-        """Per turn, the rows of its text and of each clause; a label's score is its best over them
-        (a pair of requests blurs in one embedding of the whole text)."""
+    def detect(self, turns: list[np.ndarray]) -> list[tuple[list[Candidate], list[list[Candidate]]]]:
+        """Per turn, the rows of its text and of each clause: the turn's labels, a label scoring its best over
+        the rows (a pair of requests blurs in one embedding of the whole text), and each clause's own labels."""
         if not turns:
             return []
         flat = sigmoid(self._head.logits(np.concatenate(turns)))
         bounds = np.cumsum([0] + [len(v) for v in turns])
-        scores = np.stack([flat[a:b].max(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])
-        order = np.argsort(-scores, axis=1)[:, : self._top_k]
+        return [(self._top(flat[a:b].max(axis=0)), [self._top(row) for row in flat[a + 1:b]])
+                for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def _top(self, row: np.ndarray) -> list[Candidate]:
         labels = self._head.labels
-        return [[Candidate(intent=labels[j], score=float(row[j])) for j in idx] for row, idx in zip(scores, order)]
+        return [Candidate(intent=labels[j], score=float(row[j])) for j in np.argsort(-row)[: self._top_k]]

@@ -41,12 +41,22 @@ class NluItem:
         return [self.text, *self.clauses]
 
 
+@dataclass(frozen=True)
+class HeadScores:
+    """One head's answer for one turn: its ranking of the whole text and, for the heads that score clauses
+    (classifier, detector), one ranking per clause, in the order of `NluItem.clauses` (the planner reads them)."""
+
+    text: Scores
+    clauses: tuple[Scores, ...] = ()
+
+
 @dataclass
 class NluAnswer:
-    """Per head its ranked (intent, score) pairs; `errors` per stage that failed; `partial` per head that
-    answered without part of its input; `ms` the batch's compute time per stage."""
+    """Per head its ranked (intent, score) pairs and per clause the same (`clauses`); `errors` per stage that
+    failed; `partial` per head that answered without part of its input; `ms` the batch's compute time per stage."""
 
     scores: dict[str, Scores] = field(default_factory=dict)
+    clauses: dict[str, tuple[Scores, ...]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     partial: dict[str, str] = field(default_factory=dict)
     ms: dict[str, float] = field(default_factory=dict)
@@ -83,21 +93,21 @@ class NluModel:
         return {"classifier": lambda: self.classifier.dim, "detector": lambda: self.detector.dim,
                 "retriever": lambda: self.retriever.dim}[name]()
 
-    def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[Scores]:
+    def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[HeadScores]:
         """One head over a batch; `vectors` are the shared embedding (None for a head that reads text)."""
         if name in self._own:
             vectors = self._own[name].encode([i.texts for i in items])
-        texts = [i.text for i in items]
         if name == "classifier":
-            firsts = np.stack([v[0] for v in vectors]) if vectors is not None and self.classifier.needs_vectors else None
-            ranked = self.classifier.classify(texts, firsts)
-        elif name == "detector":
-            ranked = self.detector.detect(list(vectors or []))
-        elif name == "retriever":
-            ranked = self.retriever.retrieve(np.stack([v[0] for v in vectors or []]))
-        else:
-            raise ValueError(f"unknown head {name!r}")
-        return [as_scores(r) for r in ranked]
+            # every row at once: the text and each clause (the planner scores clauses with the same head)
+            rows = [t for i in items for t in i.texts]
+            stacked = np.concatenate(vectors) if vectors is not None and self.classifier.needs_vectors else None
+            return _per_item(items, [as_scores(r) for r in self.classifier.classify(rows, stacked)])
+        if name == "detector":
+            return [HeadScores(as_scores(text), tuple(as_scores(c) for c in clauses))
+                    for text, clauses in self.detector.detect(list(vectors or []))]
+        if name == "retriever":
+            return [HeadScores(as_scores(r)) for r in self.retriever.retrieve(np.stack([v[0] for v in vectors or []]))]
+        raise ValueError(f"unknown head {name!r}")
 
     def analyze(self, items: list[NluItem], control: RunControl | None = None,
                 fail: Collection[str] = ()) -> list[NluAnswer]:
@@ -128,13 +138,16 @@ class NluModel:
                 if reads_shared and shared is None:
                     if name != "classifier":
                         raise RuntimeError(f"no embedding: the encoder failed ({encoder_error})")
-                    ranked = [as_scores(r) for r in self.classifier.classify_text_only([i.text for i in items])]
+                    rows = [t for i in items for t in i.texts]
+                    ranked = _per_item(items, [as_scores(r) for r in self.classifier.classify_text_only(rows)])
                     for a in answers:
                         a.partial[name] = f"n-gram model only: the encoder failed ({encoder_error})"
                 else:
                     ranked = self.head(name, items, shared if reads_shared else None)
                 for a, r in zip(answers, ranked):
-                    a.scores[name] = r
+                    a.scores[name] = r.text
+                    if r.clauses:
+                        a.clauses[name] = r.clauses
             except Exception as exc:
                 for a in answers:
                     a.errors[name] = f"{type(exc).__name__}: {exc}"
@@ -154,6 +167,16 @@ class NluModel:
         self.analyze([NluItem("打开车窗然后播放音乐", ("打开车窗", "播放音乐")), NluItem("把空调调到二十二度")])
 
 
+def _per_item(items: list[NluItem], rows: list[Scores]) -> list[HeadScores]:
+    """Rows ranked for every text of a batch (each item's text, then its clauses) regrouped per item."""
+    out, at = [], 0
+    for item in items:
+        n = len(item.texts)
+        out.append(HeadScores(rows[at], tuple(rows[at + 1: at + n])))
+        at += n
+    return out
+
+
 class NoopNlu:
     """Benchmark only (`models.noop`): the same calls, answered at once with no candidates, so the cost of the
     serving graph itself can be measured."""
@@ -169,8 +192,8 @@ class NoopNlu:
         return {"classifier": lambda: self.classifier.dim, "detector": lambda: self.detector.dim,
                 "retriever": lambda: self.retriever.dim}[name]()
 
-    def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[Scores]:
-        return [[] for _ in items]
+    def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[HeadScores]:
+        return [HeadScores([]) for _ in items]
 
     def analyze(self, items: list[NluItem], control: RunControl | None = None, fail: Collection[str] = ()) -> list[NluAnswer]:
         return [NluAnswer(scores={h: [] for h in HEADS}) for _ in items]

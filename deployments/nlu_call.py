@@ -62,7 +62,8 @@ class FutureCall(NluCall):
                 self.fail(head, answer.errors[head])
             else:
                 self.resolve(head, StageOutcome(candidates=candidates(answer.scores.get(head, [])), started=t, finished=end,
-                                                partial=answer.partial.get(head)))
+                                                partial=answer.partial.get(head),
+                                                clauses=tuple(candidates(c) for c in answer.clauses.get(head, ()))))
             t = end
 
 

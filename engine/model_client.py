@@ -49,9 +49,11 @@ class StageOutcome:
 
     `partial` names what the answer lacks when it was made without part of its input (e.g. the classifier's
     n-gram model alone when the encoder failed); such an outcome counts as degraded but keeps its candidates.
+    `clauses` holds the head's candidates for each of the request's clauses (classifier and detector).
     """
 
     candidates: list[Candidate] = field(default_factory=list)
+    clauses: tuple[list[Candidate], ...] = ()
     started: float = 0.0
     finished: float = 0.0
     partial: str | None = None

@@ -67,12 +67,64 @@ class Rules(Strict):
     )
 
 
+class Condition(Strict):
+    """Compare `field` of the previous step's result data with `value` (seed 003 §21.1)."""
+
+    field: str
+    operator: Literal["equals", "not_equals", "in"]
+    value: str | list[str]
+
+
+class StepHint(Strict):
+    depends_on_previous: bool = Field(default=False, description="Run only if the previous step ran.")
+    condition: Condition | None = None
+    requires_confirmation: bool = False
+
+
+class WorkflowTemplate(Strict):
+    """A fixed combination planned as is when the clauses name exactly these intents in this order (seed 003 §16)."""
+
+    id: str
+    type: Literal["sequence", "conditional"]
+    intent_sequence: list[str] = Field(min_length=2)
+    trigger_keywords: list[str] = Field(default_factory=list, description="All must occur in the text.")
+    steps: list[StepHint] = Field(default_factory=list, description="Per step of intent_sequence (or none).")
+
+    @model_validator(mode="after")
+    def _steps_match(self) -> "WorkflowTemplate":
+        if self.steps and len(self.steps) != len(self.intent_sequence):
+            raise ValueError(f"workflow {self.id}: steps must match intent_sequence one to one")
+        return self
+
+
+class ConditionalHint(Strict):
+    """When `first` is followed by `then` and the text says one of `when_text`, `then` depends on `first`, runs
+    only if the condition holds, and asks first (seed 003 §17.6)."""
+
+    first: str
+    then: str
+    when_text: list[str] = Field(min_length=1)
+    condition: Condition
+    requires_confirmation: bool = True
+
+
+class Workflows(Strict):
+    templates: list[WorkflowTemplate] = Field(default_factory=list)
+    conditional_hints: list[ConditionalHint] = Field(default_factory=list)
+    value_labels: dict[str, str] = Field(default_factory=dict, description="How a result value is said, e.g. shipped: 已发货.")
+
+    def intent_ids(self) -> set[str]:
+        ids = {i for t in self.templates for i in t.intent_sequence}
+        return ids | {i for h in self.conditional_hints for i in (h.first, h.then)}
+
+
 class Pack(Strict):
     name: str
     description: str = ""
     rules: Rules = Rules()
     responses: dict[str, str] = Field(default_factory=dict, description="Named response templates.")
     intents: list[Intent]
+    workflows: Workflows = Workflows()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> "Pack":
@@ -80,6 +132,9 @@ class Pack(Strict):
         dupes = {i for i in ids if ids.count(i) > 1}
         if dupes:
             raise ValueError(f"duplicate intent ids: {sorted(dupes)}")
+        unknown = sorted(self.workflows.intent_ids() - set(ids))
+        if unknown:
+            raise ValueError(f"workflows.yaml names unknown intents: {unknown}")
         return self
 
     def intent(self, intent_id: str) -> Intent | None:
@@ -97,11 +152,15 @@ class Pack(Strict):
 
 
 def load_pack(path: Path) -> Pack:
-    """Load a pack folder: `pack.yaml` (name, rules, responses) plus every `intents/*.yaml` (a list of intents)."""
+    """Load a pack folder: `pack.yaml` (name, rules, responses), every `intents/*.yaml` (a list of intents) and,
+    if present, `workflows.yaml` (templates and conditional hints of the planner)."""
     head = yaml.safe_load((path / "pack.yaml").read_text(encoding="utf-8")) or {}
     intents: list[dict] = list(head.pop("intents", []) or [])
     for part in sorted((path / "intents").glob("*.yaml")):
         intents.extend(yaml.safe_load(part.read_text(encoding="utf-8")) or [])
+    flows = path / "workflows.yaml"
+    if flows.exists():
+        head["workflows"] = yaml.safe_load(flows.read_text(encoding="utf-8")) or {}
     return Pack(**head, intents=intents)
 
 

@@ -1,6 +1,7 @@
 """Response policy (seed 003 §24): every user-facing sentence is rendered from the pack's templates."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from engine.pack import Intent, Pack, SlotSpec
@@ -62,6 +63,24 @@ class ResponsePolicy:
     def social(self, category: str) -> str:
         return self._say(f"social_{category}") or self._say("social_chitchat")
 
+    def workflow_summary(self, done: list[str], notes: list[str]) -> str:
+        """One natural sentence for a finished workflow (seed 003 §24.2: 好，车窗已经打开了，空调也调到 22 度了。):
+        each step's result spoken as a clause, the later ones with 也, then what was skipped or failed."""
+        parts = [_spoken(m, later=n > 0) for n, m in enumerate(done)]
+        head = ("好，" + "，".join(parts) + "。") if parts else ""
+        return head + "".join(notes)
+
     def simple(self, key: str, **values: Any) -> str:
         """reject, fallback, stopped, confirm_cancelled: templates that need at most a label."""
         return self._say(key, **values)
+
+
+_DONE = re.compile(r"^(?P<what>.+?)已(?:经)?(?P<how>.+?)了?$")
+
+
+def _spoken(message: str, *, later: bool) -> str:
+    """车窗已打开 -> 车窗已经打开了 (first) / 车窗也打开了 (later)."""
+    m = _DONE.match(message.strip("。！!"))
+    if not m:
+        return message.strip("。！!")
+    return f"{m['what']}{'也' if later else '已经'}{m['how']}了"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.clauses import ClauseSplitter
 from engine.deadline import Deadline
@@ -24,6 +24,8 @@ class Route:
     fusion: FusionResult
     detected: list[Candidate]
     clauses: tuple[str, ...] = ()
+    # per head (classifier, detector) its candidates for each clause, in the order of `clauses`
+    clause_scores: dict[str, tuple[list[Candidate], ...]] = field(default_factory=dict)
 
     @property
     def multi_intent(self) -> bool:
@@ -52,10 +54,12 @@ class Router:
         try:
             with deadline.measure("keyword"):
                 keyword_hits = self._keywords.match(text)
-            encoder = await self._outcome(call, ENCODER, deadlines[ENCODER], started, deadline)
+            clause_scores: dict[str, tuple[list[Candidate], ...]] = {}
+            encoder = await self._outcome(call, ENCODER, deadlines[ENCODER], started, deadline, clause_scores)
             if encoder.degraded:
                 call.cancel()
-            heads = await asyncio.gather(*(self._outcome(call, h, deadlines[h], started, deadline) for h in HEADS))
+            heads = await asyncio.gather(*(self._outcome(call, h, deadlines[h], started, deadline, clause_scores)
+                                           for h in HEADS))
         finally:
             call.cancel()
         results = dict(zip(HEADS, heads))
@@ -73,9 +77,11 @@ class Router:
         detected = [] if detector.degraded else [
             c for c in detector.candidates if c.score >= need and c.intent not in SPECIAL_INTENTS
         ][: det.max_labels]
-        return Route(stages=stages, detector=detector, fusion=fusion, detected=detected, clauses=extra)
+        return Route(stages=stages, detector=detector, fusion=fusion, detected=detected, clauses=extra,
+                     clause_scores=clause_scores)
 
-    async def _outcome(self, call: NluCall, stage: str, at: float, started: float, deadline: Deadline) -> StageDebug:
+    async def _outcome(self, call: NluCall, stage: str, at: float, started: float, deadline: Deadline,
+                       clause_scores: dict[str, tuple[list[Candidate], ...]]) -> StageDebug:
         accept_at = self._settings.fusion.stage_accept.get(stage, self._settings.detector.threshold)
         waited_from = time.time()
         try:
@@ -91,6 +97,8 @@ class Router:
             error = f"{stage} exceeded its deadline" if isinstance(exc, TimeoutError) else str(exc)
             return StageDebug(degraded=True, error=error, latency_ms=deadline.stages_ms.get(stage, 0.0))
         deadline.record(stage, outcome.started or started, outcome.finished or time.time())
+        if outcome.clauses:
+            clause_scores[stage] = outcome.clauses
         debug = stage_debug(outcome.candidates, accept_at, deadline.stages_ms.get(stage, 0.0))
         if outcome.partial:
             deadline.degrade(stage)

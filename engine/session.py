@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from protocol.http_chat import Workflow
+
 
 class SessionStatus(str, Enum):
     idle = "idle"
@@ -33,6 +35,7 @@ class SessionState(BaseModel):
     slots: dict[str, Any] = Field(default_factory=dict)
     pending_slots: list[str] = Field(default_factory=list)
     memory: dict[str, Any] = Field(default_factory=dict, description="Context memory for rewrites: last_temperature, last_destination...")
+    workflow: Workflow | None = Field(default=None, description="The planned workflow this conversation is running or paused in.")
     last_user_text: str = ""
     last_agent_text: str = ""
     turns: int = 0

@@ -44,7 +44,25 @@ class DetectorConfig(Section):
 
 class ClauseConfig(Section):
     pattern: str = Field(description="Regex of clause boundaries: punctuation and the joiners between two requests.")
+    ordered: str = Field(description="Regex with groups `first` and `then` splitting one clause said as 先…再/后.")
+    leading: str = Field(description="Regex of an ordering word opening a clause (先开窗，再…), removed from it.")
     min_chars: int = Field(ge=1, description="Shorter fragments are not clauses.")
+
+
+class PlannerConfig(Section):
+    """When the planner runs and how the heuristic planner scores a clause (seed 003 §15, §17)."""
+
+    connectives: str = Field(description="Regex of a connective at a clause boundary (然后, 并且, 先…再 ...): plan.")
+    conditional: str = Field(description="Regex of a clause that states a condition (如果…就 ...): its `action` group is the step.")
+    parallel: str = Field(description="Regex of the joiners of parallel requests inside one clause (和, 跟 ...).")
+    weights: dict[str, float] = Field(description="Weight per evidence: keyword, classifier, detector, example, slot.")
+    accept: float = Field(gt=0, description="A clause's intent becomes a step when its fused score reaches this.")
+    model_accept: float = Field(gt=0, le=1, description="Without lexical evidence, the classifier's clause score that suffices.")
+    accept_unmarked: float = Field(gt=0, description="The score a step needs without a keyword of its own when nothing in the "
+                                                     "words marks several requests (the detector or fusion asked for the plan).")
+    elliptic: str = Field(description="Regex of a clause that is a verb alone (关掉, 打开一下): it acts on what the clause "
+                                      "before named and is no request of its own.")
+    max_steps: int = Field(ge=2)
 
 
 class SlotConfig(Section):
@@ -186,6 +204,7 @@ class Settings(Section):
     fusion: FusionConfig
     detector: DetectorConfig
     clauses: ClauseConfig
+    planner: PlannerConfig
     slots: SlotConfig
     session: SessionConfig
     models: ModelsConfig

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -17,14 +16,17 @@ from engine.keyword import KeywordMatcher
 from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Intent, Pack, SlotSpec
-from engine.plugins import InMemoryWorlds, PluginRegistry, TurnWorld, Worlds
+from engine.plugins import InMemoryWorlds, PluginRegistry, PluginResult, Worlds
 from engine.responses import ResponsePolicy
 from engine.rewrite import rewrite
 from engine.router import Route, Router
 from engine.session import SessionState, SessionStatus, SessionStore
 from engine.settings import Settings
-from engine.slots import SlotLimits, extract_slots, validate_temperature
+from engine.slots import SlotLimits
 from engine.social import SocialRouter
+from engine.slot_filling import SlotFiller
+from engine.turn_context import TurnContext, timings_of
+from engine.workflow.turns import Faults, Outcome, WorkflowTurns
 from protocol.http_chat import (
     ChatRequest,
     ChatResponse,
@@ -33,26 +35,10 @@ from protocol.http_chat import (
     RewriteDebug,
     RoutingDebug,
     TimeRange,
-    Timings,
     TurnStatus,
+    WorkflowStep,
+    StepStatus,
 )
-
-FREE_TEXT_SLOTS = frozenset({"destination", "text"})
-
-
-@dataclass
-class TurnContext:
-    """What one turn carries through the pipeline: its deadline (stamped on arrival) and the user's world."""
-
-    deadline: Deadline
-    world: TurnWorld
-
-
-def timings_of(deadline: Deadline) -> Timings:
-    """The response's timings from the deadline as it stands now (total = arrival to now)."""
-    return Timings(stages=dict(deadline.stages_ms), spans_ms={k: list(v) for k, v in deadline.spans_ms.items()},
-                   total_ms=round(deadline.elapsed_ms(), 3), budget_ms=deadline.budget_ms, degraded=list(deadline.degraded))
-
 
 class TurnEngine:
     """Answers one chat or fill-slots request within the modality's latency budget.
@@ -65,7 +51,7 @@ class TurnEngine:
 
     def __init__(self, *, pack: Pack, settings: Settings, models: ModelClient, sessions: SessionStore,
                  plugins: PluginRegistry, worlds: Worlds | None = None, clock: Callable[[], datetime] | None = None,
-                 media: MediaClient | None = None) -> None:
+                 media: MediaClient | None = None, faults: Faults | None = None) -> None:
         self.pack = pack
         self.settings = settings
         self.media_client = media
@@ -81,8 +67,11 @@ class TurnEngine:
         self._social = SocialRouter(pack.rules, self._keywords)
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)
-        self._limits = SlotLimits(temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max)
+        limits = SlotLimits(temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max)
+        self._slots = SlotFiller(limits=limits, tz=self._tz, clock=self._clock)
         self._media = MediaStage(settings=settings, media=media)
+        self._flows = WorkflowTurns(pack=pack, settings=settings, keywords=self._keywords,
+                                    extract=self._slots.extract, invalid_slot=self._slots.invalid, faults=faults)
 
     # ---- entry points -------------------------------------------------------------------------
 
@@ -130,6 +119,9 @@ class TurnEngine:
         if request.text is None and request.slots is None:
             raise InvalidInput("Provide 'text' or 'slots'.", field="text")
         text = self._checked_text(request.text) if request.text is not None else ""
+        if session is not None and self._flows.active(session):
+            outcome = await self._flows.resume(session, text, request.slots, self._runner(ctx), ctx.step)
+            return self._finish(session, text, self._workflow_reply(session, outcome or self._flows.ask_again(session)), ctx)
         if session is None or not session.has_active_task:
             # nothing to continue (seed 003 §22.1); an unknown id does not create a session
             probe = session or SessionState(session_id=request.session_id, user_id=request.user_id)
@@ -141,6 +133,17 @@ class TurnEngine:
     # ---- turn logic ---------------------------------------------------------------------------
 
     async def _chat_turn(self, session: SessionState, text: str, ctx: TurnContext) -> ChatResponse:
+        # a paused workflow first: a confirmation answer, a stop, or a slot value in so many words (22度, A12345);
+        # a bare answer to a slot question (公司) counts only if it is not a command of its own (decided below)
+        maybe_answer = False
+        if self._flows.active(session):
+            strict = self._flows.waiting_slot(session) and not self._rules.is_stop(text)
+            outcome = await self._flows.resume(session, text, None, self._runner(ctx), ctx.step, free_text=not strict)
+            if outcome is not None:
+                return self._workflow_reply(session, outcome)
+            maybe_answer = strict
+        if not maybe_answer:
+            self._leave_workflow(session)
         if session.has_active_task and (self._rules.is_stop(text) or session.status == SessionStatus.waiting_confirmation):
             return await self._continue(session, text, None, ctx)
         category = self._social.route(text)
@@ -153,6 +156,23 @@ class TurnEngine:
             rewrite=RewriteDebug(applied=rewritten.applied, original_text=text, rewritten_text=rewritten.text, reason=rewritten.reason),
             stages=route.stages, fusion=route.fusion.debug(), detector=route.detector,
         )
+        if maybe_answer:
+            top = route.fusion.top.intent if route.fusion.top else None
+            if not (route.fusion.decision == RouteDecision.execute and top != session.current_intent):
+                outcome = await self._flows.resume(session, text, None, self._runner(ctx), ctx.step, free_text=True)
+                if outcome is not None:
+                    response = self._workflow_reply(session, outcome)
+                    response.routing_debug = debug
+                    return response
+            self._leave_workflow(session)
+        planned = await self._flows.plan(rewritten.text, self.clauses.clauses(rewritten.text), route, ctx.deadline)
+        if planned is not None:
+            plan, debug.planner = planned
+            if plan.accepted and plan.workflow is not None:
+                await ctx.ack(self._say.simple("ack"), plan.workflow)
+                response = self._workflow_reply(session, await self._flows.start(session, plan.workflow, self._runner(ctx), ctx.step))
+                response.routing_debug, response.detected_intents, response.multi_intent = debug, route.detected, True
+                return response
         response = await self._decide(session, rewritten.text, route, ctx)
         response.routing_debug = debug
         response.detected_intents = route.detected
@@ -206,11 +226,11 @@ class TurnEngine:
             return self._reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=intent.id)
         if slots is None:
             slots = self._extract(text, self._pending_specs(session), ctx, free_text=True)
-        session.slots.update(self._known_slots(intent, slots))
+        session.slots.update(self._slots.known(intent, slots))
         return await self._advance(session, intent, ctx)
 
     async def _advance(self, session: SessionState, intent: Intent, ctx: TurnContext) -> ChatResponse:
-        invalid = self._invalid_slot(intent, session.slots)
+        invalid = self._slots.invalid(intent, session.slots)
         if invalid:
             session.slots.pop(invalid.name, None)
         missing = [s for s in intent.slots if s.required and s.name not in session.slots]
@@ -237,7 +257,12 @@ class TurnEngine:
         session.status = SessionStatus.stopped
         return self._reply(session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id)
 
-    async def _run_plugin(self, session: SessionState, intent: Intent, ctx: TurnContext) -> ChatResponse:
+    def _runner(self, ctx: TurnContext):
+        async def run(intent: Intent, slots: dict[str, Any]) -> PluginResult:
+            return await self._execute_plugin(intent, slots, ctx)
+        return run
+
+    async def _execute_plugin(self, intent: Intent, slots: dict[str, Any], ctx: TurnContext) -> PluginResult:
         if ctx.world.world is None:
             try:  # a quick read; it may use the commit's reserve rather than fail a turn whose models ran late
                 async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store"), final=True):
@@ -245,8 +270,13 @@ class TurnEngine:
             except StageTimeout as exc:
                 raise Overloaded("The turn's budget ran out before its plugin could run; nothing ran, retry.") from exc
         with ctx.deadline.measure("execute"):
-            result = self._plugins.execute(intent.plugin or "", world=await ctx.world.get(), slots=session.slots)
+            result = self._plugins.execute(intent.plugin or "", world=await ctx.world.get(), slots=slots)
         ctx.world.changed = ctx.world.changed or result.changed
+        return result
+
+    async def _run_plugin(self, session: SessionState, intent: Intent, ctx: TurnContext) -> ChatResponse:
+        await ctx.ack(self._say.simple("ack"))
+        result = await self._execute_plugin(intent, session.slots, ctx)
         slots = dict(session.slots)
         self._remember(session, slots)
         session.status = SessionStatus.completed
@@ -254,6 +284,30 @@ class TurnEngine:
         reply = self._reply(session, TurnStatus.completed, self._say.done(intent, slots, result), intent=intent.id)
         reply.slots = slots
         reply.result = {"success": result.success, "message": result.message, "data": result.data, "plugin": intent.plugin}
+        await ctx.step(WorkflowStep(step=1, step_id="s1", intent_id=intent.id, plugin_id=intent.plugin, action=intent.action,
+                                    status=StepStatus.done if result.success else StepStatus.failed, slots=slots,
+                                    result={"success": result.success, "message": result.message, "data": result.data}))
+        return reply
+
+    @staticmethod
+    def _leave_workflow(session: SessionState) -> None:
+        """The text is no answer to the paused workflow: it is left, and the text is a new turn."""
+        if session.workflow is not None and session.status in (SessionStatus.waiting_slot, SessionStatus.waiting_confirmation):
+            session.reset_task()
+            session.status = SessionStatus.idle
+        session.workflow = None
+
+    def _workflow_reply(self, session: SessionState, outcome: Outcome) -> ChatResponse:
+        agent_steps = [s for s in outcome.workflow.steps if s.agent and s.status == StepStatus.pending]
+        decision = None
+        if outcome.status == TurnStatus.decided and agent_steps:
+            params = {k: v for s in agent_steps for k, v in s.slots.items()}
+            decision = self._decision([s.intent_id for s in agent_steps], params, self.pack.intent(agent_steps[0].intent_id))
+        reply = self._reply(session, outcome.status, outcome.reply, intent=outcome.intent, decision=decision)
+        step = next((s for s in outcome.workflow.steps if s.intent_id == outcome.intent and s.status != StepStatus.done), None)
+        reply.slots = dict(step.slots) if step is not None else {}
+        reply.pending_slots = outcome.pending_slots
+        reply.workflow = outcome.workflow.model_copy(deep=True)
         return reply
 
     def _multi_decision(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
@@ -279,36 +333,12 @@ class TurnEngine:
     # ---- helpers ------------------------------------------------------------------------------
 
     def _extract(self, text: str, specs: list[SlotSpec], ctx: TurnContext, *, free_text: bool) -> dict[str, Any]:
-        """Extract slot values; with `free_text`, a short answer fills a pending destination/text slot as is."""
         with ctx.deadline.measure("slots"):
-            found = extract_slots(text, specs, now=self._clock().astimezone(self._tz), tz=self._tz, limits=self._limits)
-            if free_text and text.strip():
-                for spec in specs:
-                    if spec.name not in found and spec.type in FREE_TEXT_SLOTS:
-                        found[spec.name] = text.strip(" ，。！？,.!?")
-        return found
+            return self._slots.extract(text, specs, free_text)
 
     def _pending_specs(self, session: SessionState) -> list[SlotSpec]:
         intent = self.pack.intent(session.current_intent or "")
         return [s for s in intent.slots if s.name in session.pending_slots] if intent else []
-
-    def _known_slots(self, intent: Intent, slots: dict[str, Any]) -> dict[str, Any]:
-        names = {s.name for s in intent.slots}
-        unknown = sorted(set(slots) - names)
-        if unknown:
-            raise InvalidInput(f"Intent '{intent.id}' has no slot '{unknown[0]}'.", field=f"slots.{unknown[0]}")
-        return slots
-
-    def _invalid_slot(self, intent: Intent, slots: dict[str, Any]) -> SlotSpec | None:
-        for spec in intent.slots:
-            if spec.type == "temperature" and spec.name in slots:
-                try:
-                    value = float(slots[spec.name])
-                except (TypeError, ValueError):
-                    return spec
-                if not validate_temperature(value, self._limits):
-                    return spec
-        return None
 
     def _decision(self, intent_ids: list[str], params: dict[str, Any], intent: Intent | None) -> Decision:
         when = next((v for v in params.values() if isinstance(v, dict) and {"start", "end"} <= v.keys()), None)

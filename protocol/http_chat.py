@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, StrictStr
 
@@ -77,11 +77,31 @@ class RewriteDebug(WireModel):
     reason: str = ""
 
 
+class ClauseDebug(WireModel):
+    """One clause as the planner scored it: its fused candidates and the intents it chose (several = parallel)."""
+
+    text: str
+    candidates: list[Candidate] = Field(default_factory=list)
+    selected: list[str] = Field(default_factory=list)
+
+
+class PlannerDebug(WireModel):
+    """Why the planner ran, which planner accepted (none: the turn kept the fusion decision) and what it saw."""
+
+    trigger: str
+    accepted_by: str | None = None
+    reason: str = ""
+    clauses: list[ClauseDebug] = Field(default_factory=list)
+    detector_prior: list[Candidate] = Field(default_factory=list)
+    degraded: bool = False
+
+
 class RoutingDebug(WireModel):
     rewrite: RewriteDebug = Field(default_factory=RewriteDebug)
     stages: dict[str, StageDebug] = Field(default_factory=dict)
     fusion: FusionDebug | None = None
     detector: StageDebug | None = None
+    planner: PlannerDebug | None = None
 
 
 class Timings(WireModel):
@@ -112,6 +132,64 @@ class Decision(WireModel):
     time_range: TimeRange | None = None
 
 
+class WorkflowType(str, Enum):
+    single = "single"
+    sequence = "sequence"
+    conditional = "conditional"
+
+
+class WorkflowStatus(str, Enum):
+    running = "running"
+    waiting_slot = "waiting_slot"
+    waiting_confirmation = "waiting_confirmation"
+    completed = "completed"
+    stopped = "stopped"
+
+
+class StepStatus(str, Enum):
+    pending = "pending"
+    waiting_slot = "waiting_slot"
+    waiting_confirmation = "waiting_confirmation"
+    done = "done"
+    skipped = "skipped"
+    failed = "failed"
+
+
+class StepCondition(WireModel):
+    """Run the step only if `field` of `source_step`'s result data compares true against `value` (seed 003 §21.1)."""
+
+    source_step: str
+    field: str
+    operator: Literal["equals", "not_equals", "in"]
+    value: Any
+
+
+class WorkflowStep(WireModel):
+    step: int = Field(description="1-based position in the workflow.")
+    step_id: str
+    intent_id: str
+    plugin_id: str | None = None
+    agent: str | None = None
+    action: str | None = None
+    status: StepStatus = StepStatus.pending
+    skip_reason: str | None = None
+    depends_on: list[str] = Field(default_factory=list)
+    slots: dict[str, Any] = Field(default_factory=dict)
+    condition: StepCondition | None = None
+    requires_confirmation: bool = False
+    clause: str = Field(default="", description="The words of the utterance this step came from.")
+    result: dict[str, Any] | None = Field(default=None, description="The plugin's {success, message, data} once it ran.")
+
+
+class Workflow(WireModel):
+    type: WorkflowType
+    status: WorkflowStatus = WorkflowStatus.running
+    steps: list[WorkflowStep]
+    step_results: dict[str, dict[str, Any]] = Field(default_factory=dict, description="step_id -> the plugin result's data.")
+    summary: str = ""
+    planner: str = Field(default="", description="The planner that produced it (template:<id>, heuristic).")
+
+
 class ChatResponse(WireModel):
     session_id: str
     reply: str
@@ -127,3 +205,4 @@ class ChatResponse(WireModel):
     timings: Timings = Field(default_factory=Timings)
     recognized_text: str | None = None
     recognition: Recognition | None = None
+    workflow: Workflow | None = Field(default=None, description="Set whenever a workflow ran or is paused in this turn.")

@@ -94,4 +94,5 @@ class SplitHandleModels(ModelClient):
             call.fail(head, describe(exc))
             return
         begun = encoder_done.result() if encoder_done.done() else started
-        call.resolve(head, StageOutcome(candidates=candidates(scores), started=min(begun, time.time()), finished=time.time()))
+        call.resolve(head, StageOutcome(candidates=candidates(scores.text), started=min(begun, time.time()), finished=time.time(),
+                                        clauses=tuple(candidates(c) for c in scores.clauses)))

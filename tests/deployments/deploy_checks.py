@@ -79,4 +79,8 @@ class FedHead:
         return self.head.retrieve(self._firsts(texts))
 
     def detect_batch(self, texts):
-        return self.head.detect(self._encoder.encode([[t, *self._clauses.extra(t)] for t in texts]))
+        return [text for text, _ in self.head.detect(self._encoder.encode([[t, *self._clauses.extra(t)] for t in texts]))]
+
+    def detect_clauses(self, text):
+        """Each clause's own labels (the planner reads them)."""
+        return self.head.detect(self._encoder.encode([[text, *self._clauses.extra(text)]]))[0][1]

@@ -36,7 +36,8 @@ def test_the_split_parts_answer_what_the_fused_model_answers(nlu):
     for head in ("classifier", "detector", "retriever"):
         split = nlu.head(head, ITEMS, vectors)
         for f, s in zip(fused, split):
-            assert [i for i, _ in f.scores[head]] == [i for i, _ in s]
+            assert [i for i, _ in f.scores[head]] == [i for i, _ in s.text]
+            assert [[i for i, _ in c] for c in f.clauses.get(head, ())] == [[i for i, _ in c] for c in s.clauses]
 
 
 def test_without_the_encoder_the_classifier_answers_from_text_and_the_others_fail(nlu):
@@ -58,3 +59,13 @@ def test_noop_models_answer_at_once_with_nothing(cockpit):
     noop = build_nlu(settings.model_copy(update={"models": settings.models.model_copy(update={"noop": True})}))
     (answer,) = noop.analyze([NluItem("打开车窗")])
     assert answer.scores == {"classifier": [], "detector": [], "retriever": []} and answer.errors == {}
+
+
+def test_each_clause_is_scored_by_the_classifier_and_the_detector_in_the_same_pass(nlu):
+    """The planner reads per-clause scores; they come from the turn's one encoder pass, not from a second call."""
+    before = nlu.encoder.counts["passes"]
+    (answer,) = nlu.analyze([ITEMS[-1]])
+    assert nlu.encoder.counts["passes"] - before == 1
+    for head in ("classifier", "detector"):
+        assert [c[0][0] for c in answer.clauses[head]] == ["cabin_window_open", "cabin_play_music"], head
+    assert "retriever" not in answer.clauses

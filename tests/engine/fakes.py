@@ -107,10 +107,11 @@ class FakeModelClient(ModelClient):
         self.requests.append(request)
         self.deadlines.append(request.deadlines["encoder"])
         encoder = asyncio.ensure_future(self._stage("encoder", request.text, None))
-        tasks = {"encoder": encoder, **{h: asyncio.ensure_future(self._stage(h, request.text, encoder)) for h in MODEL_STAGES}}
+        tasks = {"encoder": encoder, **{h: asyncio.ensure_future(self._stage(h, request.text, encoder, request.clauses))
+                                        for h in MODEL_STAGES}}
         return _FakeCall(tasks)
 
-    async def _stage(self, stage: str, text: str, encoder: asyncio.Task | None) -> StageOutcome:
+    async def _stage(self, stage: str, text: str, encoder: asyncio.Task | None, clauses: tuple[str, ...] = ()) -> StageOutcome:
         self.calls.append((stage, text))
         try:
             if encoder is not None:
@@ -127,7 +128,9 @@ class FakeModelClient(ModelClient):
         if stage in self.errors:
             raise StageError(stage, self.errors[stage])
         self.finished.append(stage)
-        return StageOutcome(candidates=list(self.script.get(stage, {}).get(text, [])), started=started, finished=time.time())
+        script = self.script.get(stage, {})
+        per_clause = tuple(list(script.get(c, [])) for c in clauses) if stage in ("classifier", "detector") else ()
+        return StageOutcome(candidates=list(script.get(text, [])), started=started, finished=time.time(), clauses=per_clause)
 
 
 class Rig:

@@ -272,25 +272,26 @@ async def test_timeflow_schedule_create_is_decided_for_the_agent(clock) -> None:
 # --------------------------------------------------------------------------- multi-intent, social, out of scope
 
 
-async def test_multi_intent_is_decided_and_nothing_executes() -> None:
+async def test_two_commands_joined_by_then_run_as_a_workflow_in_the_order_said() -> None:
     text = "打开车窗然后播放音乐"
     fake = FakeModelClient().on(
         text, classifier=[("cabin_window_open", 0.5), ("cabin_play_music", 0.4)],
         retriever=[("cabin_window_open", 0.6), ("cabin_play_music", 0.55)],
         detector=[("cabin_window_open", 0.93), ("cabin_play_music", 0.88), ("cabin_window_close", 0.1)])
+    fake.on("打开车窗", classifier=[("cabin_window_open", 0.9)]).on("播放音乐", classifier=[("cabin_play_music", 0.9)])
     rig = Rig(models=fake)
     resp = await chat(rig, text)
-    assert resp.status == TurnStatus.decided
+    assert resp.status == TurnStatus.completed
     assert resp.multi_intent is True
-    assert [c.intent for c in resp.detected_intents] == ["cabin_window_open", "cabin_play_music"]
-    assert resp.decision is not None and resp.decision.intents == ["cabin_window_open", "cabin_play_music"]
-    assert resp.decision.agent is None and resp.decision.function is None
-    assert resp.result is None
+    assert resp.workflow is not None and resp.workflow.type == "sequence"
+    assert [(s.intent_id, s.status) for s in resp.workflow.steps] == [("cabin_window_open", "done"), ("cabin_play_music", "done")]
+    assert resp.routing_debug.planner.trigger == "connective"
     v = rig.vehicle("u1")
-    assert v.window_open is False and v.music_playing is False, "a multi-intent turn must not run a plugin"
-    assert "打开车窗" in resp.reply and "播放音乐" in resp.reply
-    assert (await stored(rig)).status == SessionStatus.decided
+    assert v.window_open is True and v.music_playing is True
+    assert resp.reply == "好，车窗已经打开了，开始播放音乐。"
+    assert (await stored(rig)).status == SessionStatus.completed
     check_timings(rig, resp)
+    assert "planner" in resp.timings.stages
 
 
 async def test_single_clause_needs_the_higher_detector_threshold() -> None:

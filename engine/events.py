@@ -1,0 +1,17 @@
+"""What a streaming client hears while a turn runs (POST /api/v1/agent/chat-stream): the engine calls these from
+the real execution — `ack` once the turn is understood and a plugin is about to run, `step` after each step."""
+from __future__ import annotations
+
+import abc
+
+from protocol.http_chat import Workflow, WorkflowStep
+
+
+class TurnListener(abc.ABC):
+    @abc.abstractmethod
+    async def ack(self, reply: str, workflow: Workflow | None) -> None:
+        """The turn is understood and its first plugin is about to run (sent once per turn)."""
+
+    @abc.abstractmethod
+    async def step(self, step: WorkflowStep) -> None:
+        """A step finished (done, skipped or failed)."""

@@ -1,0 +1,35 @@
+"""What one turn carries through the pipeline, and the response timings read from it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.deadline import Deadline
+from engine.events import TurnListener
+from engine.plugins import TurnWorld
+from protocol.http_chat import Timings, Workflow, WorkflowStep
+
+
+@dataclass
+class TurnContext:
+    """What one turn carries through the pipeline: its deadline (stamped on arrival), the user's world and, for a
+    streaming client, who hears the turn as it runs."""
+
+    deadline: Deadline
+    world: TurnWorld
+    listener: TurnListener | None = None
+    acked: bool = False
+
+    async def ack(self, reply: str, workflow: Workflow | None = None) -> None:
+        if self.listener is not None and not self.acked:
+            self.acked = True
+            await self.listener.ack(reply, workflow)
+
+    async def step(self, step: WorkflowStep) -> None:
+        if self.listener is not None:
+            await self.listener.step(step)
+
+
+def timings_of(deadline: Deadline) -> Timings:
+    """The response's timings from the deadline as it stands now (total = arrival to now)."""
+    return Timings(stages=dict(deadline.stages_ms), spans_ms={k: list(v) for k, v in deadline.spans_ms.items()},
+                   total_ms=round(deadline.elapsed_ms(), 3), budget_ms=deadline.budget_ms, degraded=list(deadline.degraded))

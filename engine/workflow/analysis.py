@@ -1,0 +1,122 @@
+"""Clause analysis (seed 003 §17.1–§17.4): each clause of the turn scored per intent from lexical evidence fused
+with the served classifier's and detector's scores for that clause (one encoder pass embedded the clauses)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from engine.pack import SPECIAL_INTENTS, Intent, Pack
+from engine.settings import PlannerConfig
+from protocol.http_chat import Candidate
+
+_SKIP = re.compile(r"[\s，。！？!?,.~、吧啊呀哦了的把给我帮请一下]+")
+EVIDENCE = ("keyword", "classifier", "detector", "example", "slot")
+
+
+@dataclass
+class ClauseScore:
+    """One clause: its words (the action part of a conditional clause), its condition if it states one, the
+    fused score per intent, and the intents chosen as steps (two or more: parallel requests in one clause)."""
+
+    text: str
+    condition: str | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    selected: list[str] = field(default_factory=list)
+
+    def ranked(self, k: int = 5) -> list[Candidate]:
+        return [Candidate(intent=i, score=round(s, 4)) for i, s in sorted(self.scores.items(), key=lambda kv: -kv[1])[:k]]
+
+
+def _bigrams(text: str) -> frozenset[str]:
+    norm = _SKIP.sub("", text)
+    return frozenset(norm[i:i + 2] for i in range(len(norm) - 1)) or frozenset({norm})
+
+
+class ClauseAnalyzer:
+    def __init__(self, pack: Pack, cfg: PlannerConfig, slot_types: dict[str, set[str]] | None = None) -> None:
+        self._cfg = cfg
+        self._intents = [i for i in pack.intents if i.id not in SPECIAL_INTENTS]
+        self._keywords = [(kw.lower(), i.id) for i in self._intents for kw in i.keywords if kw]
+        self._examples = {i.id: [_bigrams(e) for e in i.examples] for i in self._intents}
+        self._conditional = re.compile(cfg.conditional)
+        self._parallel = re.compile(cfg.parallel)
+        self._elliptic = re.compile(cfg.elliptic)
+
+    def split_condition(self, clause: str) -> tuple[str, str | None]:
+        """A clause stating a condition (如果还没发货就帮我取消) is scored on its action; the condition is kept."""
+        m = self._conditional.match(clause)
+        if not m:
+            return clause, None
+        condition = next(v for k, v in m.groupdict().items() if k.startswith("condition") and v)
+        return m["action"].strip(), condition.strip()
+
+    def analyze(self, clause: str, *, classifier: list[Candidate], detector: list[Candidate],
+                slot_hits: set[str], marked: bool = True) -> ClauseScore:
+        """Score `clause` for every task intent; `slot_hits` are the slot types a value was found for in it;
+        `marked`: the words themselves mark several requests (a connective, a condition, keywords in two clauses)."""
+        action, condition = self.split_condition(clause)
+        w = self._cfg.weights
+        cls = {c.intent: c.score for c in classifier}
+        det = {c.intent: c.score for c in detector}
+        spans = self._keyword_spans(action)
+        grams = _bigrams(action)
+        result = ClauseScore(text=action, condition=condition)
+        for intent in self._intents:
+            lexical = {
+                "keyword": 1.0 if intent.id in spans else 0.0,
+                "example": max((len(grams & e) / len(grams | e) for e in self._examples[intent.id]), default=0.0),
+                "slot": 1.0 if slot_hits & {s.type for s in intent.slots if s.type in ("temperature", "order_id")} else 0.0,
+            }
+            model = cls.get(intent.id, 0.0)
+            score = (sum(w.get(k, 0.0) * v for k, v in lexical.items()) + w.get("classifier", 0.0) * model
+                     + w.get("detector", 0.0) * det.get(intent.id, 0.0))
+            if score > 0:
+                result.scores[intent.id] = score
+        result.selected = self._select(result, spans, cls, marked)
+        return result
+
+    def _select(self, clause: ClauseScore, spans: dict[str, tuple[int, int]], cls: dict[str, float], marked: bool) -> list[str]:
+        ranked = sorted(clause.scores.items(), key=lambda kv: -kv[1])
+        if not ranked or self._elliptic.match(_SKIP.sub("", clause.text)):
+            return []
+        top, score = ranked[0]
+        lexical = top in spans or clause.scores.get(top, 0.0) - self._cfg.weights.get("classifier", 0.0) * cls.get(top, 0.0) > 0.3
+        if score < self._cfg.accept or not (lexical or cls.get(top, 0.0) >= self._cfg.model_accept):
+            return []
+        if not marked and top not in spans and score < self._cfg.accept_unmarked:
+            return []
+        return [top, *self.parallel_requests(clause.text, top)]
+
+    def parallel_requests(self, text: str, top: str | None = None) -> list[str]:
+        """Further requests joined inside one clause (打开车窗和天窗, 关掉空调和座椅加热) after `top` (default: the first
+        part's keyword intent): each joined part naming another intent's keyword, on its own or with the first
+        part's verb (打开 + 天窗). Empty when the clause holds one request."""
+        pieces = [p.strip() for p in self._parallel.split(text) if p.strip()]
+        if len(pieces) < 2:
+            return []
+        head = pieces[0]
+        first = top or next(iter(self._keyword_spans(head)), None)
+        if first is None:
+            return []
+        found: list[str] = []
+        for piece in pieces[1:]:
+            borrowed = [head[: len(head) - len(piece)] + piece] if len(piece) < len(head) else []
+            for words in [piece, *borrowed]:
+                hits = [i for i in self._keyword_spans(words) if i != first and i not in found]
+                if hits:
+                    found.append(hits[0])
+                    break
+        return found
+
+    def _keyword_spans(self, text: str) -> dict[str, tuple[int, int]]:
+        """Per intent, where its longest keyword occurs in `text`."""
+        lowered, spans = text.lower(), {}
+        for kw, intent_id in self._keywords:
+            at = lowered.find(kw)
+            if at >= 0 and (intent_id not in spans or len(kw) > spans[intent_id][1] - spans[intent_id][0]):
+                spans[intent_id] = (at, at + len(kw))
+        return spans
+
+
+def intent_label(intent: Intent | None) -> str:
+    return intent.label if intent else ""

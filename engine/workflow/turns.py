@@ -1,0 +1,243 @@
+"""Workflow turns: the planner stage inside the turn's deadline, starting a planned workflow, and resuming a
+paused one from the next chat turn or /fill-slots (seed 003 §20–§22). The workflow lives in the session row,
+so the resume may land on any orchestrator replica."""
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.deadline import Deadline, StageTimeout
+from engine.dialog_rules import DialogRules
+from engine.keyword import KeywordMatcher
+from engine.pack import Intent, Pack, SlotSpec
+from engine.responses import ResponsePolicy, render
+from engine.router import Route
+from engine.session import SessionState, SessionStatus
+from engine.settings import Settings
+from engine.workflow.analysis import ClauseAnalyzer
+from engine.workflow.executor import OnStep, Pause, RunPlugin, WorkflowExecutor
+from engine.workflow.planners import (
+    Extract,
+    HeuristicWorkflowPlanner,
+    LocalFirstPlanner,
+    Plan,
+    StepBuilder,
+    TemplateWorkflowPlanner,
+    TurnAnalysis,
+)
+from engine.workflow.trigger import LEXICAL, PlanTrigger
+from protocol.http_chat import ClauseDebug, PlannerDebug, StepStatus, TurnStatus, Workflow, WorkflowStatus, WorkflowStep
+
+PLANNER = "planner"
+EVIDENCE_SLOTS = [SlotSpec(name="temperature", type="temperature"), SlotSpec(name="order_id", type="order_id")]
+Faults = Callable[[str], Awaitable[None]]
+
+
+@dataclass
+class Outcome:
+    """A workflow turn's answer: what the engine turns into the response and the session."""
+
+    status: TurnStatus
+    reply: str
+    workflow: Workflow
+    intent: str | None
+    pending_slots: list[str]
+
+
+class WorkflowTurns:
+    def __init__(self, *, pack: Pack, settings: Settings, keywords: KeywordMatcher, extract: Extract,
+                 invalid_slot: Callable[[Intent, dict[str, Any]], SlotSpec | None], faults: Faults | None = None) -> None:
+        self._pack = pack
+        self._settings = settings
+        self._extract = extract
+        self._analyzer = ClauseAnalyzer(pack, settings.planner)
+        self._trigger = PlanTrigger(settings.planner, keywords, self._analyzer)
+        builder = StepBuilder(pack, extract)
+        self._planner = LocalFirstPlanner([TemplateWorkflowPlanner(pack, builder),
+                                           HeuristicWorkflowPlanner(pack, builder, max_steps=settings.planner.max_steps)])
+        self._executor = WorkflowExecutor(pack, invalid_slot=invalid_slot, skip_reason=self._skip_reason)
+        self._rules = DialogRules(pack.rules)
+        self._say = ResponsePolicy(pack)
+        self._faults = faults
+
+    # ---- planning -----------------------------------------------------------------------------
+
+    async def plan(self, text: str, clauses: list[str], route: Route, deadline: Deadline) -> tuple[Plan, PlannerDebug] | None:
+        """The planner stage, when the trigger says so; a late or failed planner degrades (`planner`) and the
+        turn keeps the fusion decision."""
+        trigger = self._trigger.reason(text, clauses, route)
+        if trigger is None:
+            return None
+        try:
+            async with deadline.phase(PLANNER, self._settings.budgets.stage_s(PLANNER)):
+                if self._faults is not None:
+                    await self._faults(PLANNER)
+                analysis = self._analysis(text, clauses, route, marked=trigger in LEXICAL)
+                plan = self._planner.plan(analysis)
+        except (StageTimeout, Exception) as exc:  # noqa: BLE001 — a planner failure is a declared degradation
+            deadline.degrade(PLANNER)
+            reason = str(exc) if isinstance(exc, StageTimeout) else f"{type(exc).__name__}: {exc}"
+            return Plan(False, "", reason), PlannerDebug(trigger=trigger, reason=reason, degraded=True)
+        debug = PlannerDebug(trigger=trigger, accepted_by=plan.planner or None, reason=plan.reason,
+                             clauses=[ClauseDebug(text=c.text, candidates=c.ranked(3), selected=c.selected) for c in analysis.clauses],
+                             detector_prior=route.detected)
+        return plan, debug
+
+    def _analysis(self, text: str, clauses: list[str], route: Route, *, marked: bool) -> TurnAnalysis:
+        per_clause = len(clauses) > 1 and len(route.clauses) == len(clauses)
+        scored = []
+        for n, clause in enumerate(clauses):
+            cls = route.clause_scores.get("classifier", ())
+            det = route.clause_scores.get("detector", ())
+            classifier = cls[n] if per_clause and n < len(cls) else (route.stages["classifier"].candidates if not per_clause else [])
+            detector = det[n] if per_clause and n < len(det) else (route.detector.candidates if not per_clause else [])
+            action, _ = self._analyzer.split_condition(clause)
+            hits = set(self._extract(action, EVIDENCE_SLOTS))
+            scored.append(self._analyzer.analyze(clause, classifier=classifier, detector=detector, slot_hits=hits, marked=marked))
+        return TurnAnalysis(text=text, clauses=scored, detector_prior=route.detected)
+
+    # ---- running ------------------------------------------------------------------------------
+
+    async def start(self, session: SessionState, workflow: Workflow, run: RunPlugin, on_step: OnStep | None = None) -> Outcome:
+        session.reset_task()
+        session.workflow = workflow
+        return await self._advance(session, workflow, run, on_step=on_step)
+
+    def active(self, session: SessionState) -> bool:
+        wf = session.workflow
+        return wf is not None and wf.status in (WorkflowStatus.waiting_slot, WorkflowStatus.waiting_confirmation)
+
+    def waiting_slot(self, session: SessionState) -> bool:
+        return session.workflow is not None and session.workflow.status == WorkflowStatus.waiting_slot
+
+    async def resume(self, session: SessionState, text: str, slots: dict[str, Any] | None, run: RunPlugin,
+                     on_step: OnStep | None = None, *, free_text: bool = True) -> Outcome | None:
+        """Continue the paused workflow with this answer; None when the text is not an answer to it (the caller
+        abandons the workflow and routes the text as a new turn, or asks again)."""
+        wf = session.workflow
+        assert wf is not None
+        step = self._executor.paused_step(wf)
+        if step is None:
+            return None
+        intent = self._pack.intent(step.intent_id)
+        if wf.status == WorkflowStatus.waiting_confirmation and slots is None:
+            answer = self._rules.confirmation(text)
+            if answer is None and self._rules.is_stop(text):
+                return self._stop(session, wf)
+            if answer is None:
+                return self._outcome(session, wf, TurnStatus.waiting_confirmation,
+                                     self._say.simple("confirm_retry", label=render(intent.label, **step.slots)), step)
+            if answer:
+                return await self._advance(session, wf, run, confirmed=step.step_id, on_step=on_step)
+            self._executor.skip(step, "declined")
+            if on_step is not None:
+                await on_step(step)
+            return await self._advance(session, wf, run, on_step=on_step)
+        if text and self._rules.is_stop(text):
+            return self._stop(session, wf)
+        pending = [s for s in intent.slots if s.required and s.name not in step.slots]
+        filled = slots if slots is not None else self._extract(text, pending, free_text)
+        filled = {k: v for k, v in (filled or {}).items() if k in {s.name for s in intent.slots}}
+        if not filled:
+            if slots is not None:
+                return self._outcome(session, wf, TurnStatus.waiting_slot, self._say.ask_slot(pending[0]), step)
+            return None
+        step.slots.update(filled)
+        step.status = StepStatus.pending
+        return await self._advance(session, wf, run, on_step=on_step)
+
+    async def _advance(self, session: SessionState, wf: Workflow, run: RunPlugin, *, confirmed: str | None = None,
+                       on_step: OnStep | None = None) -> Outcome:
+        before = {s.step_id for s in wf.steps if s.status != StepStatus.pending}
+        try:
+            pause = await self._executor.advance(wf, run, confirmed=confirmed, on_step=on_step)
+        except BaseException:
+            wf.status = WorkflowStatus.stopped  # the client went away: what ran stays run, nothing more runs
+            session.status = SessionStatus.stopped
+            raise
+        ran_now = [s for s in wf.steps if s.step_id not in before]
+        if pause is not None:
+            return self._paused(session, wf, pause, ran_now)
+        return self._finished(session, wf, ran_now)
+
+    def _paused(self, session: SessionState, wf: Workflow, pause: Pause, ran_now: list[WorkflowStep]) -> Outcome:
+        said = self._report(ran_now)
+        if pause.kind == "ask_slot":
+            assert pause.slot is not None
+            return self._outcome(session, wf, TurnStatus.waiting_slot, said + self._say.ask_slot(pause.slot), pause.step)
+        intent = self._pack.intent(pause.step.intent_id)
+        return self._outcome(session, wf, TurnStatus.waiting_confirmation,
+                             said + self._say.confirm(intent, pause.step.slots), pause.step)
+
+    def _finished(self, session: SessionState, wf: Workflow, ran_now: list[WorkflowStep]) -> Outcome:
+        wf.summary = self._report(ran_now, summary=True)
+        agent_steps = [s for s in wf.steps if s.status == StepStatus.pending]
+        status = TurnStatus.decided if agent_steps else TurnStatus.completed
+        session.status = SessionStatus.decided if agent_steps else SessionStatus.completed
+        session.current_intent, session.pending_slots = None, []
+        for step in wf.steps:
+            self._remember(session, step)
+        return Outcome(status, wf.summary, wf, wf.steps[-1].intent_id if wf.steps else None, [])
+
+    def _stop(self, session: SessionState, wf: Workflow) -> Outcome:
+        wf.status = WorkflowStatus.stopped
+        for step in wf.steps:
+            if step.status in (StepStatus.waiting_slot, StepStatus.waiting_confirmation):
+                step.status = StepStatus.pending
+        session.status, session.current_intent, session.pending_slots = SessionStatus.stopped, None, []
+        return Outcome(TurnStatus.stopped, self._say.simple("workflow_stopped"), wf, None, [])
+
+    def _outcome(self, session: SessionState, wf: Workflow, status: TurnStatus, reply: str, step: WorkflowStep) -> Outcome:
+        waiting = status == TurnStatus.waiting_confirmation
+        session.status = SessionStatus.waiting_confirmation if waiting else SessionStatus.waiting_slot
+        session.current_intent = step.intent_id
+        intent = self._pack.intent(step.intent_id)
+        session.pending_slots = ["confirmation"] if waiting else [s.name for s in intent.slots if s.required and s.name not in step.slots]
+        return Outcome(status, reply, wf, step.intent_id, list(session.pending_slots))
+
+    def ask_again(self, session: SessionState) -> Outcome:
+        """The paused step's question once more (a /fill-slots answer that filled nothing)."""
+        wf = session.workflow
+        assert wf is not None
+        step = self._executor.paused_step(wf)
+        assert step is not None
+        intent = self._pack.intent(step.intent_id)
+        if wf.status == WorkflowStatus.waiting_confirmation:
+            return self._outcome(session, wf, TurnStatus.waiting_confirmation, self._say.confirm(intent, step.slots), step)
+        pending = [s for s in intent.slots if s.required and s.name not in step.slots]
+        return self._outcome(session, wf, TurnStatus.waiting_slot, self._say.ask_slot(pending[0]), step)
+
+    # ---- words --------------------------------------------------------------------------------
+
+    def _report(self, steps: list[WorkflowStep], *, summary: bool = False) -> str:
+        done = [s.result["message"] for s in steps if s.status == StepStatus.done and s.result]
+        notes = [s.skip_reason for s in steps if s.status == StepStatus.skipped and s.skip_reason]
+        notes += [self._say.simple("step_failed", label=self._label(s), message=(s.result or {}).get("message", ""))
+                  for s in steps if s.status == StepStatus.failed]
+        text = self._say.workflow_summary(done, notes)
+        return text if summary or not text else text + " "
+
+    def _skip_reason(self, step: WorkflowStep, kind: str, values: dict[str, Any]) -> str:
+        label = self._label(step)
+        if kind == "condition":
+            value = values.get("value")
+            said = self._pack.workflows.value_labels.get(str(value), f"条件不满足（{value}）")
+            return self._say.simple("step_skipped_condition", value=said, label=label)
+        if kind == "dependency":
+            previous = self._pack.intent(values.get("previous", ""))
+            return self._say.simple("step_skipped_dependency", previous=previous.label if previous else "", label=label)
+        return self._say.simple("step_declined", label=label)
+
+    def _label(self, step: WorkflowStep) -> str:
+        intent = self._pack.intent(step.intent_id)
+        return render(intent.label, **step.slots) if intent else step.intent_id
+
+    @staticmethod
+    def _remember(session: SessionState, step: WorkflowStep) -> None:
+        if step.status != StepStatus.done:
+            return
+        for slot, key in (("temperature", "last_temperature"), ("destination", "last_destination")):
+            if slot in step.slots:
+                session.memory[key] = step.slots[slot]
+

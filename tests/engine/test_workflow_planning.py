@@ -1,0 +1,92 @@
+"""When to plan, the one clause split, clause analysis and the executor's conditions (no models)."""
+from __future__ import annotations
+
+import pytest
+
+from engine.clauses import ClauseSplitter
+from engine.keyword import KeywordMatcher
+from engine.workflow.analysis import ClauseAnalyzer
+from engine.workflow.executor import condition_holds
+from engine.workflow.trigger import PlanTrigger
+from protocol.http_chat import StepCondition
+
+from fakes import base_settings, pack
+
+
+def trigger(name: str = "cockpit") -> tuple[PlanTrigger, ClauseSplitter]:
+    settings = base_settings()
+    p = pack(name)
+    return PlanTrigger(settings.planner, KeywordMatcher(p), ClauseAnalyzer(p, settings.planner)), ClauseSplitter(settings.clauses)
+
+
+@pytest.mark.parametrize("text,clauses,reason", [
+    ("打开车窗然后把空调调到22度", ["打开车窗", "把空调调到22度"], "connective"),
+    ("先开窗再开空调", ["开窗", "开空调"], "connective"),
+    ("先打开车窗后开空调", ["打开车窗", "开空调"], "connective"),
+    ("打开车窗并播放音乐", ["打开车窗", "播放音乐"], "connective"),
+    ("查一下订单A12345，如果还没发货就帮我取消", ["查一下订单A12345", "如果还没发货就帮我取消"], "condition"),
+    ("开空调，关窗", ["开空调", "关窗"], "clauses"),
+    ("打开车窗和天窗", ["打开车窗和天窗"], "parallel"),
+])
+def test_the_words_that_ask_for_a_plan(text, clauses, reason):
+    plan, split = trigger()
+    assert split.clauses(text) == clauses
+    assert plan.lexical(text, split.clauses(text)) == reason
+
+
+@pytest.mark.parametrize("text", [
+    "先把后视镜折叠", "后挡除雾打开", "后排窗户都打开", "先锋音乐放一首", "导航先关掉",  # 先 / 后 inside words
+    "太热了，开下空调", "下雨了，把窗关了",  # a reason, then one request
+    "空调风再大一点", "刚才那首再放一遍", "合并一下", "把音量调大",
+])
+def test_a_single_command_gives_no_reason_to_plan(text):
+    plan, split = trigger()
+    assert plan.lexical(text, split.clauses(text)) is None
+
+
+@pytest.mark.parametrize("name", ["cockpit", "timeflow"])
+def test_no_held_out_example_of_either_pack_is_marked_for_planning(name):
+    """Every test_examples entry is one request: none carries a connective, a condition, keywords of two intents in
+    two clauses or parallel requests. (With the real models, tests/engine/test_workflow_quality.py shows none of them
+    is planned into a workflow either.)"""
+    plan, split = trigger(name)
+    marked = [t for i in pack(name).intents for t in i.test_examples if plan.lexical(t, split.clauses(t))]
+    assert marked == []
+
+
+def test_a_conditional_clause_is_scored_on_its_action_and_keeps_its_condition():
+    settings = base_settings()
+    analyzer = ClauseAnalyzer(pack("cockpit"), settings.planner)
+    for clause, action, condition in [("如果还没发货就帮我取消", "帮我取消", "还没发货"),
+                                      ("没发货的话帮我取消", "帮我取消", "没发货"),
+                                      ("要是还没发货就取消掉", "取消掉", "还没发货")]:
+        assert analyzer.split_condition(clause) == (action, condition)
+    scored = analyzer.analyze("如果还没发货就帮我取消订单", classifier=[], detector=[], slot_hits=set())
+    assert scored.selected == ["cs_cancel_order"], "发货 in the condition is no logistics request"
+
+
+def test_parallel_requests_in_one_clause_borrow_the_first_verb():
+    analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
+    assert analyzer.parallel_requests("打开车窗和天窗") == ["cabin_sunroof_open"]
+    assert analyzer.parallel_requests("打开车窗") == []
+    assert analyzer.parallel_requests("和小王一起听歌") == []
+
+
+def test_a_bare_verb_acts_on_the_clause_before_and_is_no_step_of_its_own():
+    analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
+    from protocol.http_chat import Candidate
+    scored = analyzer.analyze("关掉", classifier=[Candidate(intent="cabin_ac_off", score=0.95)], detector=[], slot_hits=set())
+    assert scored.selected == []
+
+
+@pytest.mark.parametrize("operator,value,seen,holds", [
+    ("equals", "pending_shipment", "pending_shipment", True),
+    ("equals", "pending_shipment", "shipped", False),
+    ("not_equals", "delivered", "shipped", True),
+    ("in", ["pending_shipment", "shipped"], "shipped", True),
+    ("in", ["pending_shipment"], "delivered", False),
+])
+def test_conditions_read_the_source_steps_result(operator, value, seen, holds):
+    cond = StepCondition(source_step="s1", field="order_status", operator=operator, value=value)
+    assert condition_holds(cond, {"s1": {"order_status": seen}}) == (holds, seen)
+    assert condition_holds(cond, {})[0] is (operator == "not_equals")

@@ -1,0 +1,61 @@
+"""Multi-step commands on the real models, in-process: checked step by step — intents, order, slots, and the final
+state of the simulated vehicle and order book — on the development set and on the held-out one, which was never
+used for tuning. And no single command of either pack's held-out split is planned into a workflow."""
+from __future__ import annotations
+
+import pytest
+
+from deployments.in_process import InProcessModels
+from deployments.nlu import build_nlu
+from engine.plugins import InMemoryWorlds, PluginRegistry
+from engine.session import InMemorySessionStore
+from engine.turn import TurnEngine
+from protocol.http_chat import ChatRequest
+
+from workflow_cases import check_case, load_cases
+
+MIN_RIGHT = 0.9
+
+
+def engine_for(built) -> tuple[TurnEngine, InMemoryWorlds, InProcessModels]:
+    pack, settings = built
+    models = InProcessModels(build_nlu(settings))
+    worlds = InMemoryWorlds()
+    engine = TurnEngine(pack=pack, settings=settings, models=models, sessions=InMemorySessionStore(600),
+                        plugins=PluginRegistry(), worlds=worlds)
+    return engine, worlds, models
+
+
+@pytest.fixture(scope="module")
+def cockpit_engine(cockpit):
+    engine, worlds, models = engine_for(cockpit)
+    yield engine, worlds
+    models.close()
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+async def test_multi_step_commands_are_planned_and_run_step_by_step(cockpit_engine, split):
+    engine, worlds = cockpit_engine
+    cases = load_cases(split)
+    verdicts = [await check_case(engine, worlds, case, f"{split}-{n}") for n, case in enumerate(cases)]
+    wrong = [(v.text, v.problems) for v in verdicts if not v.ok]
+    right = 1 - len(wrong) / len(cases)
+    print(f"\n{split}: {len(cases) - len(wrong)}/{len(cases)} right", *wrong, sep="\n  ")
+    assert right >= MIN_RIGHT, wrong
+
+
+@pytest.mark.parametrize("name", ["cockpit", "timeflow"])
+async def test_no_single_command_of_the_held_out_split_becomes_a_workflow(request, name):
+    engine, _, models = engine_for(request.getfixturevalue(name))
+    try:
+        planned, reached = [], 0
+        for n, (text, _) in enumerate(engine.pack.test_rows()):
+            resp = await engine.chat(ChatRequest(user_id=f"single-{n}", text=text))
+            reached += resp.routing_debug.planner is not None
+            if resp.workflow is not None:
+                planned.append((text, [s.intent_id for s in resp.workflow.steps]))
+        print(f"\n{name}: the planner stage ran for {reached} of {len(engine.pack.test_rows())} (detector or fusion asked); "
+              f"{len(planned)} became workflows")
+        assert planned == []
+    finally:
+        models.close()
