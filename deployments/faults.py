@@ -115,3 +115,19 @@ class FaultFile:
             return FaultSet.parse(self._path.read_text(encoding="utf-8") if stamp else "").faults
         except (OSError, ValueError):
             return None
+
+
+class StageFaults:
+    """Faults for a stage the orchestrator runs itself (the planner): `BATON_FAULTS` plus the run's faults file,
+    re-read when it changes. Awaited at the start of the stage: sleeps and/or raises as configured."""
+
+    def __init__(self, env_spec: str, path: Path | None) -> None:
+        self._env = FaultSet.parse(env_spec).faults
+        self._file = FaultFile(path)
+        self._from_file: dict[str, Fault] = {}
+
+    async def __call__(self, stage: str) -> None:
+        changed = self._file.changed()
+        if changed is not None:
+            self._from_file = changed
+        await FaultSet({**self._env, **self._from_file}).apply(stage)

@@ -1,10 +1,15 @@
 """What a streaming client hears while a turn runs (POST /api/v1/agent/chat-stream): the engine calls these from
-the real execution — `ack` once the turn is understood and a plugin is about to run, `step` after each step."""
+the real execution — `ack` once the turn is understood and a plugin is about to run, `step` after each step —
+and asks `gone` before every plugin, so a client that went away stops the rest of the turn."""
 from __future__ import annotations
 
 import abc
 
 from protocol.http_chat import Workflow, WorkflowStep
+
+
+class ClientGone(Exception):
+    """The client stopped listening: no further plugin runs; what ran stays run and is committed."""
 
 
 class TurnListener(abc.ABC):
@@ -15,3 +20,8 @@ class TurnListener(abc.ABC):
     @abc.abstractmethod
     async def step(self, step: WorkflowStep) -> None:
         """A step finished (done, skipped or failed)."""
+
+    @property
+    def gone(self) -> bool:
+        """True once the client stopped listening."""
+        return False

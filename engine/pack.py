@@ -112,9 +112,13 @@ class Workflows(Strict):
     templates: list[WorkflowTemplate] = Field(default_factory=list)
     conditional_hints: list[ConditionalHint] = Field(default_factory=list)
     value_labels: dict[str, str] = Field(default_factory=dict, description="How a result value is said, e.g. shipped: 已发货.")
+    lead: list[str] = Field(default_factory=list, description="Intents planned first whatever the order said (seed 000: "
+                                                             "emotion support before the task).")
+    modules: dict[str, str] = Field(default_factory=dict, description="Intent -> the module of seed 000's pipeline "
+                                                                     "(EmotionSupport, Scheduling, Summary ...).")
 
     def intent_ids(self) -> set[str]:
-        ids = {i for t in self.templates for i in t.intent_sequence}
+        ids = {i for t in self.templates for i in t.intent_sequence} | set(self.lead) | set(self.modules)
         return ids | {i for h in self.conditional_hints for i in (h.first, h.then)}
 
 

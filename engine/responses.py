@@ -47,11 +47,14 @@ class ResponsePolicy:
             return render(intent.reply, **{**slots, **result.data})
         return f"好的，{result.message}。"
 
-    def decided(self, intent: Intent | None, labels: list[str] | None = None) -> str:
+    def decided(self, intent: Intent | None, labels: list[str] | None = None, agents: list[str] | None = None) -> str:
         if intent and not intent.agent and intent.reply:
             return render(intent.reply)  # nobody to hand over to: the intent's own words (e.g. emotion support)
         label = "、".join(labels) if labels else (intent.label if intent else "")
-        agent = intent.agent if intent and intent.agent else ""
+        named = agents if agents is not None else ([intent.agent] if intent and intent.agent else [])
+        agent = "、".join(dict.fromkeys(a for a in named if a))
+        if not agent and "decided_local" in self._t:
+            return self._say("decided_local", label=label)
         return self._say("decided", label=label, agent=agent)
 
     def confirm(self, intent: Intent, slots: dict) -> str:
@@ -69,6 +72,14 @@ class ResponsePolicy:
         parts = [_spoken(m, later=n > 0) for n, m in enumerate(done)]
         head = ("好，" + "，".join(parts) + "。") if parts else ""
         return head + "".join(notes)
+
+    def pipeline_description(self, labels: list[str]) -> str:
+        """先{a}，再{b}(，最后{c})。 — what the turn will do, in order."""
+        if len(labels) == 1:
+            return f"{labels[0]}。"
+        middle = "".join(f"，再{x}" for x in labels[1:-1])
+        last = f"，{'最后' if len(labels) > 2 else '再'}{labels[-1]}"
+        return f"先{labels[0]}{middle}{last}。"
 
     def simple(self, key: str, **values: Any) -> str:
         """reject, fallback, stopped, confirm_cancelled: templates that need at most a label."""

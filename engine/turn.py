@@ -11,6 +11,7 @@ from engine.clauses import ClauseSplitter
 from engine.deadline import Deadline, StageTimeout
 from engine.dialog_rules import DialogRules
 from engine.errors import InvalidInput, Overloaded, SessionForbidden, TextTooLong
+from engine.events import ClientGone, TurnListener
 from engine.fusion import RouteDecision
 from engine.keyword import KeywordMatcher
 from engine.media import MediaClient, MediaStage, check_modality
@@ -86,10 +87,11 @@ class TurnEngine:
         """How long a `modality` turn may take, queueing included, and still answer inside every budget."""
         return self._settings.budgets.admission_ms(modality)
 
-    async def chat(self, request: ChatRequest, *, deadline: Deadline | None = None) -> ChatResponse:
+    async def chat(self, request: ChatRequest, *, deadline: Deadline | None = None,
+                   listener: TurnListener | None = None) -> ChatResponse:
         """Load the session, run the turn, save the session and the user's world (the in-process path)."""
         check_modality(request)  # before the session exists: bad input creates nothing
-        ctx = TurnContext(deadline or self.deadline(request.modality), self.worlds.for_turn(request.user_id))
+        ctx = TurnContext(deadline or self.deadline(request.modality), self.worlds.for_turn(request.user_id), listener)
         session = await self._session(request.session_id or uuid.uuid4().hex, request.user_id, create=True)
         response = await self.chat_on(session, request, ctx)
         return await self._save(session, response, ctx)
@@ -109,7 +111,10 @@ class TurnEngine:
         recognition = await self._media.recognize(request, ctx.deadline) if request.modality != "text" else None
         if recognition is not None:
             text = self._checked_text(recognition.recognized_text)
-        response = await self._chat_turn(session, text, ctx)
+        try:
+            response = await self._chat_turn(session, text, ctx)
+        except ClientGone:
+            response = self._gone_reply(session)
         if recognition is not None:
             response.recognized_text, response.recognition = recognition.recognized_text, recognition
         return self._finish(session, text, response, ctx)
@@ -263,6 +268,7 @@ class TurnEngine:
         return run
 
     async def _execute_plugin(self, intent: Intent, slots: dict[str, Any], ctx: TurnContext) -> PluginResult:
+        ctx.before_plugin()
         if ctx.world.world is None:
             try:  # a quick read; it may use the commit's reserve rather than fail a turn whose models ran late
                 async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store"), final=True):
@@ -289,6 +295,15 @@ class TurnEngine:
                                     result={"success": result.success, "message": result.message, "data": result.data}))
         return reply
 
+    def _gone_reply(self, session: SessionState) -> ChatResponse:
+        """The client went away before a plugin: the turn stops there, and what ran is committed with the session."""
+        wf = session.workflow
+        session.status, session.pending_slots = SessionStatus.stopped, []
+        reply = self._reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=session.current_intent)
+        if wf is not None:
+            reply.workflow = wf.model_copy(deep=True)
+        return reply
+
     @staticmethod
     def _leave_workflow(session: SessionState) -> None:
         """The text is no answer to the paused workflow: it is left, and the text is a new turn."""
@@ -308,6 +323,7 @@ class TurnEngine:
         reply.slots = dict(step.slots) if step is not None else {}
         reply.pending_slots = outcome.pending_slots
         reply.workflow = outcome.workflow.model_copy(deep=True)
+        reply.pipeline, reply.pipeline_description = self._flows.pipeline(outcome.workflow)
         return reply
 
     def _multi_decision(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
@@ -316,10 +332,11 @@ class TurnEngine:
         params = self._extract(text, specs, ctx, free_text=False)
         session.reset_task()
         session.status = SessionStatus.decided
-        labels = [self.pack.intent(i).label for i in ids if self.pack.intent(i)]
+        intents = [self.pack.intent(i) for i in ids if self.pack.intent(i)]
         decision = self._decision(ids, params, None)
         top = route.fusion.top.intent if route.fusion.top else None
-        return self._reply(session, TurnStatus.decided, self._say.decided(None, labels), intent=top, decision=decision)
+        said = self._say.decided(None, [i.label for i in intents], [i.agent for i in intents if i.agent])
+        return self._reply(session, TurnStatus.decided, said, intent=top, decision=decision)
 
     def _social_reply(self, session: SessionState, category: str, intent: str = SOCIAL) -> ChatResponse:
         reply = self._say.social(category)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.deadline import Deadline
-from engine.events import TurnListener
+from engine.events import ClientGone, TurnListener
 from engine.plugins import TurnWorld
 from protocol.http_chat import Timings, Workflow, WorkflowStep
 
@@ -27,6 +27,11 @@ class TurnContext:
     async def step(self, step: WorkflowStep) -> None:
         if self.listener is not None:
             await self.listener.step(step)
+
+    def before_plugin(self) -> None:
+        """Raises ClientGone when the streaming client went away: no further plugin runs."""
+        if self.listener is not None and self.listener.gone:
+            raise ClientGone
 
 
 def timings_of(deadline: Deadline) -> Timings:

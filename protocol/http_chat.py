@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictStr
 
-from protocol.base import WireModel
+from protocol.base import ErrorBody, WireModel
 from protocol.media import InputModality, Recognition
 
 
@@ -206,3 +206,34 @@ class ChatResponse(WireModel):
     recognized_text: str | None = None
     recognition: Recognition | None = None
     workflow: Workflow | None = Field(default=None, description="Set whenever a workflow ran or is paused in this turn.")
+    pipeline: list[str] = Field(default_factory=list, description="Seed 000's Router: the modules this turn runs, in order.")
+    pipeline_description: str | None = Field(default=None, description="The pipeline in one to three sentences.")
+
+
+class AckEvent(WireModel):
+    """chat-stream: the turn is understood and its first plugin is about to run."""
+
+    event: Literal["ack"] = "ack"
+    reply: str
+    workflow: Workflow | None = None
+
+
+class StepEvent(WireModel):
+    """chat-stream: one step finished (done, skipped or failed)."""
+
+    event: Literal["step"] = "step"
+    step: WorkflowStep
+
+
+class FinalEvent(WireModel):
+    """chat-stream: the turn's response, exactly what POST /api/v1/agent/chat would have answered."""
+
+    event: Literal["final"] = "final"
+    response: ChatResponse
+
+
+class ErrorEvent(WireModel):
+    """chat-stream: the turn failed after the stream began; the envelope's error."""
+
+    event: Literal["error"] = "error"
+    error: ErrorBody

@@ -7,7 +7,7 @@ from typing import Annotated, Protocol
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, Starting, TextTooLong
@@ -16,13 +16,14 @@ from engine.turn import TurnEngine
 from media.uploads import MediaUploads
 from serve_app.admission import Admission
 from serve_app.auth import Unauthorized
+from serve_app.chat_stream import ChatStream
 from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
 from serve_app.rest_api import Persistence, store_router
 from serve_app.turns import AdmissionGate, ArrivalStamp, ReplicaName, run_turn
 from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, UnsupportedWrite
 from protocol.base import ErrorBody, ErrorEnvelope
-from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
+from protocol.http_chat import ChatRequest, ChatResponse, ErrorEvent, FillSlotsRequest
 
 STATUS_BY_ERROR: dict[type[BatonError], int] = {
     UnsupportedMediaType: 415,
@@ -128,6 +129,17 @@ def create_api(*, replica: str | None = None) -> FastAPI:
     async def fill_slots(body: FillSlotsRequest, serving: ServingDep, arrived: ArrivedDep,
                          authorization: AuthorizationHeader = None) -> Response:
         return turn_json(await run_turn(serving, "fill_slots", body, authorization=authorization, arrived=arrived))
+
+    @api.post("/api/v1/agent/chat-stream")
+    async def chat_stream(body: ChatRequest, serving: ServingDep, arrived: ArrivedDep,
+                          authorization: AuthorizationHeader = None) -> Response:
+        """The chat turn as NDJSON events (serve_app/chat_stream.py)."""
+        stream = ChatStream(lambda listener: run_turn(serving, "chat", body, authorization=authorization, arrived=arrived,
+                                                      listener=listener))
+        first = await stream.first()
+        if isinstance(first, ErrorEvent) and stream.failure is not None:
+            raise stream.failure  # refused before anything ran: the status /chat would answer
+        return StreamingResponse(stream.lines(first), media_type="application/x-ndjson")
 
     api.include_router(store_router())
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 
 from fastapi import FastAPI
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from deployments.faults import FaultSet
+from deployments.faults import FAULTS_FILE_ENV, FaultSet, StageFaults
 from deployments.nlu import shared_heads
 from engine.model_client import ENCODER, HEADS, ModelClient
 from engine.pack import find_pack, load_pack
@@ -58,6 +59,8 @@ class Orchestrator:
             pack=pack, settings=settings, models=model_client(models, settings),
             sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry(),
             media=HandleMedia(asr=media["asr"], ocr=media["ocr"]) if {"asr", "ocr"} <= media.keys() else None,
+            faults=StageFaults(os.environ.get("BATON_FAULTS", ""),
+                               Path(os.environ[FAULTS_FILE_ENV]) if os.environ.get(FAULTS_FILE_ENV) else None),
         )
         db = await Database.open(dsn, settings.store)  # applies pending migrations under an advisory lock
         auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))

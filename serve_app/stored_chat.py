@@ -17,6 +17,7 @@ from uuid import UUID
 
 from engine.deadline import Deadline, StageTimeout
 from engine.errors import Overloaded
+from engine.events import TurnListener
 from engine.media import check_modality
 from engine.plugins import TurnWorld
 from engine.session import SessionState, StaleSession
@@ -54,7 +55,7 @@ class StoredChat:
         self._db = db
         self._settings = settings
 
-    async def chat(self, body: ChatRequest, user_id: UUID, deadline: Deadline) -> ChatResponse:
+    async def chat(self, body: ChatRequest, user_id: UUID, deadline: Deadline, listener: TurnListener | None = None) -> ChatResponse:
         check_modality(body)  # before anything is leased or written
         cmid = body.client_message_id
         session_id = body.session_id or (derived_session_id(user_id, cmid) if cmid else uuid.uuid4().hex)
@@ -62,7 +63,7 @@ class StoredChat:
         said = UserInput(text=body.text or "", modality=body.modality, source_url=body.source_url)
         return await self._turn(user_id, session_id, cmid, said, deadline, create=True,
                                 new_state=lambda: SessionState(session_id=session_id, user_id=body.user_id),
-                                run=lambda state, ctx: self._engine.chat_on(state, request, ctx))
+                                run=lambda state, ctx: self._engine.chat_on(state, request, ctx), listener=listener)
 
     async def fill_slots(self, body: FillSlotsRequest, user_id: UUID, deadline: Deadline) -> ChatResponse:
         said = UserInput(text=body.text if body.text is not None else _slots_text(body.slots))
@@ -70,7 +71,8 @@ class StoredChat:
                                 new_state=None, run=lambda state, ctx: self._engine.fill_slots_on(state, body, ctx))
 
     async def _turn(self, user_id: UUID, session_id: str, client_message_id: str | None, said: UserInput, deadline: Deadline, *,
-                    create: bool, new_state: Callable[[], SessionState] | None, run: EngineRun) -> ChatResponse:
+                    create: bool, new_state: Callable[[], SessionState] | None, run: EngineRun,
+                    listener: TurnListener | None = None) -> ChatResponse:
         budgets = self._settings.budgets
         try:
             stored = await self._stored(user_id, client_message_id, deadline)
@@ -99,7 +101,7 @@ class StoredChat:
                 loaded.append(await worlds.load(self._db, user_id))
                 return loaded[0].world
 
-            ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world))
+            ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world), listener=listener)
             response = await run(state, ctx)
             # the commit starts only inside the budget (its reserve was held back from the models), and once its
             # statement is sent it is not cut off: a commit cancelled in flight may still land, and a turn that

@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engine.deadline import StageTimeout
 from engine.errors import Overloaded, Starting
+from engine.events import TurnListener
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from serve_app.rest_api import chat_user
@@ -20,7 +21,7 @@ from serve_app.rest_api import chat_user
 TurnKind = Literal["chat", "fill_slots"]
 
 
-TURN_PATHS = frozenset({"/api/v1/agent/chat", "/api/v1/agent/fill-slots"})
+TURN_PATHS = frozenset({"/api/v1/agent/chat", "/api/v1/agent/fill-slots", "/api/v1/agent/chat-stream"})
 
 
 class AdmissionGate:
@@ -84,8 +85,9 @@ class ArrivalStamp:
 
 
 async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest, *, authorization: str | None,
-                   arrived: float) -> ChatResponse:
-    """One turn, through the store when the app has one (else in-process sessions), counted in the metrics."""
+                   arrived: float, listener: TurnListener | None = None) -> ChatResponse:
+    """One turn, through the store when the app has one (else in-process sessions), counted in the metrics;
+    `listener` (a chat turn only) hears the turn as it runs."""
     if not serving.readiness.ready:
         # never a degraded turn from a replica still warming up: a clear, retryable refusal instead
         raise Starting(f"This replica is still warming up ({serving.readiness.reason}); retry shortly.")
@@ -95,8 +97,9 @@ async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest
     try:
         async with serving.admission.turn(engine.admission_ms(modality), modality):
             stored = serving.persistence
+            extra = {"listener": listener} if listener is not None else {}
             if stored is None:
-                response = await getattr(engine, kind)(body, deadline=deadline)
+                response = await getattr(engine, kind)(body, deadline=deadline, **extra)
             else:
                 settings = stored.settings
                 try:
@@ -104,7 +107,7 @@ async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest
                         user, key = await chat_user(stored, authorization, body.user_id)
                 except StageTimeout as exc:
                     raise Overloaded("The turn's budget ran out checking who sent it; nothing ran, retry.") from exc
-                response = await getattr(stored.chat, kind)(body.model_copy(update={"user_id": key}), user.id, deadline)
+                response = await getattr(stored.chat, kind)(body.model_copy(update={"user_id": key}), user.id, deadline, **extra)
     except Overloaded:
         serving.metrics.shed.inc()
         raise

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# the engine's test doubles (fakes.py) serve the serving layer's tests too
+sys.path.insert(0, str(ROOT / "tests" / "engine"))
 CONFIG_DIR = ROOT / "config"
 STATE_DIR = Path(os.environ.get("BATON_STATE_DIR") or ROOT / "var").resolve()
 

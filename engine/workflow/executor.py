@@ -2,9 +2,10 @@
 
 `advance` runs the workflow from where it stands until it completes or pauses (a missing slot, a step waiting
 for its confirmation). A step's plugin runs through the turn's `run` (it owns the user's world and the
-deadline); an agent-bound step stays `pending` as a decision for its agent. `on_step` hears each step as it
-finishes, so a stream can send it at once. Cancellation (the client went away) propagates between steps: the
-steps already run stay run in the workflow, and the caller commits them.
+deadline); an agent-bound step stays `pending` as a decision for its agent; a step with neither plugin nor agent
+(emotion support) is done with the intent's own words. `on_step` hears each step as it finishes, so a stream can
+send it at once. A client that went away stops the workflow before the next plugin (`run` raises ClientGone):
+the steps already run stay run, and the caller commits them.
 """
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ def condition_holds(condition: StepCondition, results: dict[str, dict[str, Any]]
 
 class WorkflowExecutor:
     def __init__(self, pack: Pack, *, invalid_slot: InvalidSlot,
-                 skip_reason: Callable[[WorkflowStep, str, dict[str, Any]], str]) -> None:
+                 skip_reason: Callable[[WorkflowStep, str, dict[str, Any]], str],
+                 own_words: Callable[[Intent, dict[str, Any]], str]) -> None:
         self._pack = pack
+        self._own_words = own_words
         self._invalid = invalid_slot
         self._reason = skip_reason
 
@@ -85,8 +88,13 @@ class WorkflowExecutor:
             if step.requires_confirmation and step.step_id != confirmed:
                 step.status, wf.status = StepStatus.waiting_confirmation, WorkflowStatus.waiting_confirmation
                 return Pause("ask_confirmation", step)
-            if intent.plugin is None:
+            if intent.agent is not None:
                 step.status = StepStatus.pending  # its agent acts on it: a decision, not a plugin run
+                continue
+            if intent.plugin is None:  # the intent's own words (emotion support): said, nothing run
+                step.status = StepStatus.done
+                step.result = {"success": True, "message": self._own_words(intent, step.slots), "data": {}}
+                await self._heard(step, on_step)
                 continue
             result = await run(intent, dict(step.slots))
             step.status = StepStatus.done if result.success else StepStatus.failed

@@ -105,6 +105,7 @@ class HeuristicWorkflowPlanner:
 
     def __init__(self, pack: Pack, builder: StepBuilder, *, max_steps: int) -> None:
         self._hints = pack.workflows.conditional_hints
+        self._lead = pack.workflows.lead
         self._builder = builder
         self._max_steps = max_steps
 
@@ -112,6 +113,8 @@ class HeuristicWorkflowPlanner:
         matched = analysis.matched()
         if len(matched) < 2:
             return Plan(False, self.name, "fewer than two intents in the clauses")
+        # seed 000's Router: emotion support comes before the task, whatever the order said
+        matched.sort(key=lambda m: 0 if m[0] in self._lead else 1)
         if len(matched) > self._max_steps:
             return Plan(False, self.name, f"more than {self._max_steps} steps")
         picks: list[tuple[str, str, StepHint | None]] = []

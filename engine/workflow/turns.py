@@ -56,7 +56,8 @@ class WorkflowTurns:
         builder = StepBuilder(pack, extract)
         self._planner = LocalFirstPlanner([TemplateWorkflowPlanner(pack, builder),
                                            HeuristicWorkflowPlanner(pack, builder, max_steps=settings.planner.max_steps)])
-        self._executor = WorkflowExecutor(pack, invalid_slot=invalid_slot, skip_reason=self._skip_reason)
+        self._executor = WorkflowExecutor(pack, invalid_slot=invalid_slot, skip_reason=self._skip_reason,
+                                          own_words=lambda intent, slots: render(intent.reply, **slots))
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)
         self._faults = faults
@@ -154,7 +155,7 @@ class WorkflowTurns:
             pause = await self._executor.advance(wf, run, confirmed=confirmed, on_step=on_step)
         except BaseException:
             wf.status = WorkflowStatus.stopped  # the client went away: what ran stays run, nothing more runs
-            session.status = SessionStatus.stopped
+            session.status, session.current_intent, session.pending_slots = SessionStatus.stopped, None, []
             raise
         ran_now = [s for s in wf.steps if s.step_id not in before]
         if pause is not None:
@@ -171,8 +172,10 @@ class WorkflowTurns:
                              said + self._say.confirm(intent, pause.step.slots), pause.step)
 
     def _finished(self, session: SessionState, wf: Workflow, ran_now: list[WorkflowStep]) -> Outcome:
-        wf.summary = self._report(ran_now, summary=True)
         agent_steps = [s for s in wf.steps if s.status == StepStatus.pending]
+        wf.summary = self._report(ran_now, summary=True)
+        if agent_steps:  # decisions for their agents (seed 002's agents act on them), said after what was done
+            wf.summary += self._say.decided(None, [self._label(s) for s in agent_steps], [s.agent for s in agent_steps if s.agent])
         status = TurnStatus.decided if agent_steps else TurnStatus.completed
         session.status = SessionStatus.decided if agent_steps else SessionStatus.completed
         session.current_intent, session.pending_slots = None, []
@@ -211,12 +214,29 @@ class WorkflowTurns:
     # ---- words --------------------------------------------------------------------------------
 
     def _report(self, steps: list[WorkflowStep], *, summary: bool = False) -> str:
-        done = [s.result["message"] for s in steps if s.status == StepStatus.done and s.result]
+        own = [s.result["message"] for s in steps if s.status == StepStatus.done and s.result and self._own_words(s)]
+        done = [s.result["message"] for s in steps if s.status == StepStatus.done and s.result and not self._own_words(s)]
         notes = [s.skip_reason for s in steps if s.status == StepStatus.skipped and s.skip_reason]
         notes += [self._say.simple("step_failed", label=self._label(s), message=(s.result or {}).get("message", ""))
                   for s in steps if s.status == StepStatus.failed]
-        text = self._say.workflow_summary(done, notes)
+        text = "".join(own) + self._say.workflow_summary(done, notes)
         return text if summary or not text else text + " "
+
+    def pipeline(self, wf: Workflow) -> tuple[list[str], str | None]:
+        """Seed 000's Router fields for this workflow: the modules in order and a one-sentence description."""
+        modules = self._pack.workflows.modules
+        order: list[str] = []
+        for step in wf.steps:
+            name = modules.get(step.intent_id)
+            if name and name not in order:
+                order.append(name)
+        if not order:
+            return [], None
+        return order, self._say.pipeline_description([self._label(s) for s in wf.steps])
+
+    def _own_words(self, step: WorkflowStep) -> bool:
+        intent = self._pack.intent(step.intent_id)
+        return intent is not None and intent.plugin is None and intent.agent is None
 
     def _skip_reason(self, step: WorkflowStep, kind: str, values: dict[str, Any]) -> str:
         label = self._label(step)

@@ -93,3 +93,23 @@ async def test_a_fault_that_finishes_is_not_counted_as_cancelled():
     fs = FaultSet.parse("classifier:delay_ms=5")
     await asyncio.wait_for(fs.apply("classifier"), timeout=5)
     assert fs.cancelled == 0
+
+
+async def test_stage_faults_follow_the_faults_file_for_a_stage_the_orchestrator_runs(tmp_path):
+    import time as _time
+
+    from deployments.faults import InjectedFault, StageFaults
+
+    path = tmp_path / "faults"
+    faults = StageFaults("", path)
+    await faults("planner")  # no file: nothing
+    path.write_text("planner:delay_ms=50")
+    await asyncio.sleep(0.25)  # the file is checked at most every 0.2 s
+    t0 = _time.perf_counter()
+    await faults("planner")
+    assert _time.perf_counter() - t0 >= 0.05
+    await faults("encoder")  # other stages are not touched
+    path.write_text("planner:error=1")
+    await asyncio.sleep(0.25)
+    with pytest.raises(InjectedFault):
+        await faults("planner")

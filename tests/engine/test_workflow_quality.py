@@ -59,3 +59,21 @@ async def test_no_single_command_of_the_held_out_split_becomes_a_workflow(reques
         assert planned == []
     finally:
         models.close()
+
+
+async def test_emotion_and_a_task_run_emotion_support_first_then_decide_the_task(timeflow):
+    """Seed 000's Router on the timeflow pack: emotion support first whatever the order said, the task a decision
+    for its agent, and the pipeline with its description on the response."""
+    engine, _, models = engine_for(timeflow)
+    try:
+        for n, text in enumerate(["我好烦，明天的会帮我推到下午吧", "明天上午十点的会改到下午，我真的好焦虑"]):
+            resp = await engine.chat(ChatRequest(user_id=f"mood-{n}", text=text))
+            assert [s.intent_id for s in resp.workflow.steps] == ["emotion_support", "schedule_update"], text
+            assert [s.status for s in resp.workflow.steps] == ["done", "pending"]
+            assert resp.status == "decided" and resp.decision.intents == ["schedule_update"]
+            assert resp.decision.agent == "schedule_todo_agent"
+            assert resp.pipeline == ["EmotionSupport", "Scheduling"]
+            assert resp.pipeline_description == "先情绪支持，再修改日程。"
+            assert resp.reply.startswith("抱抱你") and "schedule_todo_agent" in resp.reply
+    finally:
+        models.close()
