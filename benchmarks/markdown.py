@@ -50,21 +50,27 @@ def _encoder(result: dict) -> list[str]:
 
 
 def _idle(result: dict) -> list[str]:
-    idle = result.get("idle")
+    lines = _idle_section(result.get("idle"), "Idle turn")
+    for kind, section in (result.get("idle_more") or {}).items():
+        lines += _idle_section(section, f"Idle turn: `{kind}`")
+    return lines
+
+
+def _idle_section(idle: dict | None, title: str) -> list[str]:
     if not idle:
         return []
     spec = idle["spec"]
-    lines = ["## Idle turn", "",
+    lines = [f"## {title}", "",
              f"Sequential `{spec['kind']}` turns, one at a time with {spec['pause_ms']:g} ms between, each from a new user "
              f"(a fresh session); {spec['rounds']} rounds × {spec['turns_per_block']} turns per system in blocks "
              f"({' / '.join(' '.join(o) for o in idle['order'][:2])} …), after {spec['warmup_turns']} discarded warm-up turns each.", "",
-             "| system | turns | ok | client p50 ms | client p90 | server total p50 | degraded | per-stage p50 ms | p50 per block |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| system | turns | ok | client p50 ms | client p90 | client p99 | server total p50 | degraded | per-stage p50 ms | p50 per block |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in idle["systems"].items():
         stages = ", ".join(f"{k} {v:g}" for k, v in s["stages_p50_ms"].items())
         blocks = ", ".join(f"{x:g}" for x in s["block_client_p50_ms"])
         lines.append(f"| {name} | {s['turns']} | {s['ok']} | {_d(s['client_wall_ms'], 'p50')} | {_d(s['client_wall_ms'], 'p90')} | "
-                     f"{_d(s['server_total_ms'], 'p50')} | {s['degraded_turns']} | {stages} | {blocks} |")
+                     f"{_d(s['client_wall_ms'], 'p99')} | {_d(s['server_total_ms'], 'p50')} | {s['degraded_turns']} | {stages} | {blocks} |")
     return lines + [""]
 
 

@@ -164,6 +164,13 @@ class Runner:
                                            timeout_s=sc.client_timeout_s, log=_log)
             for name, rows in samples.items():
                 write_raw(self.raw, f"idle-{name}", rows)
+        idle_more = {}
+        for extra in sc.idle_more if phases else []:
+            _log(f"idle phase ({extra.kind}): {extra.rounds} rounds x {extra.turns_per_block} turns per system")
+            idle_more[extra.kind], samples = await run_idle(urls, kind_texts(self.mix, extra.kind), extra, seed=sc.seed,
+                                                            timeout_s=sc.client_timeout_s, log=_log)
+            for name, rows in samples.items():
+                write_raw(self.raw, f"idle-{extra.kind}-{name}", rows)
         common = dict(mix=self.mix, budget_ms=sc.slo.budget_ms, timeout_s=sc.client_timeout_s, raw=self.raw, log=_log)
         _log(f"main sweep ({sc.arrival.process.value}): levels {self.load.levels} x {self.load.repeats} rounds")
         main = await interleaved_sweep(urls, load=self.load, arrival=sc.arrival, seed_base=sc.seed * 1000, **common)
@@ -181,6 +188,7 @@ class Runner:
             "runs": main["runs"],
             "levels": _str_levels(main["levels"]),
             "idle": idle,
+            "idle_more": idle_more,
             "open_loop": ({"load": sc.open_loop.model_dump(mode="json"), "runs": open_loop["runs"],
                            "levels": _str_levels(open_loop["levels"])} if open_loop else None),
             "bursts": bursts,

@@ -164,6 +164,8 @@ class Scenario(Spec):
     quick: Load | None = Field(default=None, description="The load used by --quick (one short level).")
     open_loop: OpenLoop | None = Field(default=None, description="An open-loop sweep after the main sweep (skipped by --quick).")
     idle: Idle | None = Field(default=None, description="A sequential idle phase before the sweeps (skipped by --quick).")
+    idle_more: list[Idle] = Field(default_factory=list, description="Further idle phases after the first, each of another "
+                                                                    "mix kind (e.g. multi_intent); skipped by --quick.")
     encoder_alone: EncoderAlone | None = Field(default=None, description="Time the encoder alone at start and end (skipped by --quick).")
 
     @model_validator(mode="after")

@@ -202,6 +202,7 @@ class Result(Strict):
     bursts: list[BurstSummary]
     encoder_alone: EncoderAloneReport | None = None
     idle: IdleReport | None = None
+    idle_more: dict[str, IdleReport] = Field(default_factory=dict, description="Further idle phases by mix kind.")
     open_loop: OpenLoopReport | None = None
     best_clean_goodput: dict[str, BestGoodput | None] = Field(default_factory=dict, description="Main sweep, per system.")
     open_loop_capacity_at_slo: dict[str, float | None] | None = None

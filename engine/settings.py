@@ -52,6 +52,7 @@ class ClauseConfig(Section):
 class PlannerConfig(Section):
     """When the planner runs and how the heuristic planner scores a clause (seed 003 §15, §17)."""
 
+    enabled: bool = Field(default=True, description="False: no planner stage; every turn keeps the fusion decision.")
     connectives: str = Field(description="Regex of a connective at a clause boundary (然后, 并且, 先…再 ...): plan.")
     conditional: str = Field(description="Regex of a clause that states a condition (如果…就 ...): its `action` group is the step.")
     parallel: str = Field(description="Regex of the joiners of parallel requests inside one clause (和, 跟 ...).")

@@ -67,7 +67,7 @@ class WorkflowTurns:
     async def plan(self, text: str, clauses: list[str], route: Route, deadline: Deadline) -> tuple[Plan, PlannerDebug] | None:
         """The planner stage, when the trigger says so; a late or failed planner degrades (`planner`) and the
         turn keeps the fusion decision."""
-        trigger = self._trigger.reason(text, clauses, route)
+        trigger = self._trigger.reason(text, clauses, route) if self._settings.planner.enabled else None
         if trigger is None:
             return None
         try:

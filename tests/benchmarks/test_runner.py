@@ -66,6 +66,7 @@ def _scenario() -> Scenario:
         "load": {"levels": [1, 2], "repeats": 2, **short},
         "open_loop": {"levels": [5], "arrival": {"process": "poisson"}, **short},
         "idle": {"rounds": 2, "turns_per_block": 3, "warmup_turns": 1, "pause_ms": 0},
+        "idle_more": [{"kind": "multi_intent", "rounds": 2, "turns_per_block": 2, "warmup_turns": 0, "pause_ms": 0, "settle_s": 0}],
         "encoder_alone": {}, "slo": {"budget_ms": 600},
         "systems": [{"name": "baton", "kind": "baton"}, {"name": "mono", "kind": "monolith"}],
         "burst": {"systems": ["baton"], "capacity_multiple": 2, "duration_s": 0.6, "upscale_delay_s": 1,
@@ -86,6 +87,7 @@ def test_a_full_run_writes_every_phase(fake_systems, tmp_path, monkeypatch):
     assert report.encoder_alone.pooled.ceiling_turns_per_s == 100.0 and report.encoder_alone.end is not None
     assert report.idle.order == [["baton", "mono"], ["mono", "baton"]]
     assert report.idle.systems["baton"].turns == 6 and report.idle.systems["baton"].stages_p50_ms["encoder"] == 4.0
+    assert report.idle_more["multi_intent"].systems["mono"].turns == 4
     assert [(r.system, r.level, r.round) for r in report.runs][:4] == [("baton", 1, 0), ("mono", 1, 0), ("mono", 1, 1), ("baton", 1, 1)]
     assert set(report.levels["baton"]) == {"1.0", "2.0"}
     assert report.open_loop and set(report.open_loop.levels["mono"]) == {"5.0"}
@@ -98,10 +100,11 @@ def test_a_full_run_writes_every_phase(fake_systems, tmp_path, monkeypatch):
     assert cmp.monolith == "mono" and cmp.systems["mono"].clean_goodput_over_monolith == 1.0
     assert cmp.systems["baton"].idle_over_encoder_batch1 == pytest.approx(
         report.idle.systems["baton"].client_wall_ms.p50 / 9.0, abs=1e-3)
+    assert list((tmp_path / "raw").glob("idle-multi_intent-mono.jsonl"))
     assert list((tmp_path / "raw").glob("idle-baton.jsonl")) and list((tmp_path / "raw").glob("open-mono-5-0.jsonl"))
 
     text = markdown.render(result)
-    for section in ("## Encoder alone", "## Idle turn", "## Goodput vs the encoder's ceiling and the monolith",
+    for section in ("## Encoder alone", "## Idle turn", "## Idle turn: `multi_intent`", "## Goodput vs the encoder's ceiling and the monolith",
                     "## Capacity at SLO (main sweep, levels in concurrent sessions)", "## Open-loop sweep (poisson",
                     "## Burst on `baton`", "accepted in budget"):
         assert section in text, section
