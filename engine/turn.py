@@ -18,6 +18,7 @@ from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Intent, Pack, SlotSpec
 from engine.plugins import InMemoryWorlds, PluginRegistry, PluginResult, Worlds
+from engine.replies import decision, reply
 from engine.responses import ResponsePolicy
 from engine.rewrite import rewrite
 from engine.router import Route, Router
@@ -27,15 +28,14 @@ from engine.slots import SlotLimits
 from engine.social import SocialRouter
 from engine.slot_filling import SlotFiller
 from engine.turn_context import TurnContext, timings_of
+from engine.workflow.replies import gone_response, leave_workflow, workflow_response
 from engine.workflow.turns import Faults, Outcome, WorkflowTurns
 from protocol.http_chat import (
     ChatRequest,
     ChatResponse,
-    Decision,
     FillSlotsRequest,
     RewriteDebug,
     RoutingDebug,
-    TimeRange,
     TurnStatus,
     WorkflowStep,
     StepStatus,
@@ -114,7 +114,7 @@ class TurnEngine:
         try:
             response = await self._chat_turn(session, text, ctx)
         except ClientGone:
-            response = self._gone_reply(session)
+            response = gone_response(session, self._say.simple("stopped"))
         if recognition is not None:
             response.recognized_text, response.recognition = recognition.recognized_text, recognition
         return self._finish(session, text, response, ctx)
@@ -126,11 +126,11 @@ class TurnEngine:
         text = self._checked_text(request.text) if request.text is not None else ""
         if session is not None and self._flows.active(session):
             outcome = await self._flows.resume(session, text, request.slots, self._runner(ctx), ctx.step)
-            return self._finish(session, text, self._workflow_reply(session, outcome or self._flows.ask_again(session)), ctx)
+            return self._finish(session, text, self._workflow_response(session, outcome or self._flows.ask_again(session)), ctx)
         if session is None or not session.has_active_task:
             # nothing to continue (seed 003 §22.1); an unknown id does not create a session
             probe = session or SessionState(session_id=request.session_id, user_id=request.user_id)
-            response = self._reply(probe, TurnStatus.fallback, self._say.simple("fallback"), intent=probe.current_intent)
+            response = reply(probe, TurnStatus.fallback, self._say.simple("fallback"), intent=probe.current_intent)
             return self._finish(probe, text, response, ctx)
         response = await self._continue(session, text, request.slots, ctx)
         return self._finish(session, text, response, ctx)
@@ -145,10 +145,10 @@ class TurnEngine:
             strict = self._flows.waiting_slot(session) and not self._rules.is_stop(text)
             outcome = await self._flows.resume(session, text, None, self._runner(ctx), ctx.step, free_text=not strict)
             if outcome is not None:
-                return self._workflow_reply(session, outcome)
+                return self._workflow_response(session, outcome)
             maybe_answer = strict
         if not maybe_answer:
-            self._leave_workflow(session)
+            leave_workflow(session)
         if session.has_active_task and (self._rules.is_stop(text) or session.status == SessionStatus.waiting_confirmation):
             return await self._continue(session, text, None, ctx)
         category = self._social.route(text)
@@ -166,16 +166,16 @@ class TurnEngine:
             if not (route.fusion.decision == RouteDecision.execute and top != session.current_intent):
                 outcome = await self._flows.resume(session, text, None, self._runner(ctx), ctx.step, free_text=True)
                 if outcome is not None:
-                    response = self._workflow_reply(session, outcome)
+                    response = self._workflow_response(session, outcome)
                     response.routing_debug = debug
                     return response
-            self._leave_workflow(session)
+            leave_workflow(session)
         planned = await self._flows.plan(rewritten.text, self.clauses.clauses(rewritten.text), route, ctx.deadline)
         if planned is not None:
             plan, debug.planner = planned
             if plan.accepted and plan.workflow is not None:
                 await ctx.ack(self._say.simple("ack"), plan.workflow)
-                response = self._workflow_reply(session, await self._flows.start(session, plan.workflow, self._runner(ctx), ctx.step))
+                response = self._workflow_response(session, await self._flows.start(session, plan.workflow, self._runner(ctx), ctx.step))
                 response.routing_debug, response.detected_intents, response.multi_intent = debug, route.detected, True
                 return response
         response = await self._decide(session, rewritten.text, route, ctx)
@@ -202,13 +202,13 @@ class TurnEngine:
         weak = fusion.decision == RouteDecision.reject and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and ctx.deadline.degraded:
-                return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
-            return self._reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
+                return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
+            return reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
         # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates (seed 003 §27.2)
         options = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS][: self._settings.fusion.max_clarify_options]
         if options:
-            return self._reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)
-        return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
+            return reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)
+        return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
 
     async def _execute(self, session: SessionState, intent: Intent, text: str, ctx: TurnContext) -> ChatResponse:
         if intent.id != session.current_intent or not session.has_active_task:
@@ -222,13 +222,13 @@ class TurnEngine:
         """Resume the session's active task with a stop, a confirmation answer, or slot values."""
         intent = self.pack.intent(session.current_intent or "")
         if intent is None:
-            return self._reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
+            return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
         if session.status == SessionStatus.waiting_confirmation and slots is None:
             return await self._confirmation(session, intent, text, ctx)
         if text and self._rules.is_stop(text):
             session.reset_task()
             session.status = SessionStatus.stopped
-            return self._reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=intent.id)
+            return reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=intent.id)
         if slots is None:
             slots = self._extract(text, self._pending_specs(session), ctx, free_text=True)
         session.slots.update(self._slots.known(intent, slots))
@@ -242,25 +242,25 @@ class TurnEngine:
         session.pending_slots = [s.name for s in missing]
         if missing:
             session.status = SessionStatus.waiting_slot
-            return self._reply(session, TurnStatus.waiting_slot, self._say.ask_slot(missing[0]), intent=intent.id)
+            return reply(session, TurnStatus.waiting_slot, self._say.ask_slot(missing[0]), intent=intent.id)
         if intent.plugin is None:
             session.status = SessionStatus.decided
-            decision = self._decision([intent.id], session.slots, intent)
-            return self._reply(session, TurnStatus.decided, self._say.decided(intent), intent=intent.id, decision=decision)
+            handed = decision([intent.id], session.slots, intent)
+            return reply(session, TurnStatus.decided, self._say.decided(intent), intent=intent.id, decision=handed)
         if intent.confirm:
             session.status = SessionStatus.waiting_confirmation
-            return self._reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
+            return reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
         return await self._run_plugin(session, intent, ctx)
 
     async def _confirmation(self, session: SessionState, intent: Intent, text: str, ctx: TurnContext) -> ChatResponse:
         answer = self._rules.confirmation(text)
         if answer is None:
-            return self._reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
+            return reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
         if answer:
             return await self._run_plugin(session, intent, ctx)
         session.reset_task()
         session.status = SessionStatus.stopped
-        return self._reply(session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id)
+        return reply(session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id)
 
     def _runner(self, ctx: TurnContext):
         async def run(intent: Intent, slots: dict[str, Any]) -> PluginResult:
@@ -287,44 +287,16 @@ class TurnEngine:
         self._remember(session, slots)
         session.status = SessionStatus.completed
         session.pending_slots = []
-        reply = self._reply(session, TurnStatus.completed, self._say.done(intent, slots, result), intent=intent.id)
-        reply.slots = slots
-        reply.result = {"success": result.success, "message": result.message, "data": result.data, "plugin": intent.plugin}
+        response = reply(session, TurnStatus.completed, self._say.done(intent, slots, result), intent=intent.id)
+        response.slots = slots
+        response.result = {"success": result.success, "message": result.message, "data": result.data, "plugin": intent.plugin}
         await ctx.step(WorkflowStep(step=1, step_id="s1", intent_id=intent.id, plugin_id=intent.plugin, action=intent.action,
                                     status=StepStatus.done if result.success else StepStatus.failed, slots=slots,
                                     result={"success": result.success, "message": result.message, "data": result.data}))
-        return reply
+        return response
 
-    def _gone_reply(self, session: SessionState) -> ChatResponse:
-        """The client went away before a plugin: the turn stops there, and what ran is committed with the session."""
-        wf = session.workflow
-        session.status, session.pending_slots = SessionStatus.stopped, []
-        reply = self._reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=session.current_intent)
-        if wf is not None:
-            reply.workflow = wf.model_copy(deep=True)
-        return reply
-
-    @staticmethod
-    def _leave_workflow(session: SessionState) -> None:
-        """The text is no answer to the paused workflow: it is left, and the text is a new turn."""
-        if session.workflow is not None and session.status in (SessionStatus.waiting_slot, SessionStatus.waiting_confirmation):
-            session.reset_task()
-            session.status = SessionStatus.idle
-        session.workflow = None
-
-    def _workflow_reply(self, session: SessionState, outcome: Outcome) -> ChatResponse:
-        agent_steps = [s for s in outcome.workflow.steps if s.agent and s.status == StepStatus.pending]
-        decision = None
-        if outcome.status == TurnStatus.decided and agent_steps:
-            params = {k: v for s in agent_steps for k, v in s.slots.items()}
-            decision = self._decision([s.intent_id for s in agent_steps], params, self.pack.intent(agent_steps[0].intent_id))
-        reply = self._reply(session, outcome.status, outcome.reply, intent=outcome.intent, decision=decision)
-        step = next((s for s in outcome.workflow.steps if s.intent_id == outcome.intent and s.status != StepStatus.done), None)
-        reply.slots = dict(step.slots) if step is not None else {}
-        reply.pending_slots = outcome.pending_slots
-        reply.workflow = outcome.workflow.model_copy(deep=True)
-        reply.pipeline, reply.pipeline_description = self._flows.pipeline(outcome.workflow)
-        return reply
+    def _workflow_response(self, session: SessionState, outcome: Outcome) -> ChatResponse:
+        return workflow_response(session, outcome, self.pack, self._flows)
 
     def _multi_decision(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
         ids = [c.intent for c in route.detected]
@@ -333,19 +305,19 @@ class TurnEngine:
         session.reset_task()
         session.status = SessionStatus.decided
         intents = [self.pack.intent(i) for i in ids if self.pack.intent(i)]
-        decision = self._decision(ids, params, None)
+        handed = decision(ids, params, None)
         top = route.fusion.top.intent if route.fusion.top else None
         said = self._say.decided(None, [i.label for i in intents], [i.agent for i in intents if i.agent])
-        return self._reply(session, TurnStatus.decided, said, intent=top, decision=decision)
+        return reply(session, TurnStatus.decided, said, intent=top, decision=handed)
 
     def _social_reply(self, session: SessionState, category: str, intent: str = SOCIAL) -> ChatResponse:
-        reply = self._say.social(category)
+        said = self._say.social(category)
         if session.has_active_task:
             waiting = "确认" if session.status == SessionStatus.waiting_confirmation else "补充信息"
-            reply += self._say.pending_hint(self.pack.intent(session.current_intent or ""), waiting)
+            said += self._say.pending_hint(self.pack.intent(session.current_intent or ""), waiting)
         else:
             session.status = SessionStatus.social
-        return self._reply(session, TurnStatus.social, reply, intent=intent)
+        return reply(session, TurnStatus.social, said, intent=intent)
 
     # ---- helpers ------------------------------------------------------------------------------
 
@@ -357,27 +329,12 @@ class TurnEngine:
         intent = self.pack.intent(session.current_intent or "")
         return [s for s in intent.slots if s.name in session.pending_slots] if intent else []
 
-    def _decision(self, intent_ids: list[str], params: dict[str, Any], intent: Intent | None) -> Decision:
-        when = next((v for v in params.values() if isinstance(v, dict) and {"start", "end"} <= v.keys()), None)
-        return Decision(
-            intents=intent_ids,
-            agent=intent.agent if intent else None,
-            function=intent.action if intent else None,
-            params=params,
-            time_range=TimeRange(**when) if when else None,
-        )
-
     @staticmethod
     def _remember(session: SessionState, slots: dict[str, Any]) -> None:
         if "temperature" in slots:
             session.memory["last_temperature"] = slots["temperature"]
         if "destination" in slots:
             session.memory["last_destination"] = slots["destination"]
-
-    def _reply(self, session: SessionState, status: TurnStatus, text: str, *, intent: str | None,
-               decision: Decision | None = None) -> ChatResponse:
-        return ChatResponse(session_id=session.session_id, reply=text, status=status, intent=intent,
-                            slots=dict(session.slots), pending_slots=list(session.pending_slots), decision=decision)
 
     def _checked_text(self, text: str) -> str:
         if not text.strip():

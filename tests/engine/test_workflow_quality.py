@@ -77,3 +77,19 @@ async def test_emotion_and_a_task_run_emotion_support_first_then_decide_the_task
             assert resp.reply.startswith("抱抱你") and "schedule_todo_agent" in resp.reply
     finally:
         models.close()
+
+
+async def test_detector_recall_on_two_clause_commands(cockpit_engine):
+    """How many of the commands in the two-clause utterances of both sets the detector names (threshold
+    detector.threshold, up to max_labels); the planner's clause analysis does not depend on it, but the trigger
+    does when no connective marks the second request."""
+    engine, _ = cockpit_engine
+    cases = [c for split in ("dev", "test") for c in load_cases(split) if len(c["steps"]) == 2]
+    found = total = 0
+    for n, case in enumerate(cases):
+        resp = await engine.chat(ChatRequest(user_id=f"recall-{n}", text=case["text"]))
+        named = {c.intent for c in resp.detected_intents}
+        found += len(named & set(case["steps"]))
+        total += len(case["steps"])
+    print(f"\ndetector recall on two-clause commands: {found}/{total} = {found / total:.3f} over {len(cases)} utterances")
+    assert found / total >= 0.75
