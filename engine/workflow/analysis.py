@@ -37,7 +37,15 @@ class ClauseAnalyzer:
         self._cfg = cfg
         self._intents = [i for i in pack.intents if i.id not in SPECIAL_INTENTS]
         self._keywords = [(kw.lower(), i.id) for i in self._intents for kw in i.keywords if kw]
-        self._examples = {i.id: [_bigrams(e) for e in i.examples] for i in self._intents}
+        # the training examples' character bigrams, indexed by bigram: a clause meets only the examples it shares one with
+        self._sizes: list[tuple[str, int]] = []
+        self._by_gram: dict[str, list[int]] = {}
+        for intent in self._intents:
+            for example in intent.examples:
+                grams = _bigrams(example)
+                for g in grams:
+                    self._by_gram.setdefault(g, []).append(len(self._sizes))
+                self._sizes.append((intent.id, len(grams)))
         self._conditional = re.compile(cfg.conditional)
         self._parallel = re.compile(cfg.parallel)
         self._elliptic = re.compile(cfg.elliptic)
@@ -59,12 +67,12 @@ class ClauseAnalyzer:
         cls = {c.intent: c.score for c in classifier}
         det = {c.intent: c.score for c in detector}
         spans = self._keyword_spans(action)
-        grams = _bigrams(action)
+        examples = self._example_overlap(_bigrams(action))
         result = ClauseScore(text=action, condition=condition)
         for intent in self._intents:
             lexical = {
                 "keyword": 1.0 if intent.id in spans else 0.0,
-                "example": max((len(grams & e) / len(grams | e) for e in self._examples[intent.id]), default=0.0),
+                "example": examples.get(intent.id, 0.0),
                 "slot": 1.0 if slot_hits & {s.type for s in intent.slots if s.type in ("temperature", "order_id")} else 0.0,
             }
             model = cls.get(intent.id, 0.0)
@@ -74,6 +82,20 @@ class ClauseAnalyzer:
                 result.scores[intent.id] = score
         result.selected = self._select(result, spans, cls, marked)
         return result
+
+    def _example_overlap(self, grams: frozenset[str]) -> dict[str, float]:
+        """Per intent, the best Jaccard overlap of `grams` with one of its training examples' bigrams."""
+        shared: dict[int, int] = {}
+        for g in grams:
+            for n in self._by_gram.get(g, ()):
+                shared[n] = shared.get(n, 0) + 1
+        best: dict[str, float] = {}
+        for n, common in shared.items():
+            intent, size = self._sizes[n]
+            overlap = common / (len(grams) + size - common)
+            if overlap > best.get(intent, 0.0):
+                best[intent] = overlap
+        return best
 
     def _select(self, clause: ClauseScore, spans: dict[str, tuple[int, int]], cls: dict[str, float], marked: bool) -> list[str]:
         ranked = sorted(clause.scores.items(), key=lambda kv: -kv[1])

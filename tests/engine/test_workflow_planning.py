@@ -90,3 +90,18 @@ def test_conditions_read_the_source_steps_result(operator, value, seen, holds):
     cond = StepCondition(source_step="s1", field="order_status", operator=operator, value=value)
     assert condition_holds(cond, {"s1": {"order_status": seen}}) == (holds, seen)
     assert condition_holds(cond, {})[0] is (operator == "not_equals")
+
+
+def test_example_evidence_is_the_best_bigram_overlap_with_one_training_example():
+    """The inverted index finds what comparing the clause with every training example would."""
+    from engine.workflow.analysis import _bigrams
+
+    p = pack("cockpit")
+    analyzer = ClauseAnalyzer(p, base_settings().planner)
+    for text in ["打开车窗", "把空调调到22度", "如果还没发货就帮我取消", "雨刷还在刮", "随便说点什么吧"]:
+        grams, found = _bigrams(text), analyzer._example_overlap(_bigrams(text))
+        for intent in p.intents:
+            if intent.id.startswith("__"):
+                continue
+            brute = max((len(grams & _bigrams(e)) / len(grams | _bigrams(e)) for e in intent.examples), default=0.0)
+            assert found.get(intent.id, 0.0) == pytest.approx(brute), (text, intent.id)
