@@ -110,6 +110,21 @@ def serve_app(cockpit, postgres):
         launcher.stop(port)
 
 
+def until_fault_shows(send, shows, timeout_s: float = 30.0) -> tuple[dict, float]:
+    """Send turns (`send()` -> the response body) until `shows(body)`: the faults file reaches the replicas within a
+    fraction of a second. Returns the last body and its client wall time in ms."""
+    import time
+
+    deadline = time.time() + timeout_s
+    while True:
+        t0 = time.perf_counter()
+        body = send()
+        wall_ms = (time.perf_counter() - t0) * 1000
+        if shows(body) or time.time() > deadline:
+            return body, wall_ms
+        time.sleep(0.3)
+
+
 def first_turns(url: str) -> dict[str, dict]:
     """A text turn and an image turn (a photo of a command, uploaded first), as a user would send them."""
     import httpx

@@ -1,12 +1,12 @@
 """The real app on Ray Serve, driven over HTTP: served accuracy, budgets under fault injection, bad input."""
 from __future__ import annotations
 
-import copy
 import time
 
 import httpx
 import pytest
 
+from conftest import until_fault_shows
 from serve_app import launcher
 
 CHAT = "/api/v1/agent/chat"
@@ -131,16 +131,8 @@ def test_session_of_another_user_is_forbidden(client):
     assert resp.status_code == 403 and resp.json()["error"]["field"] == "session_id"
 
 
-def _wait_for_degraded(client, stages: list[str], timeout_s: float = 30.0) -> tuple[dict, float]:
-    """The faults file reaches the replicas within a fraction of a second; retry until the turn shows it."""
-    deadline = time.time() + timeout_s
-    while True:
-        t0 = time.perf_counter()
-        body = chat(client, "打开车窗", user_id="fault")
-        wall_ms = (time.perf_counter() - t0) * 1000
-        if body["timings"]["degraded"] == stages or time.time() > deadline:
-            return body, wall_ms
-        time.sleep(0.3)
+def _wait_for_degraded(client, stages: list[str]) -> tuple[dict, float]:
+    return until_fault_shows(lambda: chat(client, "打开车窗", user_id="fault"), lambda b: b["timings"]["degraded"] == stages)
 
 
 def test_a_failing_classifier_head_degrades_alone(serve_app, client):

@@ -11,7 +11,7 @@ import yaml
 
 from serve_app import launcher
 
-from conftest import CONFIG_DIR
+from conftest import until_fault_shows, CONFIG_DIR
 
 APP, PREFIX = "baton_split", "/split"
 HEADS = ("classifier", "detector", "retriever")
@@ -70,14 +70,9 @@ def test_a_two_clause_turn_is_detected_in_the_split_layout_too(split_client):
 def test_a_slow_encoder_degrades_every_head_that_reads_it(serve_app, split_client):
     launcher.set_faults(serve_app["config"], "encoder:delay_ms=800")
     try:
-        deadline = time.time() + 30
-        while True:
-            t0 = time.perf_counter()
-            body = split_client.post("/api/v1/agent/chat", json={"user_id": "split-3", "text": "打开车窗"}).json()
-            wall_ms = (time.perf_counter() - t0) * 1000
-            if body["timings"]["degraded"] or time.time() > deadline:
-                break
-            time.sleep(0.3)
+        body, wall_ms = until_fault_shows(
+            lambda: split_client.post("/api/v1/agent/chat", json={"user_id": "split-3", "text": "打开车窗"}).json(),
+            lambda b: bool(b["timings"]["degraded"]))
     finally:
         launcher.set_faults(serve_app["config"], "")
     assert body["timings"]["degraded"] == ["encoder", *HEADS]
