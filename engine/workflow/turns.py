@@ -14,6 +14,7 @@ from engine.pack import Intent, Pack, SlotSpec
 from engine.responses import ResponsePolicy, render
 from engine.router import Route
 from engine.session import SessionState, SessionStatus
+from engine.slot_filling import SlotFiller
 from engine.settings import Settings
 from engine.workflow.analysis import ClauseAnalyzer
 from engine.workflow.executor import OnStep, Pause, RunPlugin, WorkflowExecutor
@@ -138,8 +139,8 @@ class WorkflowTurns:
         if text and self._rules.is_stop(text):
             return self._stop(session, wf)
         pending = [s for s in intent.slots if s.required and s.name not in step.slots]
-        filled = slots if slots is not None else self._extract(text, pending, free_text)
-        filled = {k: v for k, v in (filled or {}).items() if k in {s.name for s in intent.slots}}
+        # slots sent by name must be the step's (422 naming the first that is not); words fill what they say
+        filled = SlotFiller.known(intent, slots) if slots is not None else self._extract(text, pending, free_text)
         if not filled:
             if slots is not None:
                 return self._outcome(session, wf, TurnStatus.waiting_slot, self._say.ask_slot(pending[0]), step)

@@ -122,6 +122,20 @@ async def test_a_missing_slot_pauses_the_workflow_and_fill_slots_resumes_it():
     assert [s.status for s in done.workflow.steps] == ["done", "done"]
 
 
+async def test_a_slot_the_paused_step_does_not_have_is_refused_and_changes_nothing():
+    import pytest
+
+    from engine.errors import InvalidInput
+
+    rig = Rig(models=scripted())
+    await chat(rig, "打开车窗然后导航")
+    with pytest.raises(InvalidInput) as refused:
+        await rig.engine.fill_slots(FillSlotsRequest(user_id="u1", session_id="s1", slots={"temperature": 22}))
+    assert refused.value.field == "slots.temperature"
+    state = await rig.store.load("s1")
+    assert state.workflow.status == "waiting_slot" and state.workflow.steps[1].status == "waiting_slot"
+
+
 async def test_a_paused_workflow_resumes_on_another_engine_sharing_the_session_store():
     """The workflow lives in the session row: another orchestrator replica continues it."""
     rig = Rig(models=scripted())
