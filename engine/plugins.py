@@ -51,6 +51,7 @@ class Vehicle(BaseModel):
 
 FAN_MAX, VOLUME_MAX, VOLUME_STEP = 7, 30, 3
 ORDER_STATUSES = ("pending_shipment", "shipped", "delivered")
+STATUS_SAID = {"pending_shipment": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消"}
 
 
 def _toggle(attr: str, value: bool, done: str, already: str) -> Callable[[Vehicle, dict], PluginResult]:
@@ -163,7 +164,7 @@ class World(BaseModel):
 def _order_query(w: World, slots: dict) -> PluginResult:
     oid = str(slots["order_id"])
     status = w.order_status(oid)
-    return PluginResult(True, f"订单{oid}状态：{status}", {"order_id": oid, "order_status": status}, False)
+    return PluginResult(True, f"订单{oid}状态：{STATUS_SAID.get(status, status)}", {"order_id": oid, "order_status": status}, False)
 
 
 def _logistics(w: World, slots: dict) -> PluginResult:
@@ -171,7 +172,7 @@ def _logistics(w: World, slots: dict) -> PluginResult:
     if not oid:
         return PluginResult(True, "您最近的包裹正在运输途中", {"logistics": "in_transit"}, False)
     status = w.order_status(str(oid))
-    return PluginResult(True, f"订单{oid}物流状态：{status}", {"order_id": oid, "order_status": status}, False)
+    return PluginResult(True, f"订单{oid}物流状态：{STATUS_SAID.get(status, status)}", {"order_id": oid, "order_status": status}, False)
 
 
 def _order_cancel(w: World, slots: dict) -> PluginResult:

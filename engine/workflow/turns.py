@@ -17,7 +17,7 @@ from engine.session import SessionState, SessionStatus
 from engine.slot_filling import SlotFiller
 from engine.settings import Settings
 from engine.workflow.analysis import ClauseAnalyzer
-from engine.workflow.executor import OnStep, Pause, RunPlugin, WorkflowExecutor
+from engine.workflow.executor import FINISHED, OnStep, Pause, RunPlugin, WorkflowExecutor
 from engine.workflow.planners import (
     Extract,
     HeuristicWorkflowPlanner,
@@ -135,7 +135,7 @@ class WorkflowTurns:
             self._executor.skip(step, "declined")
             if on_step is not None:
                 await on_step(step)
-            return await self._advance(session, wf, run, on_step=on_step)
+            return await self._advance(session, wf, run, on_step=on_step, declined=step)
         if text and self._rules.is_stop(text):
             return self._stop(session, wf)
         pending = [s for s in intent.slots if s.required and s.name not in step.slots]
@@ -150,8 +150,10 @@ class WorkflowTurns:
         return await self._advance(session, wf, run, on_step=on_step)
 
     async def _advance(self, session: SessionState, wf: Workflow, run: RunPlugin, *, confirmed: str | None = None,
-                       on_step: OnStep | None = None) -> Outcome:
-        before = {s.step_id for s in wf.steps if s.status != StepStatus.pending}
+                       on_step: OnStep | None = None, declined: WorkflowStep | None = None) -> Outcome:
+        """Run on from where the workflow stands; the reply says what finished in this turn (and the step the
+        driver just declined)."""
+        before = {s.step_id for s in wf.steps if s.status in FINISHED and s is not declined}
         try:
             pause = await self._executor.advance(wf, run, confirmed=confirmed, on_step=on_step)
         except BaseException:

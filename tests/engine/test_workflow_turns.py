@@ -72,6 +72,7 @@ async def test_a_pending_order_is_queried_then_cancelled_only_after_confirmation
 
     done = await chat(rig, "确认")
     assert done.status == TurnStatus.completed and done.workflow.status == "completed"
+    assert done.reply == f"好，订单{PENDING}已经取消了。", "the reply says what this turn did"
     assert [s.status for s in done.workflow.steps] == ["done", "done"]
     assert order_status(rig, PENDING) == "cancelled"
 
@@ -94,6 +95,7 @@ async def test_declining_at_the_confirmation_cancels_nothing_and_completes_the_w
         resp = await chat(rig, answer)
         assert resp.status == TurnStatus.completed, answer
         assert resp.workflow.steps[1].status == "skipped" and resp.workflow.status == "completed"
+        assert resp.reply == "好的，取消订单这一步不做了。"
         assert order_status(rig, PENDING) == "pending_shipment"
 
 
