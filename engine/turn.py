@@ -4,20 +4,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from engine.clauses import ClauseSplitter
-from engine.deadline import Deadline, StageTimeout
+from engine.deadline import Deadline
 from engine.dialog_rules import DialogRules
-from engine.errors import InvalidInput, Overloaded, SessionForbidden, TextTooLong
+from engine.errors import InvalidInput, SessionForbidden, TextTooLong
 from engine.events import ClientGone, TurnListener
 from engine.fusion import RouteDecision
 from engine.keyword import KeywordMatcher
 from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
-from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Intent, Pack, SlotSpec
-from engine.plugins import InMemoryWorlds, PluginRegistry, PluginResult, Worlds
+from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
+from engine.plugins import InMemoryWorlds, PluginRegistry, Worlds
 from engine.replies import decision, reply
 from engine.responses import ResponsePolicy
 from engine.rewrite import rewrite
@@ -27,6 +26,7 @@ from engine.settings import Settings
 from engine.slots import SlotLimits
 from engine.social import SocialRouter
 from engine.slot_filling import SlotFiller
+from engine.task import SingleTask
 from engine.turn_context import TurnContext, timings_of
 from engine.workflow.replies import gone_response, leave_workflow, workflow_response
 from engine.workflow.turns import Faults, Outcome, WorkflowTurns
@@ -37,8 +37,6 @@ from protocol.http_chat import (
     RewriteDebug,
     RoutingDebug,
     TurnStatus,
-    WorkflowStep,
-    StepStatus,
 )
 
 class TurnEngine:
@@ -58,7 +56,6 @@ class TurnEngine:
         self.media_client = media
         self._settings = settings
         self._sessions = sessions
-        self._plugins = plugins
         self.worlds = worlds or InMemoryWorlds()
         self._tz = ZoneInfo(settings.timezone)
         self._clock = clock or (lambda: datetime.now(self._tz))
@@ -71,6 +68,8 @@ class TurnEngine:
         limits = SlotLimits(temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max)
         self._slots = SlotFiller(limits=limits, tz=self._tz, clock=self._clock)
         self._media = MediaStage(settings=settings, media=media)
+        self._task = SingleTask(pack=pack, settings=settings, plugins=plugins, rules=self._rules, say=self._say,
+                                slots=self._slots)
         self._flows = WorkflowTurns(pack=pack, settings=settings, keywords=self._keywords,
                                     extract=self._slots.extract, invalid_slot=self._slots.invalid, faults=faults)
 
@@ -125,14 +124,14 @@ class TurnEngine:
             raise InvalidInput("Provide 'text' or 'slots'.", field="text")
         text = self._checked_text(request.text) if request.text is not None else ""
         if session is not None and self._flows.active(session):
-            outcome = await self._flows.resume(session, text, request.slots, self._runner(ctx), ctx.step)
+            outcome = await self._flows.resume(session, text, request.slots, self._task.runner(ctx), ctx.step)
             return self._finish(session, text, self._workflow_response(session, outcome or self._flows.ask_again(session)), ctx)
         if session is None or not session.has_active_task:
             # nothing to continue (seed 003 §22.1); an unknown id does not create a session
             probe = session or SessionState(session_id=request.session_id, user_id=request.user_id)
             response = reply(probe, TurnStatus.fallback, self._say.simple("fallback"), intent=probe.current_intent)
             return self._finish(probe, text, response, ctx)
-        response = await self._continue(session, text, request.slots, ctx)
+        response = await self._task.resume(session, text, request.slots, ctx)
         return self._finish(session, text, response, ctx)
 
     # ---- turn logic ---------------------------------------------------------------------------
@@ -143,14 +142,14 @@ class TurnEngine:
         maybe_answer = False
         if self._flows.active(session):
             strict = self._flows.waiting_slot(session) and not self._rules.is_stop(text)
-            outcome = await self._flows.resume(session, text, None, self._runner(ctx), ctx.step, free_text=not strict)
+            outcome = await self._flows.resume(session, text, None, self._task.runner(ctx), ctx.step, free_text=not strict)
             if outcome is not None:
                 return self._workflow_response(session, outcome)
             maybe_answer = strict
         if not maybe_answer:
             leave_workflow(session)
         if session.has_active_task and (self._rules.is_stop(text) or session.status == SessionStatus.waiting_confirmation):
-            return await self._continue(session, text, None, ctx)
+            return await self._task.resume(session, text, None, ctx)
         category = self._social.route(text)
         if category:
             return self._social_reply(session, category)
@@ -164,7 +163,7 @@ class TurnEngine:
         if maybe_answer:
             top = route.fusion.top.intent if route.fusion.top else None
             if not (route.fusion.decision == RouteDecision.execute and top != session.current_intent):
-                outcome = await self._flows.resume(session, text, None, self._runner(ctx), ctx.step, free_text=True)
+                outcome = await self._flows.resume(session, text, None, self._task.runner(ctx), ctx.step, free_text=True)
                 if outcome is not None:
                     response = self._workflow_response(session, outcome)
                     response.routing_debug = debug
@@ -175,7 +174,7 @@ class TurnEngine:
             plan, debug.planner = planned
             if plan.accepted and plan.workflow is not None:
                 await ctx.ack(self._say.simple("ack"), plan.workflow)
-                response = self._workflow_response(session, await self._flows.start(session, plan.workflow, self._runner(ctx), ctx.step))
+                response = self._workflow_response(session, await self._flows.start(session, plan.workflow, self._task.runner(ctx), ctx.step))
                 response.routing_debug, response.detected_intents, response.multi_intent = debug, route.detected, True
                 return response
         response = await self._decide(session, rewritten.text, route, ctx)
@@ -189,16 +188,16 @@ class TurnEngine:
         top = fusion.top.intent if fusion.top else None
         executing_other = fusion.decision == RouteDecision.execute and top != session.current_intent
         if session.status == SessionStatus.waiting_slot and not executing_other:
-            filled = self._extract(text, self._pending_specs(session), ctx, free_text=False)
+            filled = self._task.extract(text, self._task.pending_specs(session), ctx, free_text=False)
             if filled:
-                return await self._continue(session, text, filled, ctx, intent_id=top)
+                return await self._task.resume(session, text, filled, ctx)
 
         if top == SOCIAL and fusion.decision != RouteDecision.reject:
             return self._social_reply(session, "chitchat", intent=top)
         if route.multi_intent and fusion.decision != RouteDecision.reject:
             return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
-            return await self._execute(session, self.pack.intent(top), text, ctx)
+            return await self._task.execute(session, self.pack.intent(top), text, ctx)
         weak = fusion.decision == RouteDecision.reject and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and ctx.deadline.degraded:
@@ -210,98 +209,13 @@ class TurnEngine:
             return reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)
         return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
 
-    async def _execute(self, session: SessionState, intent: Intent, text: str, ctx: TurnContext) -> ChatResponse:
-        if intent.id != session.current_intent or not session.has_active_task:
-            session.reset_task()  # a new command starts from its own words, not the last task's slots
-        session.current_intent = intent.id
-        session.slots.update(self._extract(text, intent.slots, ctx, free_text=False))
-        return await self._advance(session, intent, ctx)
-
-    async def _continue(self, session: SessionState, text: str, slots: dict[str, Any] | None, ctx: TurnContext,
-                        intent_id: str | None = None) -> ChatResponse:
-        """Resume the session's active task with a stop, a confirmation answer, or slot values."""
-        intent = self.pack.intent(session.current_intent or "")
-        if intent is None:
-            return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
-        if session.status == SessionStatus.waiting_confirmation and slots is None:
-            return await self._confirmation(session, intent, text, ctx)
-        if text and self._rules.is_stop(text):
-            session.reset_task()
-            session.status = SessionStatus.stopped
-            return reply(session, TurnStatus.stopped, self._say.simple("stopped"), intent=intent.id)
-        if slots is None:
-            slots = self._extract(text, self._pending_specs(session), ctx, free_text=True)
-        session.slots.update(self._slots.known(intent, slots))
-        return await self._advance(session, intent, ctx)
-
-    async def _advance(self, session: SessionState, intent: Intent, ctx: TurnContext) -> ChatResponse:
-        invalid = self._slots.invalid(intent, session.slots)
-        if invalid:
-            session.slots.pop(invalid.name, None)
-        missing = [s for s in intent.slots if s.required and s.name not in session.slots]
-        session.pending_slots = [s.name for s in missing]
-        if missing:
-            session.status = SessionStatus.waiting_slot
-            return reply(session, TurnStatus.waiting_slot, self._say.ask_slot(missing[0]), intent=intent.id)
-        if intent.plugin is None:
-            session.status = SessionStatus.decided
-            handed = decision([intent.id], session.slots, intent)
-            return reply(session, TurnStatus.decided, self._say.decided(intent), intent=intent.id, decision=handed)
-        if intent.confirm:
-            session.status = SessionStatus.waiting_confirmation
-            return reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
-        return await self._run_plugin(session, intent, ctx)
-
-    async def _confirmation(self, session: SessionState, intent: Intent, text: str, ctx: TurnContext) -> ChatResponse:
-        answer = self._rules.confirmation(text)
-        if answer is None:
-            return reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
-        if answer:
-            return await self._run_plugin(session, intent, ctx)
-        session.reset_task()
-        session.status = SessionStatus.stopped
-        return reply(session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id)
-
-    def _runner(self, ctx: TurnContext):
-        async def run(intent: Intent, slots: dict[str, Any]) -> PluginResult:
-            return await self._execute_plugin(intent, slots, ctx)
-        return run
-
-    async def _execute_plugin(self, intent: Intent, slots: dict[str, Any], ctx: TurnContext) -> PluginResult:
-        ctx.before_plugin()
-        if ctx.world.world is None:
-            try:  # a quick read; it may use the commit's reserve rather than fail a turn whose models ran late
-                async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store"), final=True):
-                    await ctx.world.get()
-            except StageTimeout as exc:
-                raise Overloaded("The turn's budget ran out before its plugin could run; nothing ran, retry.") from exc
-        with ctx.deadline.measure("execute"):
-            result = self._plugins.execute(intent.plugin or "", world=await ctx.world.get(), slots=slots)
-        ctx.world.changed = ctx.world.changed or result.changed
-        return result
-
-    async def _run_plugin(self, session: SessionState, intent: Intent, ctx: TurnContext) -> ChatResponse:
-        await ctx.ack(self._say.simple("ack"))
-        result = await self._execute_plugin(intent, session.slots, ctx)
-        slots = dict(session.slots)
-        self._remember(session, slots)
-        session.status = SessionStatus.completed
-        session.pending_slots = []
-        response = reply(session, TurnStatus.completed, self._say.done(intent, slots, result), intent=intent.id)
-        response.slots = slots
-        response.result = {"success": result.success, "message": result.message, "data": result.data, "plugin": intent.plugin}
-        await ctx.step(WorkflowStep(step=1, step_id="s1", intent_id=intent.id, plugin_id=intent.plugin, action=intent.action,
-                                    status=StepStatus.done if result.success else StepStatus.failed, slots=slots,
-                                    result={"success": result.success, "message": result.message, "data": result.data}))
-        return response
-
     def _workflow_response(self, session: SessionState, outcome: Outcome) -> ChatResponse:
         return workflow_response(session, outcome, self.pack, self._flows)
 
     def _multi_decision(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
         ids = [c.intent for c in route.detected]
         specs = [s for i in ids for s in (self.pack.intent(i).slots if self.pack.intent(i) else [])]
-        params = self._extract(text, specs, ctx, free_text=False)
+        params = self._task.extract(text, specs, ctx, free_text=False)
         session.reset_task()
         session.status = SessionStatus.decided
         intents = [self.pack.intent(i) for i in ids if self.pack.intent(i)]
@@ -320,21 +234,6 @@ class TurnEngine:
         return reply(session, TurnStatus.social, said, intent=intent)
 
     # ---- helpers ------------------------------------------------------------------------------
-
-    def _extract(self, text: str, specs: list[SlotSpec], ctx: TurnContext, *, free_text: bool) -> dict[str, Any]:
-        with ctx.deadline.measure("slots"):
-            return self._slots.extract(text, specs, free_text)
-
-    def _pending_specs(self, session: SessionState) -> list[SlotSpec]:
-        intent = self.pack.intent(session.current_intent or "")
-        return [s for s in intent.slots if s.name in session.pending_slots] if intent else []
-
-    @staticmethod
-    def _remember(session: SessionState, slots: dict[str, Any]) -> None:
-        if "temperature" in slots:
-            session.memory["last_temperature"] = slots["temperature"]
-        if "destination" in slots:
-            session.memory["last_destination"] = slots["destination"]
 
     def _checked_text(self, text: str) -> str:
         if not text.strip():

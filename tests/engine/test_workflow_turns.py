@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from engine.events import TurnListener
+from engine.plugins import PluginRegistry
 from engine.session import SessionStatus
 from engine.turn import TurnEngine
 from protocol.http_chat import ChatRequest, FillSlotsRequest, TurnStatus, WorkflowStep
@@ -143,7 +144,7 @@ async def test_a_paused_workflow_resumes_on_another_engine_sharing_the_session_s
     rig = Rig(models=scripted())
     await chat(rig, conditional(PENDING))
     other = TurnEngine(pack=rig.pack, settings=rig.settings, models=rig.models, sessions=rig.store,
-                       plugins=rig.engine._plugins, worlds=rig.worlds)
+                       plugins=PluginRegistry(), worlds=rig.worlds)
     done = await chat(rig, "确认", engine=other)
     assert done.status == TurnStatus.completed and order_status(rig, PENDING) == "cancelled"
 
@@ -170,7 +171,7 @@ async def test_a_slowed_planner_degrades_to_the_fusion_decision_inside_the_budge
     settings = with_budgets(turn_ms=600, planner=150, commit=60)
     fake = scripted().on("打开车窗然后把空调调到22度", classifier=[("cabin_window_open", 0.6)], retriever=[("cabin_window_open", 0.6)])
     rig = Rig(models=fake, settings=settings)
-    rig.engine = TurnEngine(pack=rig.pack, settings=settings, models=fake, sessions=rig.store, plugins=rig.engine._plugins,
+    rig.engine = TurnEngine(pack=rig.pack, settings=settings, models=fake, sessions=rig.store, plugins=PluginRegistry(),
                             worlds=rig.worlds, faults=slow)
     t0 = time.perf_counter()
     resp = await chat(rig, "打开车窗然后把空调调到22度")
