@@ -169,7 +169,7 @@ class TurnEngine:
                     response.routing_debug = debug
                     return response
             leave_workflow(session)
-        planned = await self._flows.plan(rewritten.text, self.clauses.clauses(rewritten.text), route, ctx.deadline)
+        planned = await self._flows.plan(rewritten.text, route, ctx.deadline)
         if planned is not None:
             plan, debug.planner = planned
             if plan.accepted and plan.workflow is not None:

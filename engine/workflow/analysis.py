@@ -3,6 +3,7 @@ with the served classifier's and detector's scores for that clause (one encoder 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.pack import SPECIAL_INTENTS, Intent, Pack
@@ -33,8 +34,10 @@ def _bigrams(text: str) -> frozenset[str]:
 
 
 class ClauseAnalyzer:
-    def __init__(self, pack: Pack, cfg: PlannerConfig, slot_types: dict[str, set[str]] | None = None) -> None:
+    def __init__(self, pack: Pack, cfg: PlannerConfig, slot_values: Callable[[str], set[str]] | None = None) -> None:
+        """`slot_values(text)`: the slot types a value is said for in `text` (a temperature, an order number)."""
         self._cfg = cfg
+        self._slot_values = slot_values or (lambda text: set())
         self._intents = [i for i in pack.intents if i.id not in SPECIAL_INTENTS]
         self._keywords = [(kw.lower(), i.id) for i in self._intents for kw in i.keywords if kw]
         # the training examples' character bigrams, indexed by bigram: a clause meets only the examples it shares one with
@@ -59,10 +62,11 @@ class ClauseAnalyzer:
         return m["action"].strip(), condition.strip()
 
     def analyze(self, clause: str, *, classifier: list[Candidate], detector: list[Candidate],
-                slot_hits: set[str], marked: bool = True) -> ClauseScore:
-        """Score `clause` for every task intent; `slot_hits` are the slot types a value was found for in it;
-        `marked`: the words themselves mark several requests (a connective, a condition, keywords in two clauses)."""
+                marked: bool = True) -> ClauseScore:
+        """Score `clause` for every task intent; `marked`: the words themselves mark several requests (a
+        connective, a condition, keywords in two clauses)."""
         action, condition = self.split_condition(clause)
+        slot_hits = self._slot_values(action)
         w = self._cfg.weights
         cls = {c.intent: c.score for c in classifier}
         det = {c.intent: c.score for c in detector}

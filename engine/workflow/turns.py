@@ -52,7 +52,7 @@ class WorkflowTurns:
         self._pack = pack
         self._settings = settings
         self._extract = extract
-        self._analyzer = ClauseAnalyzer(pack, settings.planner)
+        self._analyzer = ClauseAnalyzer(pack, settings.planner, slot_values=lambda t: set(extract(t, EVIDENCE_SLOTS)))
         self._trigger = PlanTrigger(settings.planner, keywords, self._analyzer)
         builder = StepBuilder(pack, extract)
         self._planner = LocalFirstPlanner([TemplateWorkflowPlanner(pack, builder),
@@ -65,9 +65,10 @@ class WorkflowTurns:
 
     # ---- planning -----------------------------------------------------------------------------
 
-    async def plan(self, text: str, clauses: list[str], route: Route, deadline: Deadline) -> tuple[Plan, PlannerDebug] | None:
-        """The planner stage, when the trigger says so; a late or failed planner degrades (`planner`) and the
-        turn keeps the fusion decision."""
+    async def plan(self, text: str, route: Route, deadline: Deadline) -> tuple[Plan, PlannerDebug] | None:
+        """The planner stage, when the trigger says so, over the clauses the router embedded; a late or failed
+        planner degrades (`planner`) and the turn keeps the fusion decision."""
+        clauses = list(route.clauses) or [text]
         trigger = self._trigger.reason(text, clauses, route) if self._settings.planner.enabled else None
         if trigger is None:
             return None
@@ -75,7 +76,7 @@ class WorkflowTurns:
             async with deadline.phase(PLANNER, self._settings.budgets.stage_s(PLANNER)):
                 if self._faults is not None:
                     await self._faults(PLANNER)
-                analysis = self._analysis(text, clauses, route, marked=trigger in LEXICAL)
+                analysis = self._analysis(text, route, marked=trigger in LEXICAL)
                 plan = self._planner.plan(analysis)
         except (StageTimeout, Exception) as exc:  # noqa: BLE001 — a planner failure is a declared degradation
             deadline.degrade(PLANNER)
@@ -86,17 +87,16 @@ class WorkflowTurns:
                              detector_prior=route.detected)
         return plan, debug
 
-    def _analysis(self, text: str, clauses: list[str], route: Route, *, marked: bool) -> TurnAnalysis:
-        per_clause = len(clauses) > 1 and len(route.clauses) == len(clauses)
-        scored = []
-        for n, clause in enumerate(clauses):
-            cls = route.clause_scores.get("classifier", ())
-            det = route.clause_scores.get("detector", ())
-            classifier = cls[n] if per_clause and n < len(cls) else (route.stages["classifier"].candidates if not per_clause else [])
-            detector = det[n] if per_clause and n < len(det) else (route.detector.candidates if not per_clause else [])
-            action, _ = self._analyzer.split_condition(clause)
-            hits = set(self._extract(action, EVIDENCE_SLOTS))
-            scored.append(self._analyzer.analyze(clause, classifier=classifier, detector=detector, slot_hits=hits, marked=marked))
+    def _analysis(self, text: str, route: Route, *, marked: bool) -> TurnAnalysis:
+        """Each clause scored with what the served heads said of it (one pass embedded them all); a single clause
+        with what they said of the whole text."""
+        if route.clauses:
+            clauses, none = list(route.clauses), ([],) * len(route.clauses)
+            cls, det = route.clause_scores.get("classifier", none), route.clause_scores.get("detector", none)
+        else:
+            clauses, cls, det = [text], (route.stages["classifier"].candidates,), (route.detector.candidates,)
+        scored = [self._analyzer.analyze(c, classifier=list(k), detector=list(d), marked=marked)
+                  for c, k, d in zip(clauses, cls, det)]
         return TurnAnalysis(text=text, clauses=scored, detector_prior=route.detected)
 
     # ---- running ------------------------------------------------------------------------------

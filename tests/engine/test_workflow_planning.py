@@ -61,7 +61,7 @@ def test_a_conditional_clause_is_scored_on_its_action_and_keeps_its_condition():
                                       ("没发货的话帮我取消", "帮我取消", "没发货"),
                                       ("要是还没发货就取消掉", "取消掉", "还没发货")]:
         assert analyzer.split_condition(clause) == (action, condition)
-    scored = analyzer.analyze("如果还没发货就帮我取消订单", classifier=[], detector=[], slot_hits=set())
+    scored = analyzer.analyze("如果还没发货就帮我取消订单", classifier=[], detector=[])
     assert scored.selected == ["cs_cancel_order"], "发货 in the condition is no logistics request"
 
 
@@ -75,7 +75,7 @@ def test_parallel_requests_in_one_clause_borrow_the_first_verb():
 def test_a_bare_verb_acts_on_the_clause_before_and_is_no_step_of_its_own():
     analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
     from protocol.http_chat import Candidate
-    scored = analyzer.analyze("关掉", classifier=[Candidate(intent="cabin_ac_off", score=0.95)], detector=[], slot_hits=set())
+    scored = analyzer.analyze("关掉", classifier=[Candidate(intent="cabin_ac_off", score=0.95)], detector=[])
     assert scored.selected == []
 
 
