@@ -37,19 +37,30 @@ def stored_metadata(message: NewMessage) -> dict[str, Any]:
 
 
 async def append(conn: asyncpg.Connection, user_id: UUID, messages: list[NewMessage]) -> list[ConversationMessageDTO]:
-    """Append messages with consecutive per-user indexes; call inside a transaction."""
-    # serialises appends per user so message_index stays gap-free under concurrent turns
-    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", str(user_id))
-    last = await conn.fetchval("SELECT coalesce(max(message_index), 0) FROM conversation_messages WHERE user_id = $1", user_id)
+    """Append messages with consecutive per-user indexes; call inside a transaction.
+
+    The indexes come from the user's counter row (migration 0004), the one the turn commit advances too: its row
+    lock keeps them gap-free under concurrent appends."""
+    if not messages:
+        return []
+    last = await conn.fetchval(
+        "INSERT INTO conversation_counters AS c (user_id, last_index) VALUES ($1, $2)"
+        " ON CONFLICT (user_id) DO UPDATE SET last_index = c.last_index + $2 RETURNING c.last_index", user_id, len(messages))
+    first = last - len(messages)
     rows = []
     for offset, message in enumerate(messages, start=1):
-        metadata = stored_metadata(message)
         rows.append(await conn.fetchrow(
             f"INSERT INTO conversation_messages (id, user_id, message_index, role, modality, raw_content, source_url, metadata)"
             f" VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {_COLUMNS}",
-            message.id, user_id, last + offset, message.role, message.modality, message.raw_content,
-            message.source_url, metadata))
+            message.id, user_id, first + offset, message.role, message.modality, message.raw_content,
+            message.source_url, stored_metadata(message)))
     return [_dto(r) for r in rows]
+
+
+async def rewrite(conn: asyncpg.Connection, user_id: UUID, message: NewMessage) -> None:
+    """Say an already logged message otherwise (its content and metadata), keeping its place in the log."""
+    await conn.execute("UPDATE conversation_messages SET raw_content = $3, metadata = $4 WHERE user_id = $1 AND id = $2",
+                       user_id, message.id, message.raw_content, stored_metadata(message))
 
 
 async def page(conn: asyncpg.Connection, user_id: UUID, *, before_message_id: UUID | None, limit: int) -> tuple[list[ConversationMessageDTO], bool]:
@@ -92,6 +103,36 @@ async def close_question(conn: asyncpg.Connection, user_id: UUID, question_id: U
         " WHERE user_id = $1 AND id = $2 AND metadata->>'message_kind' = 'clarification_question'"
         " AND metadata->>'question_status' = 'open'", user_id, question_id, status)
     return result.endswith(" 1")
+
+
+async def question(conn: asyncpg.Connection, user_id: UUID, question_id: UUID) -> ConversationMessageDTO | None:
+    """The user's clarification question with this id while it is open and unexpired; None otherwise (unknown,
+    answered, expired, or another user's: the caller cannot tell which)."""
+    row = await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1 AND id = $2"
+        f" AND metadata->>'message_kind' = 'clarification_question' AND metadata->>'question_status' = 'open'"
+        f" AND (metadata->>'expires_at')::timestamptz >= now()", user_id, question_id)
+    return _dto(row) if row else None
+
+
+async def message(conn: asyncpg.Connection, user_id: UUID, message_id: UUID) -> ConversationMessageDTO | None:
+    row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1 AND id = $2", user_id, message_id)
+    return _dto(row) if row else None
+
+
+async def after(conn: asyncpg.Connection, user_id: UUID, message_id: UUID | None, *, limit: int) -> tuple[list[ConversationMessageDTO], bool]:
+    """Up to `limit` messages after `message_id`, oldest first, and whether it was found (if not — unknown or
+    another user's — the newest `limit` messages instead)."""
+    seen = None
+    if message_id is not None:
+        seen = await conn.fetchval("SELECT message_index FROM conversation_messages WHERE user_id = $1 AND id = $2",
+                                   user_id, message_id)
+    if seen is None:
+        recent, _ = await page(conn, user_id, before_message_id=None, limit=limit)
+        return recent, False
+    rows = await conn.fetch(f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1 AND message_index > $2"
+                            f" ORDER BY message_index LIMIT $3", user_id, seen, limit)
+    return [_dto(r) for r in rows], True
 
 
 async def last_event(conn: asyncpg.Connection, user_id: UUID) -> ConversationMessageDTO | None:

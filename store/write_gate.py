@@ -3,6 +3,7 @@
 A request stores its payload, the payload's sha256 (computed once, here, with PostgreSQL's built-in
 `sha256()`), a preview and an expiry. Deciding it records one operation_confirmation; a confirmation
 applies the write to the business table in the same transaction, with optimistic version checks.
+The sub-agents' writes (feedback, replan, goal split) have their appliers in store.appliers.
 """
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from engine.errors import InvalidInput
 from protocol.rest import LongGoalPayload, ProfilePayload, TaskItemPayload, WriteRequestCreate, WriteRequestCreated
 from protocol.store import WriteDecisionResult
+from store import appliers
+from store.appliers import validated
 from store.errors import (AlreadyDecided, Conflict, NotFound, PayloadChanged, RequestExpired, StaleVersion,
                           UnsupportedWrite)
 
@@ -33,27 +36,21 @@ class _Table:
 
 TABLES = {"task_item": _Table("task_items", TaskItemPayload), "long_goal": _Table("long_goals", LongGoalPayload)}
 SUPPORTED = {("create", "task_item"), ("update", "task_item"), ("delete", "task_item"),
-             ("create", "long_goal"), ("update", "long_goal"), ("delete", "long_goal"), ("update", "profile")}
+             ("create", "long_goal"), ("update", "long_goal"), ("delete", "long_goal"), ("update", "profile"),
+             ("feedback", "feedback"), ("replan", "task_item"), ("goal_split", "long_goal")}
 MESSAGES = {"applied": "The change was applied.", "rejected": "The change was rejected; nothing was written."}
-
-
-def _validated(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return model.model_validate(data).model_dump()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise InvalidInput(f"payload{'.' + where if where else ''}: {first.get('msg')}", field=f"payload{'.' + where if where else ''}") from exc
 
 
 def check_payload(body: WriteRequestCreate) -> None:
     """Refuse, at creation, a write the gate could never apply."""
     if (body.action, body.target_type) not in SUPPORTED:
         raise UnsupportedWrite(f"'{body.action}' on '{body.target_type}' is not supported by the write gate.", field="action")
-    if body.target_type == "profile":
-        _validated(ProfilePayload, body.payload)
+    if (body.action, body.target_type) in appliers.AGENT_WRITES:
+        appliers.check_body(body)
+    elif body.target_type == "profile":
+        validated(ProfilePayload, body.payload)
     elif body.action == "create":
-        _validated(TABLES[body.target_type].payload, body.payload)
+        validated(TABLES[body.target_type].payload, body.payload)
     elif body.action == "update":
         unknown = set(body.payload) - set(TABLES[body.target_type].fields)
         if unknown or not body.payload:
@@ -73,7 +70,9 @@ async def create(conn: asyncpg.Connection, user_id: UUID, body: WriteRequestCrea
                  ttl_s: int, now: datetime, source_message_id: UUID | None = None) -> WriteRequestCreated:
     """Store a pending request; the same idempotency key again returns the request it created."""
     check_payload(body)
-    if body.action != "create" and body.target_type != "profile":
+    if (body.action, body.target_type) in appliers.AGENT_WRITES:
+        await appliers.check(conn, user_id, body, source_message_id)
+    elif body.action != "create" and body.target_type != "profile":
         await _current(conn, TABLES[body.target_type], user_id, body.target_id, lock=False)
     row = await conn.fetchrow(
         "INSERT INTO write_requests (user_id, source_message_id, action, target_type, target_id, payload, payload_hash,"
@@ -160,11 +159,13 @@ def _check_version(request: asyncpg.Record, current_version: int) -> None:
 
 async def _apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Record) -> UUID:
     action, target = request["action"], request["target_type"]
+    if (action, target) in appliers.AGENT_WRITES:
+        return await appliers.apply(conn, user_id, request)
     if target == "profile":
         return await _apply_profile(conn, user_id, request)
     table = TABLES[target]
     if action == "create":
-        values = _validated(table.payload, request["payload"])
+        values = validated(table.payload, request["payload"]).model_dump()
         columns = list(values)
         try:
             return await conn.fetchval(
@@ -178,7 +179,7 @@ async def _apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Recor
         await conn.execute(f"UPDATE {table.name} SET is_deleted = true, deleted_at = now(), version = version + 1,"
                            " updated_at = now() WHERE id = $1 AND version = $2", current["id"], current["version"])
         return current["id"]
-    merged = _validated(table.payload, {**{f: current[f] for f in table.fields}, **request["payload"]})
+    merged = validated(table.payload, {**{f: current[f] for f in table.fields}, **request["payload"]}).model_dump()
     assignments = ", ".join(f"{column} = ${i + 3}" for i, column in enumerate(merged))
     result = await conn.execute(f"UPDATE {table.name} SET {assignments}, version = version + 1, updated_at = now()"
                                 " WHERE id = $1 AND version = $2", current["id"], current["version"], *merged.values())
@@ -188,7 +189,7 @@ async def _apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Recor
 
 
 async def _apply_profile(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Record) -> UUID:
-    values = _validated(ProfilePayload, request["payload"])
+    values = validated(ProfilePayload, request["payload"]).model_dump()
     current = await conn.fetchrow("SELECT id, version FROM user_profiles WHERE user_id = $1 FOR UPDATE", user_id)
     if current is None:
         if request["base_version"] is not None:

@@ -133,7 +133,7 @@ async def test_another_users_request_is_not_found(db):
 async def test_unsupported_and_invalid_payloads_are_refused_at_creation(db):
     user = await _user(db)
     with pytest.raises(UnsupportedWrite):
-        await _create(db, user, WriteRequestCreate(action="replan", target_type="task_item", payload={}, preview_text="x"))
+        await _create(db, user, WriteRequestCreate(action="feedback", target_type="task_item", payload={}, preview_text="x"))
     with pytest.raises(InvalidInput):
         await _create(db, user, WriteRequestCreate(action="create", target_type="task_item",
                                                    payload={"item_type": "subtask", "title": "无目标子任务"}, preview_text="x"))
