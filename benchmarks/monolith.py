@@ -34,6 +34,7 @@ def build_api(config_dir: Path, dsn: str) -> FastAPI:
     from serve_app.admission import Admission
     from serve_app.http_api import Serving, create_api
     from serve_app.auth import Auth, signing_secret
+    from serve_app.conversation import build_conversation
     from serve_app.metrics import TurnMetrics
     from serve_app.rest_api import Persistence
     from serve_app.stored_chat import StoredChat
@@ -54,6 +55,7 @@ def build_api(config_dir: Path, dsn: str) -> FastAPI:
         db = await Database.open(dsn, settings.store)
         auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
         app.state.serving.persistence = Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings)
+        app.state.serving.conversation = build_conversation(app.state.serving)
         try:
             yield
         finally:

@@ -15,7 +15,7 @@ MEDIA_STAGE = {"voice_asr": "asr", "image_ocr": "ocr"}
 # lookup, question expiry), `lease` (the session row, waiting included), the media and model stages, and
 # `commit` (state, log and stored reply in one transaction).
 STAGES = ("auth", "store", "lease", "asr", "ocr", "encoder", "keyword", "classifier", "detector", "retriever", "fusion",
-          "planner", "slots", "execute", "commit")
+          "planner", "slots", "execute", "facts", "agent", "commit")
 NLU_HEADS = ("classifier", "detector", "retriever")
 
 
@@ -146,6 +146,26 @@ class StoreConfig(Section):
     embedded_start_timeout_s: float = Field(gt=0)
 
 
+class DefaultRange(Section):
+    from_days: int = Field(description="Start: this many days from today's midnight (negative: in the past).")
+    to_days: int = Field(description="End (exclusive): this many days from today's midnight.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "DefaultRange":
+        if self.to_days <= self.from_days:
+            raise ValueError("to_days must be after from_days")
+        return self
+
+
+class ConversationConfig(Section):
+    """The WebSocket conversation (seed 002): frames, and the time range a request that names none acts on."""
+
+    max_frame_bytes: int = Field(gt=0, description="A bigger frame is refused (dialogue.error frame_too_large).")
+    recent_messages: int = Field(gt=0, description="Messages perception and execution read (seed 002: the last 20).")
+    default_range: DefaultRange = Field(description="The range of a request that names no time and has no row below.")
+    default_ranges: dict[str, DefaultRange] = Field(description="Per `agent.function`: the range a request naming no time acts on.")
+
+
 class AuthConfig(Section):
     token_ttl_s: int = Field(gt=0, description="Lifetime of an access token.")
     secret_env: str = Field(description="Env var holding the token signing secret; unset = one generated under the state dir.")
@@ -212,6 +232,7 @@ class Settings(Section):
     serving: ServingConfig
     store: StoreConfig
     auth: AuthConfig
+    conversation: ConversationConfig
     budgets: Budgets
     media: MediaConfig
     asr: AsrConfig

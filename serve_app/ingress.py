@@ -23,6 +23,7 @@ from media.uploads import MediaUploads
 from serve_app.admission import Admission
 from serve_app.app_args import AppArgs
 from serve_app.auth import Auth, signing_secret
+from serve_app.conversation import build_conversation
 from serve_app.handle_client import FusedHandleModels, SplitHandleModels
 from serve_app.http_api import Serving, create_api
 from serve_app.media_client import HandleMedia
@@ -68,6 +69,7 @@ class Orchestrator:
                                retry_after_s=settings.serving.retry_after_s,
                                persistence=Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings),
                                uploads=MediaUploads(store=build_store(settings), cfg=settings.media))
+        self.serving.conversation = build_conversation(self.serving)
         if settings.serving.metrics_port:
             self.serving.metrics.serve(settings.serving.metrics_port)
         context = serve.get_replica_context()

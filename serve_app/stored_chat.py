@@ -47,6 +47,7 @@ class UserInput:
     text: str
     modality: InputModality = "text"
     source_url: str | None = None
+    message_ids: tuple[UUID, UUID] | None = None
 
 
 class StoredChat:
@@ -55,18 +56,21 @@ class StoredChat:
         self._db = db
         self._settings = settings
 
-    async def chat(self, body: ChatRequest, user_id: UUID, deadline: Deadline, listener: TurnListener | None = None) -> ChatResponse:
+    async def chat(self, body: ChatRequest, user_id: UUID, deadline: Deadline, listener: TurnListener | None = None,
+                   message_ids: tuple[UUID, UUID] | None = None) -> ChatResponse:
+        """`message_ids`: the ids the user's message and the reply get in the log (default: new ones)."""
         check_modality(body)  # before anything is leased or written
         cmid = body.client_message_id
         session_id = body.session_id or (derived_session_id(user_id, cmid) if cmid else uuid.uuid4().hex)
         request = body.model_copy(update={"session_id": session_id})
-        said = UserInput(text=body.text or "", modality=body.modality, source_url=body.source_url)
+        said = UserInput(text=body.text or "", modality=body.modality, source_url=body.source_url, message_ids=message_ids)
         return await self._turn(user_id, session_id, cmid, said, deadline, create=True,
                                 new_state=lambda: SessionState(session_id=session_id, user_id=body.user_id),
                                 run=lambda state, ctx: self._engine.chat_on(state, request, ctx), listener=listener)
 
-    async def fill_slots(self, body: FillSlotsRequest, user_id: UUID, deadline: Deadline) -> ChatResponse:
-        said = UserInput(text=body.text if body.text is not None else _slots_text(body.slots))
+    async def fill_slots(self, body: FillSlotsRequest, user_id: UUID, deadline: Deadline,
+                         message_ids: tuple[UUID, UUID] | None = None) -> ChatResponse:
+        said = UserInput(text=body.text if body.text is not None else _slots_text(body.slots), message_ids=message_ids)
         return await self._turn(user_id, body.session_id, body.client_message_id, said, deadline, create=False,
                                 new_state=None, run=lambda state, ctx: self._engine.fill_slots_on(state, body, ctx))
 
@@ -128,9 +132,11 @@ class StoredChat:
         question = lease.question if lease is not None else None
         # a voice or image message is logged as what was recognized, with the URL of the original media
         text = said.text if said.modality == "text" else (response.recognized_text or "")
+        asked_id, reply_id = said.message_ids or (uuid.uuid4(), uuid.uuid4())
         asked = turn_log.user_message(text, session_id=session_id, client_message_id=cmid, question=question,
-                                      modality=said.modality, source_url=said.source_url)
-        reply = turn_log.reply_message(response, now=turn_log.utc_now(), question_ttl_s=self._settings.store.clarification_ttl_s)
+                                      modality=said.modality, source_url=said.source_url, message_id=asked_id)
+        reply = turn_log.reply_message(response, now=turn_log.utc_now(), question_ttl_s=self._settings.store.clarification_ttl_s,
+                                       message_id=reply_id)
         # a repeat gets the reply as stored here: the turn with its timings up to its commit (the live answer's
         # timings also count the commit)
         response.timings = timings_of(deadline)

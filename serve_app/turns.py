@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from typing import Literal
+from uuid import UUID
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -17,6 +18,7 @@ from engine.events import TurnListener
 from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from serve_app.rest_api import chat_user
+from store.users import User
 
 TurnKind = Literal["chat", "fill_slots"]
 
@@ -85,9 +87,11 @@ class ArrivalStamp:
 
 
 async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest, *, authorization: str | None,
-                   arrived: float, listener: TurnListener | None = None) -> ChatResponse:
+                   arrived: float, listener: TurnListener | None = None, caller: tuple[User, str] | None = None,
+                   message_ids: tuple[UUID, UUID] | None = None) -> ChatResponse:
     """One turn, through the store when the app has one (else in-process sessions), counted in the metrics;
-    `listener` (a chat turn only) hears the turn as it runs."""
+    `listener` (a chat turn only) hears the turn as it runs. `caller` is the (user, key) a WebSocket authenticated
+    when it connected; `message_ids` the ids the turn's two logged messages get."""
     if not serving.readiness.ready:
         # never a degraded turn from a replica still warming up: a clear, retryable refusal instead
         raise Starting(f"This replica is still warming up ({serving.readiness.reason}); retry shortly.")
@@ -102,11 +106,15 @@ async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest
                 response = await getattr(engine, kind)(body, deadline=deadline, **extra)
             else:
                 settings = stored.settings
-                try:
-                    async with deadline.phase("auth", settings.budgets.stage_s("auth")):
-                        user, key = await chat_user(stored, authorization, body.user_id)
-                except StageTimeout as exc:
-                    raise Overloaded("The turn's budget ran out checking who sent it; nothing ran, retry.") from exc
+                if caller is None:
+                    try:
+                        async with deadline.phase("auth", settings.budgets.stage_s("auth")):
+                            caller = await chat_user(stored, authorization, body.user_id)
+                    except StageTimeout as exc:
+                        raise Overloaded("The turn's budget ran out checking who sent it; nothing ran, retry.") from exc
+                user, key = caller
+                if message_ids is not None:
+                    extra["message_ids"] = message_ids
                 response = await getattr(stored.chat, kind)(body.model_copy(update={"user_id": key}), user.id, deadline, **extra)
     except Overloaded:
         serving.metrics.shed.inc()

@@ -26,19 +26,20 @@ def new_client_message_id() -> str:
 
 
 def user_message(text: str, *, session_id: str, client_message_id: str, question: ConversationMessageDTO | None,
-                 modality: InputModality = "text", source_url: str | None = None) -> NewMessage:
+                 modality: InputModality = "text", source_url: str | None = None, message_id: uuid.UUID | None = None) -> NewMessage:
     """`input`, or `clarification_answer` when the session has an open question this message answers."""
     if question is not None:
         metadata = ConversationMessageMetadata(message_kind="clarification_answer", session_id=session_id,
                                                client_message_id=client_message_id, reply_to_question_id=question.id)
     else:
         metadata = ConversationMessageMetadata(message_kind="input", session_id=session_id, client_message_id=client_message_id)
-    return NewMessage(role="user", modality=modality, source_url=source_url, raw_content=text, metadata=metadata)
+    return NewMessage(role="user", modality=modality, source_url=source_url, raw_content=text, metadata=metadata,
+                      id=message_id or uuid.uuid4())
 
 
-def reply_message(response: ChatResponse, *, now: datetime, question_ttl_s: int) -> NewMessage:
+def reply_message(response: ChatResponse, *, now: datetime, question_ttl_s: int, message_id: uuid.UUID | None = None) -> NewMessage:
     """The assistant's message for a turn's response; a question it asks opens a clarification_question."""
-    message_id = uuid.uuid4()
+    message_id = message_id or uuid.uuid4()
     common = dict(session_id=response.session_id, target_function_name=response.intent, parsed_params=dict(response.slots))
     if response.status in QUESTION_TYPE:
         metadata = ConversationMessageMetadata(

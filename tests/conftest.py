@@ -110,6 +110,47 @@ def serve_app(cockpit, postgres):
         launcher.stop(port)
 
 
+def _deploy_pack(serve_app, pack: str) -> None:
+    import copy
+    import time
+
+    import httpx
+
+    from serve_app import launcher
+
+    config = copy.deepcopy(serve_app["config"])
+    config["applications"][0]["args"]["pack"] = pack
+    launcher.start(config)
+    port = config["http_options"]["port"]
+    # the old pack keeps answering until the new replicas are up: wait for the new one by name
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).json().get("pack") == pack:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    launcher.wait_until_healthy(port, timeout_s=180, replicas=ORCHESTRATOR_REPLICAS)
+
+
+@pytest.fixture(scope="session")
+def switch_pack(serve_app):
+    """Redeploy the session's app with another pack (`switch(pack)` -> an httpx client on it). The modules using
+    it run last (RUN_LAST below), so the cockpit pack is not deployed again after them."""
+    import httpx
+
+    current: list[str] = []
+
+    def switch(pack: str) -> httpx.Client:
+        if current[-1:] != [pack]:
+            _deploy_pack(serve_app, pack)
+            current.append(pack)
+        return httpx.Client(base_url=serve_app["url"], timeout=10.0)
+
+    return switch
+
+
 def until_fault_shows(send, shows, timeout_s: float = 30.0) -> tuple[dict, float]:
     """Send turns (`send()` -> the response body) until `shows(body)`: the faults file reaches the replicas within a
     fraction of a second. Returns the last body and its client wall time in ms."""
@@ -141,8 +182,9 @@ def first_turns(url: str) -> dict[str, dict]:
     return {"text": {"status_code": text.status_code, **text.json()}, "image": {"status_code": image.status_code, **image.json()}}
 
 
-# Redeploys the session's app with other packs: it runs last, so no test after it needs the cockpit pack back.
-RUN_LAST = frozenset({"test_pack_switch"})
+# Redeploy the session's app with other packs: they run last (the timeflow conversation first, then the pack
+# switch, which starts on timeflow too), so no test after them needs the cockpit pack back.
+RUN_LAST = frozenset({"test_conversation_timeflow", "test_pack_switch"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

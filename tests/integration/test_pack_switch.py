@@ -1,14 +1,9 @@
 """Switching the served pack: timeflow (accuracy, decided turns with time ranges) and a pack built from user rows."""
 from __future__ import annotations
 
-import copy
 import json
-import time
 
-import httpx
 import pytest
-
-from serve_app import launcher
 
 from conftest import STATE_DIR, settings_for
 
@@ -21,38 +16,6 @@ USER_ROWS = {
     "report_lost_card": ["我的银行卡丢了", "卡找不到了快帮我挂失", "挂失一下信用卡", "钱包被偷了卡也没了",
                          "银行卡掉了怎么办", "帮我冻结我的卡", "卡好像被人捡走了", "我要挂失", "借记卡丢了赶紧冻结", "信用卡不见了"],
 }
-
-
-def _deploy_pack(serve_app, pack: str) -> None:
-    config = copy.deepcopy(serve_app["config"])
-    config["applications"][0]["args"]["pack"] = pack
-    launcher.start(config)
-    port = config["http_options"]["port"]
-    # the old pack keeps answering until the new replicas are up: wait for the new one by name
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).json().get("pack") == pack:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(1)
-    launcher.wait_until_healthy(port, timeout_s=180, replicas=2)
-
-
-@pytest.fixture(scope="module")
-def switch_pack(serve_app):
-    """Redeploy the session's app with another pack. This module runs last (tests/conftest.py), so the cockpit
-    pack is not deployed again after it."""
-    current: list[str] = []
-
-    def switch(pack: str) -> httpx.Client:
-        if current[-1:] != [pack]:
-            _deploy_pack(serve_app, pack)
-            current.append(pack)
-        return httpx.Client(base_url=serve_app["url"], timeout=10.0)
-
-    return switch
 
 
 @pytest.fixture

@@ -1,0 +1,48 @@
+"""Cockpit turns over the WebSocket on the real Serve app: slot and confirmation questions are clarifications,
+plugin results are execution.result, a workflow shows in the turn; the local token-less mode; the protocol document."""
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from ws_client import Conversation, types
+
+
+@pytest.fixture
+def conv(serve_app):
+    c = Conversation(serve_app["url"], query=f"?user_id=ws-cockpit-{uuid.uuid4().hex[:8]}", headers={})
+    yield c
+    c.close()
+
+
+def answer(conv: Conversation, question: dict, text: str) -> list[dict]:
+    return conv.turn("dialogue.answer", {"client_message_id": uuid.uuid4().hex, "reply_to_question_id": question["payload"]["question_id"],
+                                         "raw_content": text})
+
+
+def test_a_missing_slot_is_a_clarification_and_the_plugin_result_an_execution_result(conv):
+    asked = conv.say("把空调调一下温度")
+    assert types(asked) == ["dialogue.clarification"]
+    assert asked[0]["payload"]["questions"][0]["field_name"] == "temperature"
+    done = answer(conv, asked[0], "二十二度")
+    assert types(done) == ["execution.result"]
+    assert done[0]["payload"]["result"]["data"]["temperature"] == 22 and done[0]["payload"]["turn"]["status"] == "completed"
+    assert done[0]["payload"]["turn"]["routing_debug"] is not None
+
+
+def test_a_confirmation_question_and_a_workflow_turn(conv):
+    asked = conv.say("取消订单 A12345678")
+    assert types(asked) == ["dialogue.clarification"] and asked[0]["payload"]["question_type"] == "confirmation"
+    assert types(answer(conv, asked[0], "确认")) == ["execution.result"]
+    flow = conv.say("先打开车窗然后把空调调到二十四度")
+    assert types(flow) == ["execution.result"]
+    steps = flow[0]["payload"]["turn"]["workflow"]["steps"]
+    assert [s["intent_id"] for s in steps] == ["cabin_window_open", "cabin_set_ac"]
+    assert all(s["status"] == "done" for s in steps)
+
+
+def test_the_protocol_document_is_served_next_to_the_openapi(serve_app):
+    doc = httpx.get(serve_app["url"] + "/asyncapi.json", timeout=10).json()
+    assert doc["asyncapi"].startswith("3.") and "dialogue_input" in doc["components"]["messages"]
