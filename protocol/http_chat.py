@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictStr
+from pydantic import ConfigDict, Field, RootModel
 
 from protocol.base import ErrorBody, WireModel
-from protocol.media import InputModality, Recognition
+from protocol.media import InputModality, Recognition, source_url_pattern
+from protocol.strings import JsonObject, PlainStr, TurnText
 
 
 class TurnStatus(str, Enum):
@@ -27,23 +28,47 @@ def _client_message_id() -> Any:
                  description="Client idempotency key: a repeat returns the stored reply and runs nothing again.")
 
 
-class ChatRequest(WireModel):
-    """`text` turns need `text` and no `source_url`; `voice_asr` / `image_ocr` need `source_url` and no `text` (seed 002)."""
+TEXT_DESCRIPTION = "Not blank, at most the configured `max_text_chars` characters (the served document says how many)."
 
-    session_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
-    user_id: StrictStr = Field(min_length=1, max_length=128)
-    text: StrictStr | None = None
+
+def _modality_table(schema: dict[str, Any]) -> None:
+    # documented here, enforced by the engine (engine.media.check_modality), which names the offending field
+    schema["anyOf"] = [
+        {"properties": {"modality": {"const": "text"}, "text": {"type": "string"}, "source_url": {"type": "null"}},
+         "required": ["text"]},
+        *({"properties": {"modality": {"const": modality}, "text": {"type": "null"},
+                          "source_url": {"type": "string", "pattern": source_url_pattern(kind)}},
+           "required": ["modality", "source_url"]} for modality, kind in (("voice_asr", "audio"), ("image_ocr", "image"))),
+    ]
+
+
+class ChatRequest(WireModel):
+    """`text` turns need `text` and no `source_url`; `voice_asr` / `image_ocr` need the `source_url` of an upload of
+    their kind (audio / image) and no `text` (seed 002)."""
+
+    model_config = ConfigDict(json_schema_extra=_modality_table)
+
+    session_id: PlainStr | None = Field(default=None, min_length=1, max_length=128)
+    user_id: PlainStr = Field(min_length=1, max_length=128)
+    text: TurnText | None = Field(default=None, description=TEXT_DESCRIPTION)
     modality: InputModality = "text"
-    source_url: StrictStr | None = Field(default=None, max_length=2048)
-    client_message_id: StrictStr | None = _client_message_id()
+    source_url: PlainStr | None = Field(default=None, max_length=2048)
+    client_message_id: PlainStr | None = _client_message_id()
 
 
 class FillSlotsRequest(WireModel):
-    session_id: StrictStr = Field(min_length=1, max_length=128)
-    user_id: StrictStr = Field(min_length=1, max_length=128)
-    text: StrictStr | None = None
-    slots: dict[str, Any] | None = None
-    client_message_id: StrictStr | None = _client_message_id()
+    """Needs `text`, `slots` or both: the engine refuses a request with neither."""
+
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"properties": {"text": {"type": "string"}}, "required": ["text"]},
+        {"properties": {"slots": {"type": "object"}}, "required": ["slots"]},
+    ]})
+
+    session_id: PlainStr = Field(min_length=1, max_length=128)
+    user_id: PlainStr = Field(min_length=1, max_length=128)
+    text: TurnText | None = Field(default=None, description=TEXT_DESCRIPTION)
+    slots: JsonObject | None = None
+    client_message_id: PlainStr | None = _client_message_id()
 
 
 class Candidate(WireModel):
@@ -237,3 +262,15 @@ class ErrorEvent(WireModel):
 
     event: Literal["error"] = "error"
     error: ErrorBody
+
+
+class ChatStreamLine(RootModel[Annotated[AckEvent | StepEvent | FinalEvent | ErrorEvent, Field(discriminator="event")]]):
+    """One line of the chat-stream NDJSON body (for the document; the stream writes each event model itself)."""
+
+
+class HealthStatus(WireModel):
+    """GET /health: `ok` once every stage answers warm; `starting` and the reason before that."""
+
+    status: Literal["ok", "starting"]
+    pack: str | None
+    reason: str | None = None

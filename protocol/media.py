@@ -1,6 +1,7 @@
 """Media protocol (seed 002): input modalities, the upload answer, and what the ASR/OCR modules return."""
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field
@@ -11,6 +12,17 @@ InputModality = Literal["text", "voice_asr", "image_ocr"]
 FileType = Literal["image", "audio"]
 # ok: text recognized; the rest say why there is none (the orchestrator turns each into a typed error)
 RecognitionStatus = Literal["ok", "no_speech", "no_text", "undecodable", "too_large", "not_found", "forbidden", "wrong_kind"]
+
+MEDIA_PATH = "/api/v1/media/"
+# an object key is `{kind}/{file name}` (media.keys.KEY_PATTERN); the file name's shape, unanchored
+OBJECT_FILE_NAME = r"[0-9a-f]{32}\.[a-z0-9]{2,5}"
+
+
+def source_url_pattern(kind: FileType, public_base_url: str = "") -> str:
+    """The source_url Baton hands out for an object of `kind`: the path, or with `public_base_url` set, that origin before it too."""
+    origin = public_base_url.rstrip("/")
+    prefix = f"(?:{re.escape(origin)})?" if origin else ""
+    return f"^{prefix}{MEDIA_PATH}{kind}/{OBJECT_FILE_NAME}$"
 
 
 class UploadResponse(WireModel):

@@ -5,16 +5,22 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic import ConfigDict, Field, StrictStr, field_validator, model_validator
 
 from protocol.base import WireModel
+from protocol.strings import WHITESPACE, JsonObject, NonBlankStr, PlainStr
 from protocol.store import (ConversationMessageDTO, LongGoalDTO, TaskItemDTO, TaskProfileSnapshot)
 
 
+# what `_email` below accepts, for the document: surrounding whitespace, then local@domain with a dot in the domain
+# and no whitespace (nor NUL)
+EMAIL_SHAPE = rf"^[{WHITESPACE}]*[^@\x00{WHITESPACE}]+@[^\x00{WHITESPACE}]*\.[^\x00{WHITESPACE}]*[{WHITESPACE}]*$"
+
+
 class RegisterRequest(WireModel):
-    email: StrictStr = Field(min_length=3, max_length=254)
+    email: PlainStr = Field(min_length=3, max_length=254, json_schema_extra={"pattern": EMAIL_SHAPE})
     password: StrictStr = Field(min_length=8, max_length=256)
-    display_name: StrictStr | None = Field(default=None, max_length=64)
+    display_name: PlainStr | None = Field(default=None, max_length=64)
 
     @field_validator("email")
     @classmethod
@@ -27,7 +33,7 @@ class RegisterRequest(WireModel):
 
 
 class LoginRequest(WireModel):
-    email: StrictStr = Field(min_length=1, max_length=254)
+    email: PlainStr = Field(min_length=1, max_length=254)
     password: StrictStr = Field(min_length=1, max_length=256)
 
 
@@ -83,18 +89,19 @@ WriteTarget = Literal["task_item", "long_goal", "feedback", "profile"]
 
 
 class WriteRequestCreate(WireModel):
+    """The served document lists the (action, target_type) pairs the write gate takes, each with its payload and
+    target_id rule (serve_app/openapi_docs.py)."""
+
     action: WriteAction
     target_type: WriteTarget
     target_id: UUID | None = None
-    payload: dict[str, Any]
-    preview_text: StrictStr = Field(min_length=1, max_length=2000)
-    base_version: int | None = Field(default=None, gt=0)
-    idempotency_key: StrictStr | None = Field(default=None, min_length=1, max_length=128)
+    payload: JsonObject
+    preview_text: NonBlankStr = Field(min_length=1, max_length=2000)
+    base_version: int | None = Field(default=None, gt=0, le=2**31 - 1)  # an integer column
+    idempotency_key: NonBlankStr | None = Field(default=None, min_length=1, max_length=128)
 
     @model_validator(mode="after")
     def _target(self) -> WriteRequestCreate:
-        if not self.preview_text.strip():
-            raise ValueError("preview_text must not be blank")
         if self.action == "create" and self.target_id is not None:
             raise ValueError("a create has no target_id")
         if self.action in ("update", "delete") and self.target_id is None:
@@ -110,16 +117,24 @@ class WriteRequestCreated(WireModel):
 
 class WriteDecisionRequest(WireModel):
     decision: Literal["confirmed", "rejected"]
-    idempotency_key: StrictStr = Field(min_length=1, max_length=128)
-    payload_hash: StrictStr | None = Field(default=None, min_length=64, max_length=64)
+    idempotency_key: NonBlankStr = Field(min_length=1, max_length=128)
+    payload_hash: StrictStr | None = Field(default=None, pattern="^[0-9a-f]{64}$",
+                                           description="The request's `payload_hash` (sha256, hex), to confirm what was shown.")
 
 
 class TaskItemPayload(WireModel):
-    """The fields of a task item a write request may create or update (seed 002 TaskItemDTO, writable part)."""
+    """The fields of a task item a write request may create or update (seed 002 TaskItemDTO, writable part).
+    Times carry an offset, and `end_at` is not before `start_at`."""
+
+    # documented here, checked by the validator below
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"properties": {"item_type": {"const": "subtask"}, "long_goal_id": {"type": "string"}}, "required": ["long_goal_id"]},
+        {"properties": {"item_type": {"enum": ["schedule", "todo"]}, "long_goal_id": {"type": "null"}}},
+    ]})
 
     item_type: Literal["schedule", "todo", "subtask"]
-    title: StrictStr = Field(min_length=1, max_length=200)
-    description: StrictStr | None = Field(default=None, max_length=4000)
+    title: NonBlankStr = Field(min_length=1, max_length=200)
+    description: PlainStr | None = Field(default=None, max_length=4000)
     start_at: datetime | None = None
     end_at: datetime | None = None
     due_at: datetime | None = None
@@ -128,8 +143,6 @@ class TaskItemPayload(WireModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskItemPayload:
-        if not self.title.strip():
-            raise ValueError("title must not be blank")
         if (self.item_type == "subtask") != (self.long_goal_id is not None):
             raise ValueError("only a subtask, and every subtask, is bound to a long_goal_id")
         if self.start_at and self.end_at and self.end_at < self.start_at:
@@ -142,13 +155,13 @@ class TaskItemPayload(WireModel):
 
 
 class LongGoalPayload(WireModel):
-    title: StrictStr = Field(min_length=1, max_length=200)
-    description: StrictStr | None = Field(default=None, max_length=4000)
-    plan_overview: StrictStr | None = Field(default=None, max_length=8000)
+    title: NonBlankStr = Field(min_length=1, max_length=200)
+    description: PlainStr | None = Field(default=None, max_length=4000)
+    plan_overview: PlainStr | None = Field(default=None, max_length=8000)
     start_at: datetime | None = None
     deadline_at: datetime | None = None
     status: Literal["active", "completed", "cancelled"] = "active"
 
 
 class ProfilePayload(WireModel):
-    profile_data: dict[str, Any]
+    profile_data: JsonObject

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Annotated, Protocol
+from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, FastAPI, Header, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, Starting, TextTooLong
 from engine.media_errors import MediaForbidden, MediaNotFound, MediaTooLarge, MediaUnavailable, UnsupportedMediaType
@@ -17,13 +18,15 @@ from media.uploads import MediaUploads
 from serve_app.admission import Admission
 from serve_app.auth import Unauthorized
 from serve_app.chat_stream import ChatStream
+from serve_app.conversation_ws import conversation_router
 from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
+from serve_app.openapi_docs import TOKEN_OPTIONAL, Authorization, errors, install
 from serve_app.rest_api import Persistence, store_router
 from serve_app.turns import AdmissionGate, ArrivalStamp, ReplicaName, run_turn
 from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, UnsupportedWrite
 from protocol.base import ErrorBody, ErrorEnvelope
-from protocol.http_chat import ChatRequest, ChatResponse, ErrorEvent, FillSlotsRequest
+from protocol.http_chat import ChatRequest, ChatResponse, ChatStreamLine, ErrorEvent, FillSlotsRequest, HealthStatus
 
 STATUS_BY_ERROR: dict[type[BatonError], int] = {
     UnsupportedMediaType: 415,
@@ -71,6 +74,7 @@ class Serving:
     persistence: Persistence | None = None
     uploads: MediaUploads | None = None
     readiness: Readiness = field(default_factory=AlwaysReady)
+    conversation: Any = None  # the WebSocket main agent (serve_app/conversation.py); needs `persistence`
 
 
 def error_response(status: int, code: str, message: str, field: str | None = None, headers: dict | None = None) -> JSONResponse:
@@ -99,16 +103,39 @@ async def _arrived(request: Request) -> float:
 
 
 ArrivedDep = Annotated[float, Depends(_arrived)]
-AuthorizationHeader = Annotated[str | None, Header()]
+
+
+class NdjsonStream(StreamingResponse):
+    media_type = "application/x-ndjson"
+
+
+# what a turn may answer besides its reply: a refusal before anything ran (media ones for voice and image turns)
+TURN_ERRORS = errors(400, 401, 403, 404, 413, 422, 503)
+TURN_DOCS = {"responses": TURN_ERRORS, "openapi_extra": TOKEN_OPTIONAL}
+
+
+HTTP_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(request: Request) -> str:
+    """The methods some route serves on this request's path (the `Allow` of a 405), asked of the route table
+    itself, included routers and all."""
+    def served(method: str) -> bool:
+        scope = {**request.scope, "method": method}
+        return any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes)
+
+    return ", ".join(filter(served, HTTP_METHODS))
 
 
 def create_api(*, replica: str | None = None) -> FastAPI:
     """The FastAPI app shared by the Serve ingress and the in-process monolith; set `app.state.serving` before serving.
     `replica` names the replica in every response's `REPLICA_HEADER`."""
     api = FastAPI(title="Baton", version="0.1.0")
+    install(api)
     api.include_router(media_router)
 
-    @api.get("/health")
+    @api.get("/health", response_model=HealthStatus,
+             responses={503: {"model": HealthStatus, "description": "Still starting; `reason` says what is missing."}})
     async def health(request: Request) -> JSONResponse:
         """200 only when every stage answers warm; 503 with the reason before that."""
         serving = getattr(request.app.state, "serving", None)
@@ -120,28 +147,29 @@ def create_api(*, replica: str | None = None) -> FastAPI:
                                 headers={"Retry-After": str(serving.retry_after_s)})
         return JSONResponse({"status": "ok", "pack": pack})
 
-    @api.post("/api/v1/agent/chat", response_model=ChatResponse)
-    async def chat(body: ChatRequest, serving: ServingDep, arrived: ArrivedDep,
-                   authorization: AuthorizationHeader = None) -> Response:
+    @api.post("/api/v1/agent/chat", response_model=ChatResponse, **TURN_DOCS)
+    async def chat(body: ChatRequest, serving: ServingDep, arrived: ArrivedDep, authorization: Authorization) -> Response:
         return turn_json(await run_turn(serving, "chat", body, authorization=authorization, arrived=arrived))
 
-    @api.post("/api/v1/agent/fill-slots", response_model=ChatResponse)
+    @api.post("/api/v1/agent/fill-slots", response_model=ChatResponse, **TURN_DOCS)
     async def fill_slots(body: FillSlotsRequest, serving: ServingDep, arrived: ArrivedDep,
-                         authorization: AuthorizationHeader = None) -> Response:
+                         authorization: Authorization) -> Response:
         return turn_json(await run_turn(serving, "fill_slots", body, authorization=authorization, arrived=arrived))
 
-    @api.post("/api/v1/agent/chat-stream")
-    async def chat_stream(body: ChatRequest, serving: ServingDep, arrived: ArrivedDep,
-                          authorization: AuthorizationHeader = None) -> Response:
+    @api.post("/api/v1/agent/chat-stream", response_class=NdjsonStream, openapi_extra=TOKEN_OPTIONAL,
+              responses={200: {"model": ChatStreamLine, "description": "One event per line, the last `final` or `error`."},
+                         **TURN_ERRORS})
+    async def chat_stream(body: ChatRequest, serving: ServingDep, arrived: ArrivedDep, authorization: Authorization) -> Response:
         """The chat turn as NDJSON events (serve_app/chat_stream.py)."""
         stream = ChatStream(lambda listener: run_turn(serving, "chat", body, authorization=authorization, arrived=arrived,
                                                       listener=listener))
         first = await stream.first()
         if isinstance(first, ErrorEvent) and stream.failure is not None:
             raise stream.failure  # refused before anything ran: the status /chat would answer
-        return StreamingResponse(stream.lines(first), media_type="application/x-ndjson")
+        return NdjsonStream(stream.lines(first))
 
     api.include_router(store_router())
+    api.include_router(conversation_router(RETRYABLE))
 
     @api.exception_handler(BatonError)
     async def baton_error(request: Request, exc: BatonError) -> JSONResponse:
@@ -168,7 +196,10 @@ def create_api(*, replica: str | None = None) -> FastAPI:
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return error_response(exc.status_code, code, str(exc.detail))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request)  # every route of the path, not only the first that matched it
+        return error_response(exc.status_code, code, str(exc.detail), headers=headers or None)
 
     if replica is not None:
         api.add_middleware(ReplicaName, name=replica)

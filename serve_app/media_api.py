@@ -1,18 +1,21 @@
-"""Media routes (seed 002): POST /api/v1/media/upload (multipart: file, file_type, user_id) and GET /api/v1/media/{object_key}."""
+"""Media routes (seed 002): POST /api/v1/media/upload (multipart: file, file_type, user_id) and GET /api/v1/media/{object_key}
+(an object key is `{kind}/{file_name}`)."""
 from __future__ import annotations
 
 import asyncio
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
-from pydantic import Field, StrictStr, ValidationError
+from fastapi import APIRouter, Depends, Path, Request, Response
+from pydantic import Field, ValidationError
 from starlette.datastructures import UploadFile
 
 from engine.errors import BatonError, InvalidInput
 from engine.media_errors import MediaTooLarge
 from media.uploads import MediaUploads
 from protocol.base import WireModel
-from protocol.media import FileType, UploadResponse
+from protocol.media import OBJECT_FILE_NAME, FileType, UploadResponse
+from protocol.strings import NO_NUL, PlainStr
+from serve_app.openapi_docs import TOKEN_OPTIONAL, Authorization, LocalUserHeader, LocalUserQuery, errors
 from serve_app.rest_api import chat_user
 
 FORM_FIELDS = ("file", "file_type", "user_id")
@@ -23,16 +26,28 @@ router = APIRouter()
 
 
 class UploadFields(WireModel):
-    user_id: StrictStr | None = Field(default=None, min_length=1, max_length=128)
+    user_id: PlainStr | None = Field(default=None, min_length=1, max_length=128)
     file_type: FileType
 
 
-async def requesting_user(request: Request, claimed: str | None) -> str:
+UPLOAD_FORM = {"requestBody": {"required": True, "content": {"multipart/form-data": {
+    "schema": {"type": "object", "required": ["file", "file_type"], "additionalProperties": False, "properties": {
+        "file": {"type": "string", "format": "binary",
+                 "description": "The image (PNG, JPEG, WebP, ...) or audio (WAV, MP3, ...) file; it must decode."},
+        "file_type": {"type": "string", "enum": ["image", "audio"]},
+        "user_id": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": NO_NUL,
+                    "description": "Local mode (no token): the owner. With a token, absent or the token's user."}}},
+}}}}
+
+
+async def requesting_user(request: Request, authorization: str | None, claimed: str | None) -> str:
     """Who uploads or reads a media object, by the same rule as chat: the token's user, or (no token, local
     mode) the claimed user_id. Without a database (the in-process path) only the claimed user_id exists."""
+    if claimed is not None and "\x00" in claimed:  # the query parameter, unlike the form field, is not a model's
+        raise InvalidInput("user_id must not contain the NUL character (U+0000).", field="user_id")
     persistence = getattr(getattr(request.app.state, "serving", None), "persistence", None)
     if persistence is not None:
-        _, key = await chat_user(persistence, request.headers.get("authorization"), claimed)
+        _, key = await chat_user(persistence, authorization, claimed)
         return key
     if not claimed:
         raise InvalidInput("Give the owner's user_id (query parameter or X-User-Id header).", field="user_id")
@@ -71,21 +86,34 @@ async def _form_fields(request: Request, uploads: MediaUploads) -> tuple[UploadF
     return fields, file
 
 
-@router.post("/api/v1/media/upload", response_model=UploadResponse)
-async def upload(request: Request, uploads: UploadsDep) -> UploadResponse:
+@router.post("/api/v1/media/upload", response_model=UploadResponse, openapi_extra={**UPLOAD_FORM, **TOKEN_OPTIONAL},
+             responses=errors(400, 401, 403, 413, 415, 422, 503))
+async def upload(request: Request, uploads: UploadsDep, authorization: Authorization) -> UploadResponse:
     fields, file = await _form_fields(request, uploads)
     limit = uploads.cfg.max_bytes[fields.file_type]
     data = await file.read(limit + 1)
     if len(data) > limit:
         raise MediaTooLarge(f"The {fields.file_type} is over the limit of {limit} bytes.", field="file")
-    owner = await requesting_user(request, fields.user_id)
+    owner = await requesting_user(request, authorization, fields.user_id)
     # decoding to check the bytes is CPU work: off the ingress event loop
     return await asyncio.to_thread(uploads.accept, data=data, file_type=fields.file_type, user_id=owner)
 
 
-@router.get("/api/v1/media/{object_key:path}")
-async def media_object(object_key: str, request: Request, uploads: UploadsDep) -> Response:
-    owner = await requesting_user(request, request.query_params.get("user_id") or request.headers.get("x-user-id"))
+MEDIA_BYTES = {"schema": {"type": "string", "format": "binary"}}
+
+
+# An object key is `{kind}/{file_name}`; two path parameters say so (one may not hold a '/'), and /api/v1/media/upload
+# is then only POST's.
+@router.get("/api/v1/media/{kind}/{file_name}", response_class=Response, responses={
+    200: {"description": "The object's bytes, as uploaded.", "content": {"image/*": MEDIA_BYTES, "audio/*": MEDIA_BYTES}},
+    **errors(401, 403, 404, 422, 503)})
+async def media_object(kind: FileType, file_name: Annotated[str, Path(pattern=f"^{OBJECT_FILE_NAME}$")],
+                       request: Request, uploads: UploadsDep, authorization: Authorization, user_id: LocalUserQuery,
+                       x_user_id: LocalUserHeader) -> Response:
+    """The object `{kind}/{file_name}` (an upload's `object_key`). Only its owner reads it: a token's user or, in
+    local mode, the `user_id` query parameter or the `X-User-Id` header; with none of them, 422."""
+    object_key = f"{kind}/{file_name}"
+    owner = await requesting_user(request, authorization, user_id or x_user_id)
     info, data = await asyncio.to_thread(uploads.read, object_key=object_key, user_id=owner)
     return Response(content=data, media_type=info.content_type,
                     headers={"Cache-Control": "private, no-store", "X-Content-Type-Options": "nosniff"})

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from engine.errors import InvalidInput, SessionForbidden
 from engine.settings import Settings
@@ -21,6 +21,7 @@ from protocol.rest import (AuthResponse, ConversationSnapshot, GoalDetailRespons
                            WriteDecisionRequest, WriteRequestCreate, WriteRequestCreated)
 from protocol.store import UserProfileDTO, WriteDecisionResult
 from serve_app.auth import Auth, Unauthorized, bearer_token
+from serve_app.openapi_docs import Authorization, errors
 from serve_app.stored_chat import StoredChat
 from store import business, conversation, users, write_gate
 from store.database import Database
@@ -65,10 +66,9 @@ async def _persistence(request: Request) -> Persistence:
 
 
 PersistenceDep = Annotated[Persistence, Depends(_persistence)]
-AuthorizationHeader = Annotated[str | None, Header()]
 
 
-async def _current_user(p: PersistenceDep, authorization: AuthorizationHeader = None) -> User:
+async def _current_user(p: PersistenceDep, authorization: Authorization) -> User:
     token = bearer_token(authorization)
     if token is None:
         raise Unauthorized("This endpoint needs 'Authorization: Bearer <access_token>'.")
@@ -103,17 +103,21 @@ def _auth_response(p: Persistence, user: User) -> AuthResponse:
                         expires_in=p.auth.token_ttl_s)
 
 
+# every business endpoint: a token is required, and the store may be unreachable
+SIGNED_IN = (401, 503)
+
+
 def store_router() -> APIRouter:
     router = APIRouter(prefix="/api/v1")
 
-    @router.post("/auth/register", response_model=AuthResponse, status_code=201)
+    @router.post("/auth/register", response_model=AuthResponse, status_code=201, responses=errors(400, 409, 422, 503))
     async def register(body: RegisterRequest, p: PersistenceDep) -> AuthResponse:
         password_hash = await p.auth.hash_password(body.password)
         async with p.db.connection() as conn:
             user = await users.register(conn, email=body.email, password_hash=password_hash, display_name=body.display_name)
         return _auth_response(p, user)
 
-    @router.post("/auth/login", response_model=AuthResponse)
+    @router.post("/auth/login", response_model=AuthResponse, responses=errors(400, 401, 422, 503))
     async def login(body: LoginRequest, p: PersistenceDep) -> AuthResponse:
         async with p.db.connection() as conn:
             user = await users.by_email(conn, body.email.strip().lower())
@@ -122,11 +126,11 @@ def store_router() -> APIRouter:
             raise Unauthorized("Wrong email or password.")
         return _auth_response(p, user)
 
-    @router.get("/auth/me", response_model=MeResponse)
+    @router.get("/auth/me", response_model=MeResponse, responses=errors(*SIGNED_IN))
     async def me(user: CurrentUser) -> MeResponse:
         return MeResponse(user_id=user.id, business_user_id=user.business_user_id, display_name=user.display_name)
 
-    @router.get("/conversation/messages", response_model=MessagesPage)
+    @router.get("/conversation/messages", response_model=MessagesPage, responses=errors(*SIGNED_IN, 422))
     async def messages(user: CurrentUser, p: PersistenceDep, before_message_id: UUID | None = None,
                        limit: Annotated[int, Query(ge=1)] = 20) -> MessagesPage:
         async with p.db.connection() as conn:
@@ -134,7 +138,7 @@ def store_router() -> APIRouter:
                                                      limit=min(limit, p.settings.store.page_limit_max))
         return MessagesPage(messages=page, has_more=has_more)
 
-    @router.get("/conversation/snapshot", response_model=ConversationSnapshot)
+    @router.get("/conversation/snapshot", response_model=ConversationSnapshot, responses=errors(*SIGNED_IN, 422))
     async def snapshot(user: CurrentUser, p: PersistenceDep, last_seen_message_id: UUID | None = None) -> ConversationSnapshot:
         async with p.db.connection() as conn:
             await conversation.expire_questions(conn, user.id)
@@ -153,8 +157,9 @@ def store_router() -> APIRouter:
                                            session_id=meta.session_id)
         return ConversationSnapshot(recent_messages=recent, pending_clarification=pending, last_event=last)
 
-    @router.get("/items/timeline", response_model=TimelineResponse)
-    async def timeline(user: CurrentUser, p: PersistenceDep, start_at: datetime, end_at: datetime,
+    @router.get("/items/timeline", response_model=TimelineResponse, responses=errors(*SIGNED_IN, 422))
+    async def timeline(user: CurrentUser, p: PersistenceDep, start_at: datetime,
+                       end_at: Annotated[datetime, Query(description="After `start_at` (else 422).")],
                        item_type: Literal["schedule", "todo", "subtask"] | None = None) -> TimelineResponse:
         if start_at.tzinfo is None or end_at.tzinfo is None:
             raise InvalidInput("start_at and end_at need a time zone offset.", field="start_at")
@@ -164,30 +169,32 @@ def store_router() -> APIRouter:
             items = await business.timeline(conn, user.id, start_at=start_at, end_at=end_at, item_type=item_type)
         return TimelineResponse(items=items)
 
-    @router.get("/long-goals", response_model=GoalsResponse)
+    @router.get("/long-goals", response_model=GoalsResponse, responses=errors(*SIGNED_IN, 422))
     async def long_goals(user: CurrentUser, p: PersistenceDep,
                          status: Literal["active", "completed", "cancelled"] | None = None) -> GoalsResponse:
         async with p.db.connection() as conn:
             return GoalsResponse(goals=await business.goals(conn, user.id, status=status))
 
-    @router.get("/long-goals/{goal_id}", response_model=GoalDetailResponse)
+    @router.get("/long-goals/{goal_id}", response_model=GoalDetailResponse, responses=errors(*SIGNED_IN, 404, 422))
     async def long_goal(goal_id: UUID, user: CurrentUser, p: PersistenceDep) -> GoalDetailResponse:
         async with p.db.connection() as conn:
             goal, subtasks, profile = await business.goal_detail(conn, user.id, goal_id)
         return GoalDetailResponse(goal=goal, subtasks=subtasks, task_profile=profile)
 
-    @router.get("/user/profile", response_model=UserProfileDTO)
+    @router.get("/user/profile", response_model=UserProfileDTO, responses=errors(*SIGNED_IN))
     async def user_profile(user: CurrentUser, p: PersistenceDep) -> UserProfileDTO:
         async with p.db.connection() as conn:
             return await business.profile(conn, user.id)
 
-    @router.post("/write-requests", response_model=WriteRequestCreated, status_code=201)
+    @router.post("/write-requests", response_model=WriteRequestCreated, status_code=201,
+                 responses=errors(*SIGNED_IN, 400, 404, 409, 422))
     async def create_write_request(body: WriteRequestCreate, user: CurrentUser, p: PersistenceDep) -> WriteRequestCreated:
         async with p.db.transaction() as conn:
             return await write_gate.create(conn, user.id, body, idempotency_key=body.idempotency_key or f"srv-{uuid.uuid4().hex}",
                                            ttl_s=p.settings.store.write_request_ttl_s, now=utc_now())
 
-    @router.post("/write-requests/{write_request_id}/decide", response_model=WriteDecisionResult)
+    @router.post("/write-requests/{write_request_id}/decide", response_model=WriteDecisionResult,
+                 responses=errors(*SIGNED_IN, 400, 404, 409, 422))
     async def decide(write_request_id: UUID, body: WriteDecisionRequest, user: CurrentUser, p: PersistenceDep) -> WriteDecisionResult:
         async with p.db.connection() as conn:
             return await write_gate.decide(conn, user.id, write_request_id, decision=body.decision,
