@@ -2,6 +2,7 @@
 `selection.required`, `write.decide` on a `write.confirmation_required`, and `transport.resume`."""
 from __future__ import annotations
 
+from engine.deadline import Deadline
 from engine.errors import InvalidInput
 from protocol.agents import ExecutionLayerInput
 from protocol.rest import PendingClarification
@@ -17,21 +18,27 @@ from store.errors import NotFound
 SNAPSHOT_LIMIT = 200
 
 
-async def _interaction(agent: ConversationAgent, caller: Caller, interaction_id) -> ConversationMessageDTO:
+async def _selection(agent: ConversationAgent, caller: Caller, interaction_id, arrived: float,
+                     send: Send) -> tuple[str, Deadline, ConversationMessageDTO] | None:
+    """A selection frame's key, deadline and the `selection_required` it answers; None when it was answered
+    already (its events were sent again). Either frame answers a selection once: the first one wins."""
+    key = f"selection:{interaction_id}"
+    deadline = agent.deadline("text", arrived)
+    if await agent.replayed(caller, key, send, deadline):
+        return None
     async with agent.p.db.connection() as conn:
         found = await conversation.message(conn, caller.user.id, interaction_id)
     if found is None or found.metadata.message_kind != "selection_required":
         raise ExecutionError(NotFound("No such selection.", field="interaction_id"))
-    return found
+    return key, deadline, found
 
 
 async def submit(agent: ConversationAgent, caller: Caller, payload: SelectionSubmitPayload, arrived: float, send: Send) -> None:
     """Continue execution with the items chosen; they must be among the ones offered. One answer per selection."""
-    key = f"selection:{payload.interaction_id}"
-    deadline = agent.deadline("text", arrived)
-    if await agent.replayed(caller, key, send, deadline):
+    opened = await _selection(agent, caller, payload.interaction_id, arrived, send)
+    if opened is None:
         return
-    asked = await _interaction(agent, caller, payload.interaction_id)
+    key, deadline, asked = opened
     offered = set(asked.metadata.parsed_params.get("candidate_ids", []))
     chosen = [str(i) for i in payload.selected_candidate_ids]
     if not set(chosen) <= offered:
@@ -50,11 +57,10 @@ async def submit(agent: ConversationAgent, caller: Caller, payload: SelectionSub
 
 
 async def cancel(agent: ConversationAgent, caller: Caller, payload: SelectionCancelPayload, arrived: float, send: Send) -> None:
-    key = f"selection:{payload.interaction_id}"
-    deadline = agent.deadline("text", arrived)
-    if await agent.replayed(caller, key, send, deadline):
+    opened = await _selection(agent, caller, payload.interaction_id, arrived, send)
+    if opened is None:
         return
-    asked = await _interaction(agent, caller, payload.interaction_id)
+    key, deadline, asked = opened
     out = Outbox(caller.user.id, key, send)
     names = dict(target_agent_name=asked.metadata.target_agent_name, target_function_name=asked.metadata.target_function_name)
     out.messages.append(out.message("cancel", "user", "取消", message_kind="selection_cancel",
