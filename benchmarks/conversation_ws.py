@@ -46,6 +46,7 @@ class Client:
     def __init__(self, ws, samples: dict[str, list[float]]) -> None:
         self.ws = ws
         self.samples = samples
+        self.sheds = 0
 
     async def turn(self, type_: str, payload: dict, *, record: bool = True) -> list[dict]:
         t0 = time.perf_counter()
@@ -59,19 +60,29 @@ class Client:
             if event["type"] in ENDS_TURN:
                 return events
 
+    async def retried(self, type_: str, payload: dict, *, record: bool) -> list[dict]:
+        """`turn()`, sent again after `retry_after_s` while the server sheds it (a well-behaved client)."""
+        while True:
+            events = await self.turn(type_, payload, record=record)
+            retry = events[-1]["payload"].get("retry_after_s") if events[-1]["type"].endswith(".error") else None
+            if retry is None:
+                return events
+            self.sheds += 1
+            await asyncio.sleep(retry)
+
     async def conversation(self, n: int, *, record: bool = True) -> int:
         """One create -> confirm -> query round; returns the frames answered."""
         said = f"明天{HOURS[n % len(HOURS)]}提醒我{TITLES[n % len(TITLES)]}"
-        events = await self.turn("dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": said}, record=record)
+        events = await self.retried("dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": said}, record=record)
         if events[-1]["type"] != "write.confirmation_required":
             raise RuntimeError(f"{said!r} ended with {events[-1]}")
         confirm = events[-1]["payload"]
-        applied = await self.turn("write.decide", {"write_request_id": confirm["write_request_id"], "decision": "confirmed",
+        applied = await self.retried("write.decide", {"write_request_id": confirm["write_request_id"], "decision": "confirmed",
                                                    "idempotency_key": uuid.uuid4().hex, "payload_hash": confirm["payload_hash"]},
                                   record=record)
         if applied[-1]["type"] != "write.applied":
             raise RuntimeError(f"decide ended with {applied[-1]}")
-        await self.turn("dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": "明天有什么安排"}, record=record)
+        await self.retried("dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": "明天有什么安排"}, record=record)
         return 3
 
 
@@ -113,6 +124,7 @@ async def idle(url: str, rounds: int) -> dict:
 async def closed_loop(url: str, connections: int, duration_s: float, warmup_s: float) -> dict:
     samples: dict[str, list[float]] = {}
     answered = 0
+    sheds = 0
     errors: list[str] = []
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         tokens = [(await _user(http))[0] for _ in range(connections)]
@@ -120,7 +132,7 @@ async def closed_loop(url: str, connections: int, duration_s: float, warmup_s: f
     measure_from, stop_at = start + warmup_s, start + warmup_s + duration_s
 
     async def one(token: str, offset: int) -> None:
-        nonlocal answered
+        nonlocal answered, sheds
         async with connect(_ws_url(url, token)) as socket:
             client = Client(socket, samples)
             n = offset
@@ -131,13 +143,15 @@ async def closed_loop(url: str, connections: int, duration_s: float, warmup_s: f
                 except RuntimeError as exc:
                     errors.append(str(exc)[:200])
                     continue
+                finally:
+                    sheds, client.sheds = sheds + (client.sheds if recording else 0), 0
                 if recording and time.perf_counter() <= stop_at:
                     answered += frames
                 n += 1
 
     await asyncio.gather(*(one(t, i * 7) for i, t in enumerate(tokens)))
     return {"connections": connections, "frames_per_s": round(answered / duration_s, 2), "frames": answered,
-            "errors": len(errors), "error_examples": errors[:3], "events_ms": {k: distribution(v) for k, v in samples.items()}}
+            "shed": sheds, "errors": len(errors), "error_examples": errors[:3], "events_ms": {k: distribution(v) for k, v in samples.items()}}
 
 
 def figure(result: dict, out: Path) -> Path:
@@ -175,15 +189,17 @@ def markdown(result: dict) -> str:
         lines.append(f"| WebSocket dialogue.input | {kind} | {d['p50']} | {d['p99']} | {d['n']} |")
     lines += ["", f"WebSocket decision / HTTP reply, p50: **{result['ratios']['ws_decision_over_http_p50']}**; the confirmation "
               f"(execution and the write request committed) / HTTP reply: **{result['ratios']['ws_confirmation_over_http_p50']}**.", "",
-              "Closed loop, each connection its own user repeating create → confirm → query:", "",
-              "| connections | frames/s | errors | decision p50/p99 | confirmation p50/p99 | applied p50/p99 | query result p50/p99 |",
-              "|---|---|---|---|---|---|---|"]
+              "Closed loop, each connection its own user repeating create → confirm → query; a shed frame "
+              "(`overloaded`, `retry_after_s`) is sent again after the pause it names and counted under *shed*; "
+              "its own time is in the `dialogue.error` row of the JSON:", "",
+              "| connections | frames/s | shed | errors | decision p50/p99 | confirmation p50/p99 | applied p50/p99 | query result p50/p99 |",
+              "|---|---|---|---|---|---|---|---|"]
     for loop in result["closed_loop"]:
         ev = loop["events_ms"]
 
         def cell(kind: str) -> str:
             return f"{ev[kind]['p50']} / {ev[kind]['p99']}" if kind in ev else "–"
-        lines.append(f"| {loop['connections']} | {loop['frames_per_s']} | {loop['errors']} | {cell('dialogue.decision')} | "
+        lines.append(f"| {loop['connections']} | {loop['frames_per_s']} | {loop.get('shed', 0)} | {loop['errors']} | {cell('dialogue.decision')} | "
                      f"{cell('write.confirmation_required')} | {cell('write.applied')} | {cell('execution.result')} |")
     lines += ["", f"Latency is client wall time from the frame sent to the event received, over loopback. Database: "
               f"{result['database']}. Load average at the end: {result['machine']['loadavg_1m']}.", ""]

@@ -49,6 +49,14 @@ class ConversationAgent:
     def deadline(self, modality: str, arrived: float) -> Deadline:
         return self.serving.engine.deadline(modality, arrived=arrived)
 
+    def admit(self, modality: str) -> None:
+        """Shed a turn the admission would refuse before it costs a database read, as the HTTP gate does (the turn
+        runner checks again when the turn starts)."""
+        reason = self.serving.admission.refusal(self.serving.engine.admission_ms(modality), modality)
+        if reason is not None:
+            self.serving.metrics.shed.inc()
+            raise Overloaded(reason)
+
     async def replayed(self, caller: Caller, key: str, send: Send, deadline: Deadline) -> bool:
         """Send the events a frame with this key already produced; False when it produced none."""
         try:
@@ -69,6 +77,7 @@ class ConversationAgent:
         """A user message through the turn engine (perception), then execution when it decided on an agent."""
         key = replay_key or f"input:{client_message_id}"
         deadline = self.deadline(modality, arrived)
+        self.admit(modality)
         if await self.replayed(caller, key, send, deadline):
             return
         source_id, reply_id = frame_id(caller.user.id, key, "in"), frame_id(caller.user.id, key, "out")

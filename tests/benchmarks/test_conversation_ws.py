@@ -22,7 +22,7 @@ def result() -> dict:
 def test_the_report_names_the_ratios_and_every_level():
     text = markdown(result())
     assert "**1.04**" in text and "**1.22**" in text
-    assert "| 4 | 55.5 | 1 | 60 / 90 | 70 / 100 | 8 / 20 | 55 / 80 |" in text
+    assert "| 4 | 55.5 | 0 | 1 | 60 / 90 | 70 / 100 | 8 / 20 | 55 / 80 |" in text
     assert "| HTTP /api/v1/agent/chat | reply (perception only) | 50 | 70 | 10 |" in text
 
 

@@ -244,3 +244,13 @@ def test_without_a_valid_token_the_socket_closes_unauthorized(app, user):
     ok.send("transport.ping", {})
     assert json.loads(ok.ws.recv(timeout=10))["type"] == "transport.pong"
     ok.close()
+
+
+def test_a_rejected_write_changes_nothing_and_cannot_be_confirmed_after(app, user, conv):
+    events = conv.say("明天晚上九点提醒我倒垃圾")
+    rejected = conv.decide(events[-1], "rejected")
+    assert types(rejected) == ["execution.result"] and rejected[0]["payload"]["result"]["status"] == "rejected"
+    late = conv.decide(events[-1], "confirmed")
+    assert types(late) == ["execution.error"] and late[0]["payload"]["code"] == "already_decided"
+    assert timeline(app, user) == []
+    assert [m["metadata"].get("decision") for m in messages(app, user)][-1] == "rejected"
