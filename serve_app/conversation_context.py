@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from engine.deadline import Deadline
+from engine.deadline import Deadline, StageTimeout
+from engine.errors import Overloaded
 from protocol.agents import CandidateItem, FeedbackFact
 from protocol.http_chat import ChatResponse, Timings
 from protocol.store import ConversationMessageDTO
@@ -44,9 +45,12 @@ class StoreFacts:
         self._budget_s = persistence.settings.budgets.stage_s("facts")
 
     async def _read(self, read):
-        async with self._deadline.phase("facts", self._budget_s):
-            async with self._p.db.connection() as conn:
-                return await read(conn)
+        try:
+            async with self._deadline.phase("facts", self._budget_s):
+                async with self._p.db.connection() as conn:
+                    return await read(conn)
+        except StageTimeout as exc:
+            raise Overloaded("The frame's budget ran out reading the conversation; nothing was written, retry.") from exc
 
     async def items(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[CandidateItem]:
         return await self._read(lambda conn: facts.items_in_range(conn, user_id, start_at=start_at, end_at=end_at))
