@@ -8,6 +8,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.llm.compaction import CompactionConfig
+from engine.llm.hooks import HooksConfig
+from engine.llm.prompts import PromptsConfig
 from engine.media_settings import AsrConfig, MediaConfig, OcrConfig
 
 MEDIA_STAGE = {"voice_asr": "asr", "image_ocr": "ocr"}
@@ -233,6 +236,9 @@ class Settings(Section):
     store: StoreConfig
     auth: AuthConfig
     conversation: ConversationConfig
+    prompts: PromptsConfig
+    hooks: HooksConfig
+    compaction: CompactionConfig
     budgets: Budgets
     media: MediaConfig
     asr: AsrConfig

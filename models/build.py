@@ -63,6 +63,8 @@ def rows_to_pack(rows_path: Path, name: str, settings: Settings) -> Path:
     (source / "intents").mkdir(parents=True, exist_ok=True)
     (source / "pack.yaml").write_text(yaml.safe_dump({"name": name, **head}, allow_unicode=True, sort_keys=False), encoding="utf-8")
     (source / "intents" / "data.yaml").write_text(yaml.safe_dump(intents, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    # the LLM planner's prompt files: a pack from rows starts from the generic ones
+    shutil.copytree(settings.config_dir / "data_pack_prompts", source / settings.prompts.dir, dirs_exist_ok=True)
     return source
 
 

@@ -12,6 +12,7 @@ from ray.serve.handle import DeploymentHandle
 
 from deployments.faults import FAULTS_FILE_ENV, FaultSet, StageFaults
 from deployments.nlu import shared_heads
+from engine.llm.prompts import PromptSet
 from engine.model_client import ENCODER, HEADS, ModelClient
 from engine.pack import find_pack, load_pack
 from engine.plugins import PluginRegistry
@@ -55,7 +56,9 @@ class Orchestrator:
         dsn = os.environ.get("DATABASE_URL")
         if not dsn:
             raise RuntimeError("DATABASE_URL is not set: start Baton with `make run` (embedded PostgreSQL) or set it.")
-        pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
+        pack_dir = find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)
+        pack = load_pack(pack_dir)
+        PromptSet.load(pack_dir, settings.prompts)  # a pack missing a required prompt file does not start; the error names it
         engine = TurnEngine(
             pack=pack, settings=settings, models=model_client(models, settings),
             sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry(),

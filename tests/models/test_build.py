@@ -212,6 +212,20 @@ def test_rows_to_pack_builds_a_stratified_disjoint_split(tmp_path):
     assert not train & test
 
 
+def test_a_pack_from_rows_gets_the_default_prompt_files_and_they_render(tmp_path):
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from engine.llm.prompts import PromptSet, catalog_of
+
+    settings = settings_in(tmp_path / "state", "messy")
+    source = rows_to_pack(messy_rows_file(tmp_path / "rows.jsonl"), "messy", settings)
+    assert sorted(p.name for p in (source / "prompts").iterdir()) == ["AGENTS.md", "PROFILE.md", "SKILLS.md", "SOUL.md"]
+    text = PromptSet.load(source, settings.prompts).render(catalog=catalog_of(load_pack(source)),
+                                                           now=datetime(2026, 12, 1, 10, tzinfo=ZoneInfo("Asia/Shanghai")))
+    assert "order_takeout" in text and "2026年12月1日" in text
+
+
 def test_rows_to_pack_is_deterministic(tmp_path):
     rows = messy_rows_file(tmp_path / "rows.jsonl")
     a = rows_to_pack(rows, "p", settings_in(tmp_path / "a", "p"))
