@@ -31,13 +31,23 @@ def signing_secret(config: AuthConfig, state_dir: Path, env: Mapping[str, str]) 
         return env[config.secret_env]
     path = state_dir / SECRET_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text(encoding="ascii").strip()
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(secrets.token_urlsafe(48))
-    return path.read_text(encoding="ascii").strip()
+    if not path.exists():
+        # written whole under a private name, then linked into place: replicas starting together on a fresh state
+        # dir either create the file or find it complete — never read it half-written (an empty key)
+        draft = path.with_name(f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(secrets.token_urlsafe(48))
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another replica linked its secret first; everyone uses that one
+        finally:
+            draft.unlink()
+    secret = path.read_text(encoding="ascii").strip()
+    if not secret:
+        raise RuntimeError(f"{path} is empty: delete it (a new secret is generated) or set {config.secret_env}.")
+    return secret
 
 
 class Auth:

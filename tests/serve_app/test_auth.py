@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,24 @@ def test_signing_secret_prefers_env_and_is_generated_once(tmp_path):
     first = signing_secret(CONFIG, tmp_path, {})
     assert len(first) >= 40 and signing_secret(CONFIG, tmp_path, {}) == first
     assert (tmp_path / "auth_secret").stat().st_mode & 0o077 == 0
+
+
+def _secret_in(folder: str) -> str:
+    return signing_secret(CONFIG, Path(folder), {})
+
+
+def test_replicas_starting_together_on_a_fresh_state_dir_share_one_whole_secret(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+
+    for attempt in range(5):
+        folder = tmp_path / f"state{attempt}"
+        with ProcessPoolExecutor(max_workers=6) as pool:
+            secrets_seen = list(pool.map(_secret_in, [str(folder)] * 12))
+        assert len(set(secrets_seen)) == 1 and len(secrets_seen[0]) >= 40
+        assert sorted(p.name for p in folder.iterdir()) == ["auth_secret"]  # no draft left behind
+
+
+def test_an_empty_secret_file_is_a_clear_error(tmp_path):
+    (tmp_path / "auth_secret").write_text("", encoding="ascii")
+    with pytest.raises(RuntimeError, match="empty"):
+        signing_secret(CONFIG, tmp_path, {})
