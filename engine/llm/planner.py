@@ -1,0 +1,170 @@
+"""The LLM workflow planner: the last planner of the local-first chain (seed 003 §18, seed 004).
+
+It runs only when the local planners (template, heuristic) did not accept, within min(its budget, the turn's
+time left). The model's output is constrained to `plan_json_schema` (the catalog's intent ids as an enum) and
+then checked by `validate_plan` against the catalog and the slot types: only a `ValidatedPlan` may run. A
+late model is aborted and the turn degrades (`planner`), keeping the local decision; a plan that fails
+validation is discarded. Nothing the model says makes `plan` raise.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from engine.deadline import Deadline, StageTimeout
+from engine.llm.compaction import ContextCompactor
+from engine.llm.hooks import HookChain, HookContext
+from engine.llm.lm import PRIORITY_INTERACTIVE, LanguageModel, LmReply, LmRequest, complete_within, new_request_id
+from engine.llm.plan_schema import plan_json_schema
+from engine.llm.plan_validation import RejectedPlan, ValidatedPlan, validate_plan
+from engine.llm.prompts import PromptSet, catalog_of
+from engine.pack import Pack
+from engine.slots import DEFAULT_LIMITS, SlotLimits
+from engine.workflow.planners import Plan
+
+logger = logging.getLogger(__name__)
+
+PLANNER = "planner"    # the stage that degrades: the turn's planner, whichever planner of the chain ran late
+NAME = "llm"           # Workflow.planner of an LLM plan
+# the history is compacted before the call; a summarizer model may not eat the plan call's time: past this
+# share of the budget the compaction falls back to the extractive summary, which needs no model
+COMPACTION_SHARE = 0.25
+
+PLANNING_INSTRUCTION = (
+    "# 规划任务\n\n"
+    "把用户最后一句话拆成要执行的操作步骤。只输出一个 JSON 对象，不要输出任何其他文字：\n"
+    '{{"type": "single|sequence|conditional", "steps": [{{"intent_id": "编号", "slots": {{}}, '
+    '"depends_on": [], "condition": null, "requires_confirmation": false}}]}}\n'
+    "- intent_id 只能用上面列表里括号中的编号，不能编造；列表里没有的请求不要写成步骤。\n"
+    "- 按用户说的顺序排列，最多 {max_steps} 步；一步就用 single，几步依次执行用 sequence，"
+    "后一步要看前一步的结果才执行时用 conditional。\n"
+    "- slots 只填用户明确说出的参数，用该操作的参数名；没说的参数不要填，也不要猜。"
+    "时间写 ISO 8601（带时区）或照抄用户的原话。\n"
+    "- depends_on 和 condition 里的 step 写步骤序号（从 1 开始），只能指向前面的步骤；"
+    "没有条件时 condition 写 null。\n"
+    "- 标为“需确认”的一步，requires_confirmation 写 true。"
+)
+
+
+@dataclass(frozen=True)
+class LlmPlanOutcome:
+    """What one LLM planning call came to. Exactly one of: `plan` (validated, fit to run); `rejected` (the
+    model answered, the plan failed validation and must not run); `timed_out` (aborted at the deadline, the
+    turn degraded); `error` (the call failed otherwise, the turn degraded). `reply` is the model's answer when
+    there was one; `request_id`/`trace_id` name the call in the server's and the hooks' logs."""
+
+    plan: ValidatedPlan | None = None
+    rejected: RejectedPlan | None = None
+    timed_out: bool = False
+    reply: LmReply | None = None
+    error: str | None = None
+    request_id: str | None = None
+    trace_id: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.plan is not None
+
+    @property
+    def reason(self) -> str:
+        """One line for PlannerDebug.reason."""
+        if self.plan is not None:
+            return f"{NAME}: {len(self.plan.workflow.steps)} steps"
+        if self.rejected is not None:
+            return f"{NAME}: plan rejected: " + "; ".join(self.rejected.reasons)
+        if self.timed_out:
+            return f"{NAME}: timed out"
+        return f"{NAME}: {self.error or 'no plan'}"
+
+    def to_plan(self) -> Plan:
+        """As the local planners' `Plan`, so the chain can treat the LLM like its other planners."""
+        workflow = self.plan.workflow if self.plan is not None else None
+        return Plan(workflow is not None, NAME if workflow is not None else "", self.reason, workflow)
+
+
+class LlmWorkflowPlanner:
+    """Plans one turn with the language model. Built once per pack: the catalog and the schema are fixed."""
+
+    def __init__(self, lm: LanguageModel, pack: Pack, prompts: PromptSet, hooks: HookChain,
+                 compactor: ContextCompactor, *, max_steps: int, tz: tzinfo, limits: SlotLimits = DEFAULT_LIMITS,
+                 max_tokens: int = 256, temperature: float = 0.0, stage: str = PLANNER) -> None:
+        self._lm, self._pack, self._prompts, self._hooks, self._compactor = lm, pack, prompts, hooks, compactor
+        self._max_steps, self._tz, self._limits = max_steps, tz, limits
+        self._max_tokens, self._temperature, self._stage = max_tokens, temperature, stage
+        self.catalog = catalog_of(pack)
+        self.schema = plan_json_schema(pack, max_steps=max_steps)
+        self._instruction = PLANNING_INSTRUCTION.format(max_steps=max_steps)
+
+    async def plan(self, text: str, *, deadline: Deadline, budget_s: float, history: list[dict] | None = None,
+                   user_profile: dict | None = None, now: datetime) -> LlmPlanOutcome:
+        """Plan `text` (the user's turn) within min(budget_s, the turn's work time left).
+
+        `history`: the conversation before this turn ({role, content}, oldest first), compacted to fit;
+        `user_profile` feeds the prompt, and its "timezone" (else the planner's `tz`) is the zone the prompt
+        states the time in and datetime slots are read in; `now` must be tz-aware.
+        On a timeout the request is aborted and `deadline.degrade("planner")` called; other failures (the
+        model server, a prompt that does not render) degrade the same way with `error` set. Raises only on
+        cancellation, after aborting the request."""
+        start = time.monotonic()
+        zone = self._zone(user_profile)
+        request_id = new_request_id(NAME)
+        ctx = HookContext(messages=[], metadata={"stage": self._stage, "request_id": request_id})
+        try:
+            messages = await self._messages(text, history, user_profile, now, zone, budget_s)
+            ctx.messages = messages
+            await self._hooks.before(ctx)
+            request = LmRequest(messages=[dict(m) for m in ctx.messages], json_schema=self.schema,
+                                max_tokens=self._max_tokens, temperature=self._temperature,
+                                request_id=request_id, priority=PRIORITY_INTERACTIVE)
+            left = max(budget_s - (time.monotonic() - start), 0.0)
+            reply = await complete_within(self._lm, request, deadline=deadline, stage=self._stage, budget_s=left)
+            raw = reply.text if isinstance(reply.text, str) else ""
+            ctx.response = raw
+            await self._hooks.after(ctx)
+        except StageTimeout:
+            deadline.degrade(PLANNER)
+            logger.info("llm planner timed out (request %s, trace %s)", request_id, ctx.trace_id)
+            return LlmPlanOutcome(timed_out=True, request_id=request_id, trace_id=ctx.trace_id)
+        except Exception as exc:  # noqa: BLE001 — a failed planner is a declared degradation, never a failed turn
+            deadline.degrade(PLANNER)
+            logger.warning("llm planner failed (request %s, trace %s)", request_id, ctx.trace_id, exc_info=True)
+            return LlmPlanOutcome(error=f"{type(exc).__name__}: {exc}", request_id=request_id, trace_id=ctx.trace_id)
+        # validate_plan never raises: bad output comes back as a RejectedPlan with its reasons
+        checked = validate_plan(ctx.response or "", self._pack, max_steps=self._max_steps, tz=zone, now=now,
+                                limits=self._limits, text=text, planner=NAME)
+        if isinstance(checked, RejectedPlan):
+            logger.info("llm plan rejected (request %s): %s", request_id, "; ".join(checked.reasons))
+            return LlmPlanOutcome(rejected=checked, reply=reply, request_id=request_id, trace_id=ctx.trace_id)
+        return LlmPlanOutcome(plan=checked, reply=reply, request_id=request_id, trace_id=ctx.trace_id)
+
+    async def _messages(self, text: str, history: list[dict] | None, user_profile: dict | None, now: datetime,
+                        zone: tzinfo, budget_s: float) -> list[dict[str, Any]]:
+        """[system: the pack's prompt + the planning instruction] + the history + [user: text], compacted.
+        The system message is pinned and the user's turn is the tail, so compaction only folds the history."""
+        prompt = self._prompts.render(catalog=self.catalog, now=now, user_profile=user_profile, capabilities="",
+                                      zone=zone)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": f"{prompt}\n\n{self._instruction}"}]
+        messages += [{"role": m["role"], "content": m["content"]} for m in history or ()
+                     if isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)]
+        messages.append({"role": "user", "content": text})
+        try:
+            async with asyncio.timeout(max(budget_s * COMPACTION_SHARE, 0.0)):
+                compacted = await self._compactor.compact(messages)
+        except TimeoutError:
+            compacted = await ContextCompactor(self._compactor.config).compact(messages)  # no summarizer: no wait
+        return compacted.messages
+
+    def _zone(self, user_profile: dict | None) -> tzinfo:
+        # the zone the prompt shows the time in must be the one datetime slots are read in
+        name = (user_profile or {}).get("timezone")
+        if isinstance(name, str) and name:
+            try:
+                return ZoneInfo(name)
+            except (ZoneInfoNotFoundError, ValueError):
+                logger.warning("user profile names an unknown time zone %r; using %s", name, self._tz)
+        return self._tz
