@@ -57,14 +57,18 @@ class ConversationAgent:
             self.serving.metrics.shed.inc()
             raise Overloaded(reason)
 
-    async def replayed(self, caller: Caller, key: str, send: Send, deadline: Deadline) -> bool:
-        """Send the events a frame with this key already produced; False when it produced none."""
+    async def lookup(self, deadline: Deadline, read):
+        """One read of the frame's own state (`read(conn)`) as a `store` phase of its deadline."""
         try:
             async with deadline.phase("store", self.p.settings.budgets.stage_s("store")):
                 async with self.p.db.connection() as conn:
-                    stored = await conversation_events.stored(conn, caller.user.id, key)
+                    return await read(conn)
         except StageTimeout as exc:
             raise Overloaded("The frame's budget ran out looking it up; nothing ran, retry.") from exc
+
+    async def replayed(self, caller: Caller, key: str, send: Send, deadline: Deadline) -> bool:
+        """Send the events a frame with this key already produced; False when it produced none."""
+        stored = await self.lookup(deadline, lambda conn: conversation_events.stored(conn, caller.user.id, key))
         for event in stored:
             await send(WsEnvelope.model_validate(event))
         return bool(stored)
@@ -161,8 +165,7 @@ class ConversationAgent:
         except ValueError:
             question_id = None
         if question_id is not None:
-            async with self.p.db.connection() as conn:
-                question = await conversation.question(conn, caller.user.id, question_id)
+            question = await self.lookup(deadline, lambda conn: conversation.question(conn, caller.user.id, question_id))
         raw = payload.raw_content or " ".join(payload.answers.values())
         if question is None or question.metadata.question_type != "long_task_split":
             session_id = question.metadata.session_id if question is not None else None

@@ -26,8 +26,7 @@ async def _selection(agent: ConversationAgent, caller: Caller, interaction_id, a
     deadline = agent.deadline("text", arrived)
     if await agent.replayed(caller, key, send, deadline):
         return None
-    async with agent.p.db.connection() as conn:
-        found = await conversation.message(conn, caller.user.id, interaction_id)
+    found = await agent.lookup(deadline, lambda conn: conversation.message(conn, caller.user.id, interaction_id))
     if found is None or found.metadata.message_kind != "selection_required":
         raise ExecutionError(NotFound("No such selection.", field="interaction_id"))
     return key, deadline, found

@@ -36,3 +36,16 @@ async def test_a_frame_with_no_time_left_reads_nothing():
     deadline = Deadline(budget_ms=600, started=0.0)  # arrived long ago
     with pytest.raises(Overloaded):
         await StoreFacts(persistence(50), deadline).profile(uuid.uuid4())
+
+
+async def test_a_frames_own_lookup_past_its_budget_is_overloaded():
+    from serve_app.conversation import ConversationAgent
+
+    p = persistence(20)
+    p.settings.conversation = SimpleNamespace()
+    p.settings.timezone = "Asia/Shanghai"
+    agent = ConversationAgent(SimpleNamespace(persistence=p), agents=None, perception=None)
+    deadline = Deadline(budget_ms=600)
+    with pytest.raises(Overloaded):
+        await agent.lookup(deadline, lambda conn: asyncio.sleep(0))
+    assert 15 <= deadline.stages_ms["store"] < 500
