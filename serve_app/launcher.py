@@ -191,7 +191,9 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         metrics_dir.mkdir(parents=True, exist_ok=True)
         set_faults(config, "")
         os.environ.update(variables)
-        session = ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False).address_info["session_dir"]
+        # address="local": always a Ray of our own, never one a `ray start` left registered on this machine
+        session = ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                           log_to_driver=False).address_info["session_dir"]
         serve.start(http_options=config.get("http_options"), proxy_location=config.get("proxy_location"),
                     logging_config=config.get("logging_config"))
     else:
