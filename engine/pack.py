@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -108,6 +108,20 @@ class ConditionalHint(Strict):
     requires_confirmation: bool = True
 
 
+class PlanExample(Strict):
+    """An utterance and the plan the LLM planner should write for it (engine.llm.plan_schema's shape): shown to
+    the model with the planning instruction. Checked against the catalog when the pack loads."""
+
+    text: str = Field(min_length=1)
+    plan: dict[str, Any]
+
+    def step_intents(self) -> list[str]:
+        steps = self.plan.get("steps")
+        if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
+            raise ValueError(f"plan example {self.text!r}: plan needs a non-empty list of steps")
+        return [str(s.get("intent_id", "")) for s in steps]
+
+
 class Workflows(Strict):
     templates: list[WorkflowTemplate] = Field(default_factory=list)
     conditional_hints: list[ConditionalHint] = Field(default_factory=list)
@@ -116,9 +130,12 @@ class Workflows(Strict):
                                                              "emotion support before the task).")
     modules: dict[str, str] = Field(default_factory=dict, description="Intent -> the module of seed 000's pipeline "
                                                                      "(EmotionSupport, Scheduling, Summary ...).")
+    plan_examples: list[PlanExample] = Field(default_factory=list, description="Utterances with their plans, shown "
+                                                                               "to the LLM planner.")
 
     def intent_ids(self) -> set[str]:
         ids = {i for t in self.templates for i in t.intent_sequence} | set(self.lead) | set(self.modules)
+        ids |= {i for e in self.plan_examples for i in e.step_intents()}
         return ids | {i for h in self.conditional_hints for i in (h.first, h.then)}
 
 

@@ -46,6 +46,11 @@ class SessionState(BaseModel):
     def has_active_task(self) -> bool:
         return self.status in ACTIVE and self.current_intent is not None
 
+    def recent_dialog(self) -> list[dict[str, str]]:
+        """The last exchange as chat messages (the LLM planner's history), oldest first."""
+        said = [("user", self.last_user_text), ("assistant", self.last_agent_text)]
+        return [{"role": role, "content": text} for role, text in said if text]
+
     def reset_task(self) -> None:
         self.current_intent = None
         self.slots = {}

@@ -8,17 +8,13 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.budgets import ESCALATED, MEDIA_STAGE, STAGES, Budgets  # noqa: F401 — re-exported
 from engine.llm.compaction import CompactionConfig
+from engine.llm.config import LlmConfig
 from engine.llm.hooks import HooksConfig
 from engine.llm.prompts import PromptsConfig
 from engine.media_settings import AsrConfig, MediaConfig, OcrConfig
 
-MEDIA_STAGE = {"voice_asr": "asr", "image_ocr": "ocr"}
-# Canonical stage names, in the order a turn meets them: `auth` (token or shadow user), `store` (stored-reply
-# lookup, question expiry), `lease` (the session row, waiting included), the media and model stages, and
-# `commit` (state, log and stored reply in one transaction).
-STAGES = ("auth", "store", "lease", "asr", "ocr", "encoder", "keyword", "classifier", "detector", "retriever", "fusion",
-          "planner", "slots", "execute", "facts", "agent", "commit")
 NLU_HEADS = ("classifier", "detector", "retriever")
 
 
@@ -67,6 +63,9 @@ class PlannerConfig(Section):
     elliptic: str = Field(description="Regex of a clause that is a verb alone (关掉, 打开一下): it acts on what the clause "
                                       "before named and is no request of its own.")
     max_steps: int = Field(ge=2)
+    llm_min_evidence: float = Field(default=0.4, ge=0, description="An LLM plan's step needs a clause scoring its intent "
+                                                                   "at least this (same scale as `accept`), or the plan "
+                                                                   "does not run (engine/llm/grounding.py).")
 
 
 class SlotConfig(Section):
@@ -175,51 +174,6 @@ class AuthConfig(Section):
     algorithm: str = "HS256"
 
 
-class Budgets(Section):
-    turn_ms: dict[str, float] = Field(description="Whole-turn budget per input modality.")
-    stages_ms: dict[str, float] = Field(description="Per-stage budget, keyed by canonical stage name.")
-    batch_wait_share: float = Field(ge=0, le=1, description="Share of a stage budget a queued turn may wait for a second batch to start.")
-
-    @model_validator(mode="after")
-    def _stages_known(self) -> "Budgets":
-        unknown = sorted(set(self.stages_ms) - set(STAGES))
-        if unknown:
-            raise ValueError(f"stages_ms: {unknown[0]!r} is not a stage; stages are {', '.join(STAGES)}.")
-        missing = [s for s in STAGES if s not in self.stages_ms]
-        if missing:
-            raise ValueError(f"stages_ms needs a budget for every stage; missing {', '.join(missing)}.")
-        return self
-
-    @model_validator(mode="after")
-    def _commit_leaves_room(self) -> "Budgets":
-        """The commit's budget is held back from the model stages: it must leave most of every turn to them."""
-        shortest = min(self.turn_ms.values())
-        if self.stages_ms["commit"] >= shortest / 2:
-            raise ValueError(f"stages_ms.commit ({self.stages_ms['commit']:g}) must be under half the shortest turn budget ({shortest:g}).")
-        return self
-
-    @model_validator(mode="after")
-    def _media_turns_add_up(self) -> "Budgets":
-        """A media turn's budget is its media stage budget plus the text-turn budget."""
-        for modality, stage in MEDIA_STAGE.items():
-            if modality not in self.turn_ms or stage not in self.stages_ms or "text" not in self.turn_ms:
-                raise ValueError(f"budgets need turn_ms.text, turn_ms.{modality} and stages_ms.{stage}.")
-            want = self.stages_ms[stage] + self.turn_ms["text"]
-            if self.turn_ms[modality] != want:
-                raise ValueError(f"turn_ms.{modality} is {self.turn_ms[modality]:g}; it must be stages_ms.{stage} + turn_ms.text = {want:g}.")
-        return self
-
-    def stage_s(self, stage: str) -> float:
-        return self.stages_ms[stage] / 1000.0
-
-    def admission_ms(self, modality: str) -> float:
-        """How long a `modality` turn may take, queueing included, and still have every stage answer inside its
-        budget: turns queue at the models, so the encoder's budget (plus the media stage's, for a media turn)
-        bounds it as well as the turn budget. Admission predicts against this (serve_app/admission.py)."""
-        models_ms = self.stages_ms["encoder"] + (self.stages_ms[MEDIA_STAGE[modality]] if modality in MEDIA_STAGE else 0.0)
-        return min(self.turn_ms[modality], models_ms)
-
-
 class Settings(Section):
     pack: str
     timezone: str
@@ -239,6 +193,7 @@ class Settings(Section):
     prompts: PromptsConfig
     hooks: HooksConfig
     compaction: CompactionConfig
+    llm: LlmConfig = LlmConfig()
     budgets: Budgets
     media: MediaConfig
     asr: AsrConfig
@@ -249,10 +204,10 @@ class Settings(Section):
     @model_validator(mode="after")
     def _lease_outlasts_turns(self) -> "Settings":
         """A lease shorter than a turn could lapse mid-turn and let a second turn run the same session."""
-        longest = max(self.budgets.turn_ms.values())
+        longest = max(self.budgets.turn_ms[m] for m in self.budgets.modalities()) + self.budgets.escalation_ms()
         if self.store.session_lease_s * 1000.0 <= longest:
             raise ValueError(f"store.session_lease_s is {self.store.session_lease_s:g} s; it must be longer than the longest "
-                             f"turn budget ({longest / 1000:g} s, budgets.turn_ms).")
+                             f"turn budget ({longest / 1000:g} s, budgets.turn_ms, an escalation included).")
         return self
 
     @property
@@ -270,6 +225,10 @@ class Settings(Section):
     @property
     def whisper_path(self) -> Path:
         return Path(self.asr.model_path) if self.asr.model_path else self.state_dir / "whisper" / "base"
+
+    @property
+    def llm_path(self) -> Path:
+        return Path(self.llm.model_path) if self.llm.model_path else self.state_dir / "llm" / "gemma-3-270m"
 
     def artifacts_dir(self, pack: str | None = None) -> Path:
         return self.state_dir / "packs" / (pack or self.pack) / "models"

@@ -13,6 +13,8 @@ from engine.errors import InvalidInput, SessionForbidden, TextTooLong
 from engine.events import ClientGone, TurnListener
 from engine.fusion import RouteDecision
 from engine.keyword import KeywordMatcher
+from engine.llm.planner import LlmWorkflowPlanner
+from engine.llm.replies import ReplyWriter
 from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
@@ -50,7 +52,8 @@ class TurnEngine:
 
     def __init__(self, *, pack: Pack, settings: Settings, models: ModelClient, sessions: SessionStore,
                  plugins: PluginRegistry, worlds: Worlds | None = None, clock: Callable[[], datetime] | None = None,
-                 media: MediaClient | None = None, faults: Faults | None = None) -> None:
+                 media: MediaClient | None = None, faults: Faults | None = None,
+                 llm_planner: LlmWorkflowPlanner | None = None, replies: ReplyWriter | None = None) -> None:
         self.pack = pack
         self.settings = settings
         self.media_client = media
@@ -70,8 +73,10 @@ class TurnEngine:
         self._media = MediaStage(settings=settings, media=media)
         self._task = SingleTask(pack=pack, settings=settings, plugins=plugins, rules=self._rules, say=self._say,
                                 slots=self._slots)
+        self._replies = replies if settings.llm.generate_replies else None
         self._flows = WorkflowTurns(pack=pack, settings=settings, keywords=self._keywords,
-                                    extract=self._slots.extract, invalid_slot=self._slots.invalid, faults=faults)
+                                    extract=self._slots.extract, invalid_slot=self._slots.invalid, faults=faults,
+                                    llm=llm_planner)
 
     # ---- entry points -------------------------------------------------------------------------
 
@@ -152,7 +157,7 @@ class TurnEngine:
             return await self._task.resume(session, text, None, ctx)
         category = self._social.route(text)
         if category:
-            return self._social_reply(session, category)
+            return await self._social_reply(session, category, text=text, ctx=ctx)
 
         rewritten = rewrite(text, current_intent=session.current_intent, memory=session.memory)
         route = await self._router.route(rewritten.text, ctx.deadline)
@@ -172,6 +177,11 @@ class TurnEngine:
         planned = await self._flows.plan(rewritten.text, route, ctx.deadline)
         if planned is not None:
             plan, debug.planner = planned
+            escalation = self._flows.escalation
+            if escalation is not None and escalation.wanted(plan, debug.planner):
+                await ctx.escalate(self._say.simple("planning"), escalation.extra_ms)
+                plan = await escalation.plan(rewritten.text, plan, debug.planner, ctx.deadline, now=self._clock(),
+                                             history=session.recent_dialog())
             if plan.accepted and plan.workflow is not None:
                 await ctx.ack(self._say.simple("ack"), plan.workflow)
                 response = self._workflow_response(session, await self._flows.start(session, plan.workflow, self._task.runner(ctx), ctx.step))
@@ -193,7 +203,7 @@ class TurnEngine:
                 return await self._task.resume(session, text, filled, ctx)
 
         if top == SOCIAL and fusion.decision != RouteDecision.reject:
-            return self._social_reply(session, "chitchat", intent=top)
+            return await self._social_reply(session, "chitchat", intent=top, text=text, ctx=ctx)
         if route.multi_intent and fusion.decision != RouteDecision.reject:
             return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
@@ -224,8 +234,12 @@ class TurnEngine:
         said = self._say.decided(None, [i.label for i in intents], [i.agent for i in intents if i.agent])
         return reply(session, TurnStatus.decided, said, intent=top, decision=handed)
 
-    def _social_reply(self, session: SessionState, category: str, intent: str = SOCIAL) -> ChatResponse:
-        said = self._say.social(category)
+    async def _social_reply(self, session: SessionState, category: str, intent: str = SOCIAL, *, text: str,
+                            ctx: TurnContext) -> ChatResponse:
+        """The category's template; for chit-chat the generated reply (seed 003 §10.3) when one comes in time and
+        passes the checks (engine/llm/replies.py)."""
+        generated = await self._replies.social(text, ctx.deadline) if self._replies and category == "chitchat" else None
+        said = generated or self._say.social(category)
         if session.has_active_task:
             waiting = "确认" if session.status == SessionStatus.waiting_confirmation else "补充信息"
             said += self._say.pending_hint(self.pack.intent(session.current_intent or ""), waiting)

@@ -24,6 +24,13 @@ class TurnContext:
             self.acked = True
             await self.listener.ack(reply, workflow)
 
+    async def escalate(self, reply: str, extra_ms: float) -> None:
+        """The turn waits on the LLM planner: its budget grows by `extra_ms` and a streaming client hears it first."""
+        self.deadline.escalate(extra_ms)
+        if self.listener is not None and not self.acked:
+            self.acked = True
+            await self.listener.planning(reply, self.deadline.budget_ms)
+
     async def step(self, step: WorkflowStep) -> None:
         if self.listener is not None:
             await self.listener.step(step)
@@ -37,4 +44,5 @@ class TurnContext:
 def timings_of(deadline: Deadline) -> Timings:
     """The response's timings from the deadline as it stands now (total = arrival to now)."""
     return Timings(stages=dict(deadline.stages_ms), spans_ms={k: list(v) for k, v in deadline.spans_ms.items()},
-                   total_ms=round(deadline.elapsed_ms(), 3), budget_ms=deadline.budget_ms, degraded=list(deadline.degraded))
+                   total_ms=round(deadline.elapsed_ms(), 3), budget_ms=deadline.budget_ms, degraded=list(deadline.degraded),
+                   escalated=deadline.escalated)

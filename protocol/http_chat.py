@@ -110,6 +110,19 @@ class ClauseDebug(WireModel):
     selected: list[str] = Field(default_factory=list)
 
 
+class LlmPlanDebug(WireModel):
+    """What the LLM planner did: `outcome` accepted (its plan ran), rejected (it failed validation or named what the
+    words do not say, and never ran), timed_out (aborted at the deadline) or error; `reasons` say why not."""
+
+    outcome: Literal["accepted", "rejected", "timed_out", "error"]
+    request_id: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+    normalisations: list[str] = Field(default_factory=list)
+    ttft_ms: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class PlannerDebug(WireModel):
     """Why the planner ran, which planner accepted (none: the turn kept the fusion decision) and what it saw."""
 
@@ -119,6 +132,7 @@ class PlannerDebug(WireModel):
     clauses: list[ClauseDebug] = Field(default_factory=list)
     detector_prior: list[Candidate] = Field(default_factory=list)
     degraded: bool = False
+    llm: LlmPlanDebug | None = Field(default=None, description="The LLM planner's call, when the local planners did not accept.")
 
 
 class RoutingDebug(WireModel):
@@ -138,6 +152,7 @@ class Timings(WireModel):
     total_ms: float = 0.0
     budget_ms: float = 0.0
     degraded: list[str] = Field(default_factory=list)
+    escalated: bool = Field(default=False, description="The turn escalated to the LLM planner: budget_ms grew to say so.")
 
 
 class TimeRange(WireModel):
@@ -241,6 +256,9 @@ class AckEvent(WireModel):
     event: Literal["ack"] = "ack"
     reply: str
     workflow: Workflow | None = None
+    escalated: bool = Field(default=False, description="Sent before the turn waits on the LLM planner; budget_ms is "
+                                                       "the turn's budget from then on.")
+    budget_ms: float | None = None
 
 
 class StepEvent(WireModel):

@@ -155,10 +155,14 @@ class DecisionPayload(WireModel):
 
 
 class ProcessingPayload(WireModel):
+    """Work in progress on `source_message_id`. `planning`: the turn escalated to the LLM planner and waits on it
+    (its budget grew: `budget_ms`); no agent is chosen yet, so the target fields are null. Not logged, not replayed."""
+
     source_message_id: UUID
-    target_agent_name: AgentName
-    target_function_name: str
-    stage: Literal["resolving_scope", "calling_agent"]
+    target_agent_name: AgentName | None
+    target_function_name: str | None
+    stage: Literal["resolving_scope", "calling_agent", "planning"]
+    budget_ms: float | None = None
 
 
 class SelectionCandidate(WireModel):

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from engine.deadline import Deadline
 from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
 
@@ -77,7 +78,9 @@ class Admission:
         return None
 
     @asynccontextmanager
-    async def turn(self, budget_ms: float, modality: str = "text") -> AsyncIterator[None]:
+    async def turn(self, budget_ms: float, modality: str = "text", *, deadline: Deadline | None = None) -> AsyncIterator[None]:
+        """Admit a turn or raise Overloaded. A turn whose `deadline` escalated (it waited on the LLM planner, seconds
+        on a CPU) teaches nothing about the model stages' queue: its time is not learnt."""
         reason = self.refusal(budget_ms, modality)
         if reason is not None:
             raise Overloaded(reason)
@@ -90,7 +93,8 @@ class Admission:
         finally:
             self.in_flight -= 1
             load.in_flight -= 1
-            self.record(modality, ahead, (self._clock() - start) * 1000.0)
+            if deadline is None or not deadline.escalated:
+                self.record(modality, ahead, (self._clock() - start) * 1000.0)
 
     def record(self, modality: str, ahead: int, service_ms: float) -> None:
         """Learn from one finished turn of `modality` admitted with `ahead` turns in flight."""

@@ -15,6 +15,7 @@ INGRESS = "Orchestrator"
 FUSED = {"nlu": "NLU"}
 SPLIT = {"encoder": "Encoder", "classifier": "IntentClassifier", "detector": "MultiIntentDetector", "retriever": "EmbeddingRetriever"}
 MEDIA = {"asr": "ASR", "ocr": "OCR"}
+PLANNER = "Planner"
 assert set(SPLIT) == {"encoder", *HEADS}
 
 
@@ -29,6 +30,16 @@ class AppArgs(BaseModel):
         description="fused: one NLU deployment holds the encoder and the three heads (fewest hops: best on few CPU cores); "
                     "split: an Encoder deployment feeding three head deployments, each scaled on its own (GPU clusters).")
     media: bool = Field(default=True, description="Deploy ASR and OCR (false: a text-only app; voice and image turns answer 503).")
+    planner: Literal["none", "vllm", "serve_llm"] = Field(
+        default="none",
+        description="The language model behind the LLM planner and /v1/chat/completions. vllm: the Planner deployment "
+                    "(vLLM's engine, settings from baton.yaml `llm`; on a CPU machine in its own venv, named by the "
+                    "deployment's runtime_env py_executable); serve_llm: Ray Serve LLM's LLMServer built from `llm_config` "
+                    "(GPU clusters); none: no LLM, planning stays local.")
+    llm_config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="planner serve_llm: the ray.serve.llm LLMConfig (model_loading_config, accelerator_type, "
+                    "engine_kwargs, deployment_config, ...).")
     deployment_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Per deployment name, serve.deployment options; the launcher fills it from the Serve config's "
@@ -39,7 +50,7 @@ class AppArgs(BaseModel):
         return {**(FUSED if self.layout == "fused" else SPLIT), **(MEDIA if self.media else {})}
 
     def deployment_names(self) -> list[str]:
-        return [INGRESS, *self.model_kinds().values()]
+        return [INGRESS, *self.model_kinds().values(), *([PLANNER] if self.planner != "none" else [])]
 
     def settings(self) -> Settings:
         # the replica's own environment carries BATON_METRICS_PORT

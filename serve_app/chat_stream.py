@@ -27,6 +27,9 @@ class QueueListener(TurnListener):
     async def ack(self, reply: str, workflow: Workflow | None) -> None:
         self.events.put_nowait(AckEvent(reply=reply, workflow=workflow.model_copy(deep=True) if workflow else None))
 
+    async def planning(self, reply: str, budget_ms: float) -> None:
+        self.events.put_nowait(AckEvent(reply=reply, escalated=True, budget_ms=budget_ms))
+
     async def step(self, step: WorkflowStep) -> None:
         self.events.put_nowait(StepEvent(step=step.model_copy(deep=True)))
 

@@ -19,13 +19,15 @@ from engine.conversation.execution import Execution, Outcome
 from engine.conversation.perception import Clarify, Perception, Shown, default_range
 from engine.deadline import Deadline, StageTimeout
 from engine.errors import Overloaded
+from engine.llm.dspy_engine import dspy_lm
+from engine.llm.replies import LlmTextWriter
 from protocol.agents import ExecutionLayerInput
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.rest import WriteRequestCreate, WriteRequestCreated
 from protocol.store import ConversationMessageDTO
 from protocol.ws import ClarificationPayload, DecisionPayload, ExecutionResultPayload, ProcessingPayload, WsEnvelope
 from serve_app.conversation_context import Caller, ExecutionError, StoreFacts, summary
-from serve_app.conversation_log import Outbox, Send, frame_id
+from serve_app.conversation_log import Outbox, PlanningNotice, Send, frame_id
 from serve_app.conversation_outcomes import finish
 from serve_app.turns import run_turn
 from store import conversation, conversation_events, write_gate
@@ -94,7 +96,8 @@ class ConversationAgent:
                                                 modality=modality, source_url=source_url,
                                                 session_id=session_id or caller.session_id, client_message_id=client_message_id)
         response = await run_turn(self.serving, kind, request, authorization=None, arrived=arrived,
-                                  caller=(caller.user, caller.key), message_ids=(source_id, reply_id))
+                                  caller=(caller.user, caller.key), message_ids=(source_id, reply_id),
+                                  listener=PlanningNotice(send, source_id) if kind == "chat" else None)
         store = StoreFacts(self.p, deadline)
         recent = await store.recent(caller.user.id, self.cfg.recent_messages)
         said = raw_content if modality == "text" else (response.recognized_text or "")
@@ -257,7 +260,11 @@ def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
 def build_conversation(serving) -> ConversationAgent:
     """The WebSocket main agent over `serving` (which has the store): the five sub-agents, perception over the
     long-task split agent's questions."""
-    agents = AgentRegistry.default()
+    settings = serving.engine.settings
+    writer = None
+    if serving.llm is not None and settings.llm.generate_replies:
+        writer = LlmTextWriter(dspy_lm(serving.llm.for_route("summary"), max_tokens=settings.llm.reply_max_tokens * 4))
+    agents = AgentRegistry.default(writer)
     split = agents.definition("long_task_split_agent", "split")
     perception = Perception(serving.persistence.settings.conversation, agents.agent("long_task_split_agent"),
                             (list(split.required_fields), list(split.optional_fields)))

@@ -17,7 +17,9 @@ import asyncpg
 
 from protocol.base import WireModel
 from protocol.store import ConversationMessageMetadata, MessageRole
-from protocol.ws import WsEnvelope, envelope
+from engine.events import TurnListener
+from protocol.http_chat import Workflow, WorkflowStep
+from protocol.ws import ProcessingPayload, WsEnvelope, envelope
 from store import conversation, conversation_events
 from store.conversation import NewMessage
 from store.turn_log import utc_now
@@ -78,3 +80,22 @@ class Outbox:
             await conversation.rewrite(conn, self.user_id, message)
         await conversation.append(conn, self.user_id, self.messages)
         await conversation_events.record(conn, self.user_id, self.replay_key, self.events)
+
+
+class PlanningNotice(TurnListener):
+    """Tells the client, before the turn waits on the LLM planner, that it escalated (`execution.processing`, stage
+    planning). A progress notice: sent at once, not logged, not part of the frame's replay."""
+
+    def __init__(self, send: Send, source_message_id: UUID) -> None:
+        self._send, self._source = send, source_message_id
+
+    async def planning(self, reply: str, budget_ms: float) -> None:
+        await self._send(envelope("execution.processing", ProcessingPayload(
+            source_message_id=self._source, target_agent_name=None, target_function_name=None, stage="planning",
+            budget_ms=budget_ms)))
+
+    async def ack(self, reply: str, workflow: Workflow | None) -> None:
+        """The WebSocket answers with the turn's outcome events, not an acknowledgement."""
+
+    async def step(self, step: WorkflowStep) -> None:
+        """Step results reach the client in the outcome event's turn summary."""

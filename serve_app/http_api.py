@@ -21,6 +21,8 @@ from serve_app.chat_stream import ChatStream
 from serve_app.conversation_ws import conversation_router
 from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
+from serve_app.openai_api import openai_router
+from serve_app.openai_serving import LlmTimeout, LlmUnavailable, ModelNotFound
 from serve_app.openapi_docs import TOKEN_OPTIONAL, Authorization, errors, install
 from serve_app.rest_api import Persistence, store_router
 from serve_app.turns import AdmissionGate, ArrivalStamp, ReplicaName, run_turn
@@ -44,9 +46,12 @@ STATUS_BY_ERROR: dict[type[BatonError], int] = {
     Overloaded: 503,
     Starting: 503,
     StoreUnavailable: 503,
+    ModelNotFound: 404,
+    LlmUnavailable: 503,
+    LlmTimeout: 504,
 }
 # errors a client should simply retry after a pause
-RETRYABLE = (Overloaded, Starting, StoreUnavailable, SessionBusy)
+RETRYABLE = (Overloaded, Starting, StoreUnavailable, SessionBusy, LlmUnavailable)
 
 
 class Readiness(Protocol):
@@ -75,6 +80,10 @@ class Serving:
     uploads: MediaUploads | None = None
     readiness: Readiness = field(default_factory=AlwaysReady)
     conversation: Any = None  # the WebSocket main agent (serve_app/conversation.py); needs `persistence`
+    llm: Any = None           # the Planner deployment as a LanguageModel (serve_app/llm_client.py); None: no LLM
+    llm_planner: Any = None   # the LLM workflow planner over it (engine/llm/planner.py)
+    llm_metrics: Any = None
+    openai: Any = None        # the /v1 endpoints' logic, made at their first use (serve_app/openai_serving.py)
 
 
 def error_response(status: int, code: str, message: str, field: str | None = None, headers: dict | None = None) -> JSONResponse:
@@ -170,6 +179,7 @@ def create_api(*, replica: str | None = None) -> FastAPI:
 
     api.include_router(store_router())
     api.include_router(conversation_router(RETRYABLE))
+    api.include_router(openai_router())
 
     @api.exception_handler(BatonError)
     async def baton_error(request: Request, exc: BatonError) -> JSONResponse:

@@ -12,6 +12,9 @@ from ray.serve.handle import DeploymentHandle
 
 from deployments.faults import FAULTS_FILE_ENV, FaultSet, StageFaults
 from deployments.nlu import shared_heads
+from engine.llm.dspy_engine import dspy_lm
+from engine.llm.planner import LlmWorkflowPlanner
+from engine.llm.replies import ReplyWriter
 from engine.llm.prompts import PromptSet
 from engine.model_client import ENCODER, HEADS, ModelClient
 from engine.pack import find_pack, load_pack
@@ -27,8 +30,9 @@ from serve_app.auth import Auth, signing_secret
 from serve_app.conversation import build_conversation
 from serve_app.handle_client import FusedHandleModels, SplitHandleModels
 from serve_app.http_api import Serving, create_api
+from serve_app.llm_client import HandleLanguageModel
 from serve_app.media_client import HandleMedia
-from serve_app.metrics import TurnMetrics
+from serve_app.metrics import LlmMetrics, TurnMetrics
 from serve_app.readiness import AppReadiness
 from serve_app.rest_api import Persistence
 from serve_app.stored_chat import StoredChat
@@ -58,20 +62,27 @@ class Orchestrator:
             raise RuntimeError("DATABASE_URL is not set: start Baton with `make run` (embedded PostgreSQL) or set it.")
         pack_dir = find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)
         pack = load_pack(pack_dir)
-        PromptSet.load(pack_dir, settings.prompts)  # a pack missing a required prompt file does not start; the error names it
+        prompts = PromptSet.load(pack_dir, settings.prompts)  # a pack missing a required prompt file does not start; the error names it
+        llm_metrics = LlmMetrics()
+        llm = language_model(app_args, models.pop("planner"), llm_metrics) if "planner" in models else None
+        llm_planner = LlmWorkflowPlanner.configured(llm.for_route("planner"), pack, prompts, settings) if llm else None
         engine = TurnEngine(
             pack=pack, settings=settings, models=model_client(models, settings),
             sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry(),
             media=HandleMedia(asr=media["asr"], ocr=media["ocr"]) if {"asr", "ocr"} <= media.keys() else None,
             faults=StageFaults(os.environ.get("BATON_FAULTS", ""),
                                Path(os.environ[FAULTS_FILE_ENV]) if os.environ.get(FAULTS_FILE_ENV) else None),
+            llm_planner=llm_planner,
+            replies=ReplyWriter(dspy_lm(llm.for_route("reply"), max_tokens=settings.llm.reply_max_tokens),
+                                budget_s=settings.budgets.stage_s("reply")) if llm and settings.llm.generate_replies else None,
         )
         db = await Database.open(dsn, settings.store)  # applies pending migrations under an advisory lock
         auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
         self.serving = Serving(engine=engine, admission=Admission(settings.serving.admission), metrics=TurnMetrics(),
                                retry_after_s=settings.serving.retry_after_s,
                                persistence=Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings),
-                               uploads=MediaUploads(store=build_store(settings), cfg=settings.media))
+                               uploads=MediaUploads(store=build_store(settings), cfg=settings.media),
+                               llm=llm, llm_planner=llm_planner, llm_metrics=llm_metrics)
         self.serving.conversation = build_conversation(self.serving)
         if settings.serving.metrics_port:
             self.serving.metrics.serve(settings.serving.metrics_port)
@@ -92,6 +103,15 @@ class Orchestrator:
 
     def check_health(self) -> None:
         """This replica's own state only; the other deployments' readiness is /health's business."""
+
+
+def language_model(args: AppArgs, handle: DeploymentHandle, metrics: LlmMetrics):
+    """The engine's LanguageModel over the Planner: Baton's own deployment (dicts), or Ray Serve LLM's LLMServer."""
+    if args.planner == "serve_llm":
+        from serve_app.serve_llm import ServeLlmLanguageModel
+
+        return ServeLlmLanguageModel(handle, args.llm_config["model_loading_config"]["model_id"], metrics)
+    return HandleLanguageModel(handle, metrics)
 
 
 async def deployments_running(app_name: str, names: list[str]) -> str | None:

@@ -53,7 +53,20 @@ def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = 
         args["state_dir"] = str((root / (env.get("BATON_STATE_DIR") or args.get("state_dir", "var"))).resolve())
         if env.get("BATON_PACK"):
             args["pack"] = env["BATON_PACK"]
+        for deployment in app.get("deployments", []):
+            _pin_interpreter(deployment, root)
     return config
+
+
+def _pin_interpreter(deployment: dict[str, Any], root: Path) -> None:
+    """A deployment that runs in a venv of its own (runtime_env py_executable, e.g. the Planner in .venv-llm): the
+    interpreter's path made absolute, and Baton's own packages put on its path (that venv does not install them)."""
+    runtime_env = deployment.get("ray_actor_options", {}).get("runtime_env", {})
+    if not runtime_env.get("py_executable"):
+        return
+    executable = Path(runtime_env["py_executable"])
+    runtime_env["py_executable"] = str(executable if executable.is_absolute() else (root / executable).absolute())
+    runtime_env.setdefault("env_vars", {}).setdefault("PYTHONPATH", str(root))
 
 
 def faults_file(config: dict[str, Any]) -> Path:

@@ -1,5 +1,6 @@
-"""Prometheus metrics of served turns (counts by status, per-stage latency, degradations, sheds and errors) and of the
-model replicas' batches (encoder passes, turns per pass)."""
+"""Prometheus metrics of served turns (counts by status, per-stage latency, degradations, sheds and errors), of the
+model replicas' batches (encoder passes, turns per pass) and of the language model (TTFT, TPOT, end to end, tokens,
+aborts), in vLLM's vocabulary."""
 from __future__ import annotations
 
 import os
@@ -18,6 +19,42 @@ LATENCY_BUCKETS_MS = (5, 10, 20, 40, 60, 80, 100, 150, 200, 300, 400, 600, 800, 
 
 
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+LLM_BUCKETS_MS = (10, 25, 50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600)
+
+
+class LlmMetrics:
+    """Per route (planner, reply, openai): time to first token, time per output token after it, end to end, tokens,
+    and requests given up on (a deadline passed, a client left) — each one aborted inside the engine."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.ttft = Histogram("baton_llm_ttft_ms", "Time to the first token (ms).", ["route"], buckets=LLM_BUCKETS_MS,
+                              registry=self.registry)
+        self.tpot = Histogram("baton_llm_tpot_ms", "Time per output token after the first (ms).", ["route"],
+                              buckets=(5, 10, 20, 40, 60, 80, 100, 150, 200, 400), registry=self.registry)
+        self.e2e = Histogram("baton_llm_e2e_ms", "Request latency in the engine, end to end (ms).", ["route"],
+                             buckets=LLM_BUCKETS_MS, registry=self.registry)
+        self.tokens = Counter("baton_llm_tokens", "Tokens processed, by kind (prompt, completion).", ["route", "kind"],
+                              registry=self.registry)
+        self.requests = Counter("baton_llm_requests", "Requests, by how they finished (stop, length, abort ...).",
+                                ["route", "finish_reason"], registry=self.registry)
+        self.aborts = Counter("baton_llm_aborts", "Requests given up on before they finished (deadline, client gone); "
+                                                  "the engine aborted each.", ["route"], registry=self.registry)
+
+    def observe(self, route: str, reply, e2e_ms: float) -> None:
+        self.requests.labels(route, reply.finish_reason).inc()
+        self.e2e.labels(route).observe(e2e_ms)
+        self.tokens.labels(route, "prompt").inc(reply.prompt_tokens)
+        self.tokens.labels(route, "completion").inc(reply.completion_tokens)
+        if reply.ttft_ms is not None:
+            self.ttft.labels(route).observe(reply.ttft_ms)
+            if reply.completion_tokens > 1:
+                self.tpot.labels(route).observe((e2e_ms - reply.ttft_ms) / (reply.completion_tokens - 1))
+
+    def aborted(self, route: str, e2e_ms: float) -> None:
+        self.aborts.labels(route).inc()
+        self.requests.labels(route, "abort").inc()
+        self.e2e.labels(route).observe(e2e_ms)
 
 
 class ModelMetrics:

@@ -33,6 +33,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     415: "The file is not an image or audio format Baton reads (`unsupported_media_type`).",
     422: ("A field breaks the schema or a rule of the endpoint; `field` names it (`invalid_field`, `missing_field`, "
           "`invalid_input`, ...)."),
+    504: "The language model did not finish within the request's time limit; the request was aborted (`llm_timeout`).",
     503: ("Retry later: the replica is overloaded or still starting, or the store or a media stage is unavailable; "
           "`Retry-After` says after how many seconds when it is a matter of waiting."),
 }
@@ -153,6 +154,12 @@ def _nul_free(schema: Any) -> Any:
 
 
 def _live_limits(components: dict[str, Any], serving: Any) -> None:
+    llm = getattr(getattr(serving.engine, "settings", None), "llm", None)
+    if llm is not None and "ChatCompletionRequest" in components:
+        for name in ("max_tokens", "max_completion_tokens"):
+            for branch in components["ChatCompletionRequest"]["properties"][name].get("anyOf", []):
+                if branch.get("type") == "integer":
+                    branch["maximum"] = llm.max_request_tokens
     settings = getattr(serving.persistence, "settings", None)
     if settings is not None:
         for name in ("ChatRequest", "FillSlotsRequest"):

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from deployments.asr import WARMUP_AUDIO
 from deployments.ocr import WARMUP_IMAGE
+from engine.deadline import Deadline
 from engine.model_client import NLU_STAGES
 from protocol.http_chat import ChatRequest
 
 WARMUP_USER = "__baton_warmup__"
 WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social and no command: every model stage runs, no plugin does
+WARMUP_PLAN_TEXT = "先打开车窗，然后把音乐关掉"  # two requests: a plan with two steps
+PLANNER_WARMUP_S = 60.0
 MEDIA_OK = {"ocr": ("ok",), "asr": ("ok", "no_speech")}  # a synthetic voice: a small Whisper may hear none, and that is an answer
 StatusCheck = Callable[[], Awaitable[str | None]]  # the reason the app's deployments are not all running, or None
 
@@ -37,7 +42,8 @@ class AppReadiness:
     async def check(self) -> bool:
         """One attempt; sets `ready` or the `reason` it is not."""
         try:
-            reason = await self._deployments_running() or await self._text_turn() or await self._media_calls()
+            reason = (await self._deployments_running() or await self._text_turn() or await self._planner_call()
+                      or await self._media_calls())
         except Exception as exc:  # anything a cold app can throw: still starting
             reason = f"warm-up failed: {type(exc).__name__}: {exc}"
         self.ready, self.reason = reason is None, reason or ""
@@ -64,6 +70,19 @@ class AppReadiness:
         missing = [s for s in NLU_STAGES if s not in response.timings.stages]
         if degraded or missing:
             return f"warm-up turn degraded {sorted(degraded)}{f', skipped {missing}' if missing else ''}"
+        return None
+
+    async def _planner_call(self) -> str | None:
+        """One plan from the LLM planner with the pack's own schema (its grammar compiled and cached in the engine),
+        given as long as a cold engine needs; rejected is an answer too (a base model plans poorly)."""
+        planner = getattr(self._serving, "llm_planner", None)
+        if planner is None or "planner" in self._allowed:
+            return None
+        tz = ZoneInfo(self._serving.engine.settings.timezone)
+        outcome = await planner.plan(WARMUP_PLAN_TEXT, deadline=Deadline(PLANNER_WARMUP_S * 1000), budget_s=PLANNER_WARMUP_S,
+                                     now=datetime.now(tz))
+        if outcome.timed_out or outcome.error:
+            return f"planner warm-up: {outcome.reason}"
         return None
 
     async def _media_calls(self) -> str | None:

@@ -99,7 +99,7 @@ async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest
     modality = body.modality if isinstance(body, ChatRequest) else "text"
     deadline = engine.deadline(modality, arrived=arrived)
     try:
-        async with serving.admission.turn(engine.admission_ms(modality), modality):
+        async with serving.admission.turn(engine.admission_ms(modality), modality, deadline=deadline):
             stored = serving.persistence
             extra = {"listener": listener} if listener is not None else {}
             if stored is None:

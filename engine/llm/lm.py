@@ -18,6 +18,7 @@ from engine.deadline import Deadline, StageTimeout
 logger = logging.getLogger(__name__)
 
 PRIORITY_INTERACTIVE = 0   # a turn is waiting on it
+PRIORITY_EXTERNAL = 5      # an OpenAI-compatible client of /v1/chat/completions: after turns, before background work
 PRIORITY_BACKGROUND = 10   # summaries, offline evaluation: may queue behind every interactive request
 ABORT_TIMEOUT_S = 0.5      # how long a caller that gave up waits for the abort to be delivered
 

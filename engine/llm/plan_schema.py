@@ -36,13 +36,14 @@ def executable_intents(pack: Pack) -> list[str]:
 def plan_json_schema(pack: Pack, *, max_steps: int) -> dict[str, Any]:
     """The schema of an LLM plan over `pack`'s catalog, at most `max_steps` steps (settings.planner.max_steps):
 
-    {"type": "single" | "sequence" | "conditional",
-     "steps": [{"intent_id": <executable intent id>, "slots": {...}, "depends_on": [<step number>],
+    {"steps": [{"intent_id": <executable intent id>, "slots": {...}, "depends_on": [<step number>],
                 "condition": null | {"step": <step number>, "field": str, "op": <operator>, "value": ...},
-                "requires_confirmation": bool}]}
+                "requires_confirmation": bool}],
+     "type": "single" | "sequence" | "conditional"}
 
-    Step numbers are 1-based positions in `steps`. Every key is required (nullable `condition`): a grammar
-    with optional keys lets a model stop early, and the validator reads an explicit null as "no condition".
+    Step numbers are 1-based positions in `steps`. Only `steps` and each step's `intent_id` are required: every
+    token is a decode step (tens of ms on a CPU), and the validator reads a missing key as its default (no
+    slots, no dependency, no condition, the intent's own confirmation rule, the type from the steps).
     """
     step_number = {"type": "integer", "minimum": 1, "maximum": max_steps}
     scalar = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
@@ -67,16 +68,16 @@ def plan_json_schema(pack: Pack, *, max_steps: int) -> dict[str, Any]:
             "condition": {"anyOf": [{"type": "null"}, condition]},
             "requires_confirmation": {"type": "boolean"},
         },
-        "required": ["intent_id", "slots", "depends_on", "condition", "requires_confirmation"],
+        "required": ["intent_id"],
         "additionalProperties": False,
     }
     return {
         "type": "object",
         "properties": {
-            "type": {"type": "string", "enum": list(PLAN_TYPES)},
             "steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps},
+            "type": {"type": "string", "enum": list(PLAN_TYPES)},
         },
-        "required": ["type", "steps"],
+        "required": ["steps"],
         "additionalProperties": False,
     }
 

@@ -292,7 +292,7 @@ class _Validation:
             kind = WorkflowType.conditional
         else:
             kind = WorkflowType.single if len(kept) == 1 else WorkflowType.sequence
-        if declared != kind.value:
+        if declared is not None and declared != kind.value:
             shown = declared if declared in PLAN_TYPES else repr(declared)
             self.notes.append(f"type {shown} read as {kind.value}")
         return kind

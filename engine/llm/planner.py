@@ -9,6 +9,7 @@ validation is discarded. Nothing the model says makes `plan` raise.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -18,17 +19,19 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.deadline import Deadline, StageTimeout
 from engine.llm.compaction import ContextCompactor
-from engine.llm.hooks import HookChain, HookContext
+from engine.llm.hooks import HookChain, HookContext, build_chain
 from engine.llm.lm import PRIORITY_INTERACTIVE, LanguageModel, LmReply, LmRequest, complete_within, new_request_id
 from engine.llm.plan_schema import plan_json_schema
 from engine.llm.plan_validation import RejectedPlan, ValidatedPlan, validate_plan
 from engine.llm.prompts import PromptSet, catalog_of
 from engine.pack import Pack
+from engine.settings import Settings
 from engine.slots import DEFAULT_LIMITS, SlotLimits
 from engine.workflow.planners import Plan
 
 logger = logging.getLogger(__name__)
 
+STAGE = "planner_llm"  # the LLM planner's own budget and timing (budgets.yaml stages_ms)
 PLANNER = "planner"    # the stage that degrades: the turn's planner, whichever planner of the chain ran late
 NAME = "llm"           # Workflow.planner of an LLM plan
 # the history is compacted before the call; a summarizer model may not eat the plan call's time: past this
@@ -37,17 +40,16 @@ COMPACTION_SHARE = 0.25
 
 PLANNING_INSTRUCTION = (
     "# 规划任务\n\n"
-    "把用户最后一句话拆成要执行的操作步骤。只输出一个 JSON 对象，不要输出任何其他文字：\n"
-    '{{"type": "single|sequence|conditional", "steps": [{{"intent_id": "编号", "slots": {{}}, '
-    '"depends_on": [], "condition": null, "requires_confirmation": false}}]}}\n'
+    "把用户最后一句话拆成要执行的操作步骤。只输出一个 JSON 对象，不要输出任何其他文字。最简形式：\n"
+    '{{"steps":[{{"intent_id":"编号"}},{{"intent_id":"编号","slots":{{"参数名":"值"}}}}]}}\n'
     "- intent_id 只能用上面列表里括号中的编号，不能编造；列表里没有的请求不要写成步骤。\n"
-    "- 按用户说的顺序排列，最多 {max_steps} 步；一步就用 single，几步依次执行用 sequence，"
-    "后一步要看前一步的结果才执行时用 conditional。\n"
-    "- slots 只填用户明确说出的参数，用该操作的参数名；没说的参数不要填，也不要猜。"
+    "- 按用户说的顺序排列，最多 {max_steps} 步。\n"
+    "- slots 只填用户明确说出的参数，用该操作的参数名；没说的参数不写 slots，也不要猜。"
     "时间写 ISO 8601（带时区）或照抄用户的原话。\n"
-    "- depends_on 和 condition 里的 step 写步骤序号（从 1 开始），只能指向前面的步骤；"
-    "没有条件时 condition 写 null。\n"
-    "- 标为“需确认”的一步，requires_confirmation 写 true。"
+    '- 后一步要看前一步的结果才执行时，给它加 "depends_on":[前一步序号] 和 '
+    '"condition":{{"step":序号,"field":"字段","op":"equals|not_equals|in","value":值}}，并加 "type":"conditional"；'
+    "序号从 1 开始，只能指向前面的步骤。\n"
+    '- 标为“需确认”的一步加 "requires_confirmation":true。其余键没有就不写。'
 )
 
 
@@ -98,7 +100,31 @@ class LlmWorkflowPlanner:
         self._max_tokens, self._temperature, self._stage = max_tokens, temperature, stage
         self.catalog = catalog_of(pack)
         self.schema = plan_json_schema(pack, max_steps=max_steps)
-        self._instruction = PLANNING_INSTRUCTION.format(max_steps=max_steps)
+        self._instruction = PLANNING_INSTRUCTION.format(max_steps=max_steps) + self._examples(pack)
+
+    @classmethod
+    def configured(cls, lm: LanguageModel, pack: Pack, prompts: PromptSet, settings: Settings) -> "LlmWorkflowPlanner":
+        """The planner of `pack` over `lm` as the settings say (hooks, compaction, limits, tokens); timed as the
+        `planner_llm` stage."""
+        return cls(lm, pack, prompts, build_chain(settings.hooks), ContextCompactor(settings.compaction),
+                   max_steps=settings.planner.max_steps, tz=ZoneInfo(settings.timezone),
+                   limits=SlotLimits(temperature_min=settings.slots.temperature_min,
+                                     temperature_max=settings.slots.temperature_max),
+                   max_tokens=settings.llm.plan_max_tokens, temperature=settings.llm.temperature, stage=STAGE)
+
+    def _examples(self, pack: Pack) -> str:
+        """The pack's plan examples, each checked like a model's plan: a bad example stops the start-up."""
+        if not pack.workflows.plan_examples:
+            return ""
+        lines = ["\n\n示例："]
+        for example in pack.workflows.plan_examples:
+            checked = validate_plan(example.plan, pack, max_steps=self._max_steps, tz=self._tz,
+                                    now=datetime.now(self._tz), limits=self._limits, text=example.text)
+            if isinstance(checked, RejectedPlan):
+                raise ValueError(f"plan example {example.text!r} of pack {pack.name!r} is not a valid plan: "
+                                 + "; ".join(checked.reasons))
+            lines.append(f"用户：{example.text}\n输出：{json.dumps(example.plan, ensure_ascii=False, separators=(',', ':'))}")
+        return "\n".join(lines)
 
     async def plan(self, text: str, *, deadline: Deadline, budget_s: float, history: list[dict] | None = None,
                    user_profile: dict | None = None, now: datetime) -> LlmPlanOutcome:

@@ -38,6 +38,7 @@ class Plan:
     planner: str
     reason: str
     workflow: Workflow | None = None
+    analysis: TurnAnalysis | None = None  # what the planners read (the LLM plan is grounded in it)
 
 
 class StepBuilder:

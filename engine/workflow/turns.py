@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.deadline import Deadline, StageTimeout
+from engine.llm.planner import LlmWorkflowPlanner
 from engine.dialog_rules import DialogRules
 from engine.keyword import KeywordMatcher
 from engine.pack import Intent, Pack, SlotSpec
@@ -17,6 +18,7 @@ from engine.session import SessionState, SessionStatus
 from engine.slot_filling import SlotFiller
 from engine.settings import Settings
 from engine.workflow.analysis import ClauseAnalyzer
+from engine.workflow.escalation import LlmEscalation
 from engine.workflow.executor import FINISHED, OnStep, Pause, RunPlugin, WorkflowExecutor
 from engine.workflow.planners import (
     Extract,
@@ -48,7 +50,8 @@ class Outcome:
 
 class WorkflowTurns:
     def __init__(self, *, pack: Pack, settings: Settings, keywords: KeywordMatcher, extract: Extract,
-                 invalid_slot: Callable[[Intent, dict[str, Any]], SlotSpec | None], faults: Faults | None = None) -> None:
+                 invalid_slot: Callable[[Intent, dict[str, Any]], SlotSpec | None], faults: Faults | None = None,
+                 llm: LlmWorkflowPlanner | None = None) -> None:
         self._pack = pack
         self._settings = settings
         self._extract = extract
@@ -62,6 +65,7 @@ class WorkflowTurns:
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)
         self._faults = faults
+        self.escalation = LlmEscalation(llm, pack=pack, settings=settings, extract=extract) if llm and settings.llm.enabled else None
 
     # ---- planning -----------------------------------------------------------------------------
 
@@ -85,6 +89,7 @@ class WorkflowTurns:
         debug = PlannerDebug(trigger=trigger, accepted_by=plan.planner or None, reason=plan.reason,
                              clauses=[ClauseDebug(text=c.text, candidates=c.ranked(3), selected=c.selected) for c in analysis.clauses],
                              detector_prior=route.detected)
+        plan.analysis = analysis
         return plan, debug
 
     def _analysis(self, text: str, route: Route, *, marked: bool) -> TurnAnalysis:

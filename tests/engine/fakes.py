@@ -8,6 +8,7 @@ from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
+from engine.llm.lm import LmReply, LmRequest
 from engine.model_client import ModelClient, NluCall, NluRequest, StageError, StageOutcome
 from engine.pack import Pack, load_pack
 from engine.plugins import InMemoryWorlds, PluginRegistry
@@ -134,20 +135,58 @@ class FakeModelClient(ModelClient):
 
 
 class Rig:
-    """A TurnEngine over a real pack with the fake models, an in-memory store and fresh plugin state."""
+    """A TurnEngine over a real pack with the fake models, an in-memory store and fresh plugin state; with `llm`,
+    the pack's LLM planner over that language model (a FakeLm)."""
 
     def __init__(self, pack_name: str = "cockpit", *, models: FakeModelClient | None = None,
-                 settings: Settings | None = None, clock: Callable[[], datetime] | None = None) -> None:
+                 settings: Settings | None = None, clock: Callable[[], datetime] | None = None, llm=None,
+                 replies=None) -> None:
         self.settings = settings or base_settings()
         self.pack = pack(pack_name)
         self.models = models or FakeModelClient()
         self.store = InMemorySessionStore(ttl_s=self.settings.session.ttl_s)
         self.worlds = InMemoryWorlds()
+        self.llm = llm
         self.engine = TurnEngine(pack=self.pack, settings=self.settings, models=self.models, sessions=self.store,
-                                 plugins=PluginRegistry(), worlds=self.worlds, clock=clock)
+                                 plugins=PluginRegistry(), worlds=self.worlds, clock=clock,
+                                 llm_planner=self._llm_planner(llm) if llm is not None else None, replies=replies)
+
+    def _llm_planner(self, llm):
+        from engine.llm.planner import LlmWorkflowPlanner
+        from engine.llm.prompts import PromptSet
+        from engine.pack import find_pack
+
+        pack_dir = find_pack(self.pack.name, shipped_dir=self.settings.packs_dir, state_dir=self.settings.state_dir)
+        return LlmWorkflowPlanner.configured(llm, self.pack, PromptSet.load(pack_dir, self.settings.prompts), self.settings)
 
     def vehicle(self, user: str = "u1"):
         return self.worlds.world(user).vehicle
 
     def orders(self, user: str = "u1") -> dict[str, str]:
         return self.worlds.world(user).orders
+
+
+class FakeLm:
+    """Answers `text` after `delay` seconds (or raises `error`), recording every request and abort."""
+
+    def __init__(self, text: str = "", *, delay: float = 0.0, error: Exception | None = None):
+        self.text, self.delay, self.error = text, delay, error
+        self.requests: list[LmRequest] = []
+        self.aborted: list[str] = []
+        self.cancelled = False
+        self.started = asyncio.Event()
+
+    async def complete(self, request: LmRequest) -> LmReply:
+        self.requests.append(request)
+        self.started.set()
+        try:
+            await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        if self.error is not None:
+            raise self.error
+        return LmReply(self.text, "stop", 420, 40, 12.5)
+
+    async def abort(self, request_id: str) -> None:
+        self.aborted.append(request_id)

@@ -30,7 +30,10 @@ def test_the_shipped_settings_are_valid():
 
 
 def test_a_session_lease_shorter_than_the_longest_turn_is_refused():
-    longest = max(base_settings().budgets.turn_ms.values())
+    budgets = base_settings().budgets
+    # the longest turn: a voice turn that escalates to the LLM planner (8600 + 3000 - 600 ms)
+    longest = max(budgets.turn_ms[m] for m in budgets.modalities()) + budgets.escalation_ms()
+    assert longest == budgets.turn_ms["voice_asr"] + budgets.turn_ms["llm"] - budgets.turn_ms["text"]
     with pytest.raises(ValidationError, match="session_lease_s"):
         Settings.model_validate(_with(store__session_lease_s=longest / 1000.0))
     Settings.model_validate(_with(store__session_lease_s=longest / 1000.0 + 1))
@@ -63,3 +66,14 @@ def test_admission_bounds_a_turn_by_the_model_budgets_it_queues_under():
     assert budgets.admission_ms("text") == min(budgets.turn_ms["text"], stages["encoder"]) < budgets.turn_ms["text"]
     assert budgets.admission_ms("voice_asr") == min(budgets.turn_ms["voice_asr"], stages["asr"] + stages["encoder"])
     assert budgets.admission_ms("image_ocr") == min(budgets.turn_ms["image_ocr"], stages["ocr"] + stages["encoder"])
+
+
+def test_the_llm_escalation_must_leave_the_turn_room():
+    turn_ms = dict(base_settings().budgets.turn_ms)
+    with pytest.raises(ValidationError, match="turn_ms.llm"):
+        Settings.model_validate(_with(budgets__turn_ms={**turn_ms, "llm": turn_ms["text"]}))
+    stages = dict(base_settings().budgets.stages_ms)
+    with pytest.raises(ValidationError, match="planner_llm"):
+        Settings.model_validate(_with(budgets__stages_ms={**stages, "planner_llm": turn_ms["llm"]}))
+    no_llm = {k: v for k, v in turn_ms.items() if k != "llm"}
+    assert Settings.model_validate(_with(budgets__turn_ms=no_llm)).budgets.escalation_ms() == 0.0

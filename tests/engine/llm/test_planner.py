@@ -25,6 +25,8 @@ from engine.pack import find_pack, load_pack
 from engine.settings import load_settings
 from engine.slots import SlotLimits
 
+from fakes import FakeLm
+
 ROOT = Path(__file__).resolve().parents[3]
 TZ = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2025, 6, 2, 9, 0, tzinfo=TZ)  # a Monday morning
@@ -37,32 +39,6 @@ def shipped(name: str = "cockpit"):
     settings = load_settings(ROOT / "config", {"BATON_PACK": name, "BATON_STATE_DIR": str(ROOT / "var" / "_no_state_")})
     pack_dir = find_pack(name, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)
     return load_pack(pack_dir), pack_dir, settings
-
-
-class FakeLm:
-    """Answers `text` after `delay` seconds (or raises `error`), recording every request and abort."""
-
-    def __init__(self, text: str = "", *, delay: float = 0.0, error: Exception | None = None):
-        self.text, self.delay, self.error = text, delay, error
-        self.requests: list[LmRequest] = []
-        self.aborted: list[str] = []
-        self.cancelled = False
-        self.started = asyncio.Event()
-
-    async def complete(self, request: LmRequest) -> LmReply:
-        self.requests.append(request)
-        self.started.set()
-        try:
-            await asyncio.sleep(self.delay)
-        except asyncio.CancelledError:
-            self.cancelled = True
-            raise
-        if self.error is not None:
-            raise self.error
-        return LmReply(self.text, "stop", 420, 40, 12.5)
-
-    async def abort(self, request_id: str) -> None:
-        self.aborted.append(request_id)
 
 
 class Recorder:

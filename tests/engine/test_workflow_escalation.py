@@ -1,0 +1,141 @@
+"""Escalation to the LLM planner through TurnEngine (fake models and a fake language model, real packs): a turn the
+local planners could not plan grows its budget, says so first, and runs the LLM's plan only when it is valid and
+grounded in the words; a late model is aborted and the turn keeps the local decision inside its budget."""
+from __future__ import annotations
+
+import json
+import time
+
+from engine.events import TurnListener
+from protocol.http_chat import ChatRequest, TurnStatus, WorkflowStep
+
+from fakes import FakeLm, FakeModelClient, Rig, base_settings
+
+# two requests said without the packs' keywords: the clause analysis sees them, but not surely enough to plan
+UTTERANCE = "把窗户弄开一点然后歌先别放了"
+GOOD = {"steps": [{"intent_id": "cabin_window_open"}, {"intent_id": "cabin_music_pause"}]}
+TEXT_MS, LLM_MS, PLANNER_LLM_MS = 600.0, 1500.0, 1000.0
+
+
+def models() -> FakeModelClient:
+    fake = FakeModelClient()
+    fake.on("把窗户弄开一点", classifier=[("cabin_window_open", 0.6)])
+    fake.on("歌先别放了", classifier=[("cabin_music_pause", 0.6)])
+    return fake
+
+
+def settings(*, enabled: bool = True):
+    base = base_settings()
+    budgets = base.budgets.model_copy(update={
+        "turn_ms": {**base.budgets.turn_ms, "text": TEXT_MS, "llm": LLM_MS},
+        "stages_ms": {**base.budgets.stages_ms, "planner": 150.0, "planner_llm": PLANNER_LLM_MS, "commit": 60.0}})
+    return base.model_copy(update={"budgets": budgets, "llm": base.llm.model_copy(update={"enabled": enabled})})
+
+
+def rig(answer: dict | str, **lm) -> Rig:
+    text = answer if isinstance(answer, str) else json.dumps(answer)
+    return Rig(models=models(), settings=settings(), llm=FakeLm(text, **lm))
+
+
+class Heard(TurnListener):
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    async def ack(self, reply, workflow) -> None:
+        self.events.append(("ack", reply))
+
+    async def planning(self, reply, budget_ms) -> None:
+        self.events.append(("planning", reply, budget_ms))
+
+    async def step(self, step: WorkflowStep) -> None:
+        self.events.append(("step", step.intent_id))
+
+
+async def chat(r: Rig, text: str = UTTERANCE, listener: TurnListener | None = None):
+    from engine.turn_context import TurnContext
+
+    request = ChatRequest(user_id="u1", session_id="s1", text=text)
+    ctx = TurnContext(r.engine.deadline("text"), r.worlds.for_turn("u1"), listener)
+    session = await r.engine._session("s1", "u1", create=True)
+    return await r.engine._save(session, await r.engine.chat_on(session, request, ctx), ctx)
+
+
+async def test_a_valid_grounded_llm_plan_runs_after_the_turn_said_it_escalated():
+    r, heard = rig(GOOD), Heard()
+    resp = await chat(r, listener=heard)
+    assert resp.status == TurnStatus.completed and resp.workflow.planner == "llm"
+    assert [s.intent_id for s in resp.workflow.steps] == ["cabin_window_open", "cabin_music_pause"]
+    assert r.vehicle().window_open
+    debug = resp.routing_debug.planner
+    assert debug.accepted_by == "llm" and debug.llm.outcome == "accepted" and debug.llm.request_id
+    assert debug.reason == "llm: 2 steps"
+    # the budget grew by turn_ms.llm - turn_ms.text, and the response says so
+    assert resp.timings.escalated and resp.timings.budget_ms == LLM_MS
+    assert "planner_llm" in resp.timings.stages and resp.timings.degraded == []
+    # the streaming client heard the escalation first, with the new budget, then each step
+    assert heard.events[0] == ("planning", "好的，我想想怎么安排。", LLM_MS)
+    assert [e for e in heard.events if e[0] == "step"] == [("step", "cabin_window_open"), ("step", "cabin_music_pause")]
+    assert not [e for e in heard.events if e[0] == "ack"], "one acknowledgement per turn"
+    # the model was asked under the pack's schema, at interactive priority
+    request = r.llm.requests[0]
+    assert "cabin_music_pause" in request.json_schema["properties"]["steps"]["items"]["properties"]["intent_id"]["enum"]
+    assert request.priority == 0 and request.messages[-1] == {"role": "user", "content": UTTERANCE}
+
+
+async def test_an_invalid_llm_plan_is_discarded_and_nothing_runs():
+    r = rig({"steps": [{"intent_id": "cabin_teleport"}]})
+    resp = await chat(r)
+    assert resp.workflow is None and not r.vehicle().window_open
+    debug = resp.routing_debug.planner
+    assert debug.accepted_by is None and debug.llm.outcome == "rejected"
+    assert any("cabin_teleport" in reason for reason in debug.llm.reasons)
+    assert resp.timings.degraded == [] and resp.timings.escalated
+
+
+async def test_a_plan_naming_what_nobody_asked_for_is_not_run():
+    r = rig({"steps": [{"intent_id": "cabin_window_open"}, {"intent_id": "cabin_door_unlock"}]})
+    resp = await chat(r)
+    assert resp.workflow is None and not r.vehicle().window_open
+    llm = resp.routing_debug.planner.llm
+    assert llm.outcome == "rejected" and any("cabin_door_unlock" in reason for reason in llm.reasons)
+
+
+async def test_a_slot_value_the_words_do_not_hold_is_not_run():
+    r = rig({"steps": [{"intent_id": "cabin_window_open"}, {"intent_id": "cabin_set_ac", "slots": {"temperature": 24}}]})
+    r.models.on("歌先别放了", classifier=[("cabin_set_ac", 0.6)])
+    resp = await chat(r)
+    assert resp.workflow is None
+    assert any("temperature 24" in reason for reason in resp.routing_debug.planner.llm.reasons)
+
+
+async def test_a_late_model_is_aborted_and_the_turn_keeps_the_local_decision_inside_its_budget():
+    r = rig(GOOD, delay=10.0)
+    t0 = time.perf_counter()
+    resp = await chat(r)
+    wall_ms = (time.perf_counter() - t0) * 1000
+    assert wall_ms < LLM_MS + 50
+    assert resp.timings.degraded == ["planner"] and resp.routing_debug.planner.llm.outcome == "timed_out"
+    assert resp.workflow is None and not r.vehicle().window_open
+    assert r.llm.cancelled and r.llm.aborted == [r.llm.requests[0].request_id], "the request was aborted in the engine"
+    assert PLANNER_LLM_MS - 20 <= resp.timings.stages["planner_llm"] <= PLANNER_LLM_MS + 100
+
+
+async def test_a_failing_model_degrades_the_planner():
+    r = rig(GOOD, error=RuntimeError("replica gone"))
+    resp = await chat(r)
+    assert resp.timings.degraded == ["planner"] and resp.routing_debug.planner.llm.outcome == "error"
+    assert resp.workflow is None
+
+
+async def test_what_the_local_planners_accept_never_reaches_the_llm():
+    fake = models().on("打开车窗", classifier=[("cabin_window_open", 0.95)]).on("把空调调到22度", classifier=[("cabin_set_ac", 0.9)])
+    r = Rig(models=fake, settings=settings(), llm=FakeLm(json.dumps(GOOD)))
+    resp = await chat(r, "打开车窗然后把空调调到22度")
+    assert resp.workflow.planner.startswith("template") and r.llm.requests == []
+    assert not resp.timings.escalated and resp.timings.budget_ms == TEXT_MS
+
+
+async def test_llm_disabled_keeps_planning_local():
+    r = Rig(models=models(), settings=settings(enabled=False), llm=FakeLm(json.dumps(GOOD)))
+    resp = await chat(r)
+    assert r.llm.requests == [] and resp.workflow is None and not resp.timings.escalated

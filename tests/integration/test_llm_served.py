@@ -1,0 +1,129 @@
+"""The LLM planner on the real app: the Planner deployment (vLLM on the CPU in its own venv, the packaged
+gemma-3-270m), reached by the `openai` SDK through the ingress and by turns the local planners could not plan.
+
+gemma-3-270m is a base model: these tests hold the serving path to its promises (schema-valid output, the budget,
+the abort, validation before anything runs), not the model to good plans."""
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import jsonschema
+import openai
+import pytest
+from ray import serve
+
+from conftest import until_fault_shows
+from serve_app import launcher
+from serve_app.app_args import PLANNER
+
+from ws_client import Conversation
+
+CHAT, STREAM = "/api/v1/agent/chat", "/api/v1/agent/chat-stream"
+MODEL = "baton-planner"
+# two requests joined by a connective, neither said clearly enough for the local planners: the LLM is asked
+VAGUE = "帮我把那个弄一下然后再看看"
+SCHEMA = {"type": "object", "properties": {"room": {"type": "string", "enum": ["kitchen", "bedroom"]},
+                                           "on": {"type": "boolean"}},
+          "required": ["room", "on"], "additionalProperties": False}
+
+
+@pytest.fixture(scope="module")
+def client(serve_app):
+    with httpx.Client(base_url=serve_app["url"], timeout=30.0) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def sdk(serve_app):
+    return openai.OpenAI(base_url=f"{serve_app['url']}/v1", api_key="local", timeout=60.0, max_retries=0)
+
+
+def planner_stats() -> dict:
+    return serve.get_deployment_handle(PLANNER, app_name=launcher.APP_NAME).stats.remote().result(timeout_s=10)
+
+
+def test_health_was_green_only_with_the_planner_running_and_warm(serve_app):
+    app = serve.status().applications[launcher.APP_NAME]
+    assert app.deployments[PLANNER].status == "HEALTHY"
+    stats = planner_stats()
+    assert stats["warmup_s"] > 0, "the engine answered its warm-up before the replica started"
+
+
+def test_the_openai_sdk_lists_the_model_and_gets_a_completion(sdk):
+    assert [m.id for m in sdk.models.list().data] == [MODEL]
+    answer = sdk.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Say hello."}], max_tokens=8)
+    assert answer.choices[0].finish_reason in ("stop", "length") and answer.choices[0].message.content
+    assert answer.usage.completion_tokens >= 1 and answer.usage.prompt_tokens > 0
+
+
+def test_the_openai_sdk_gets_a_schema_constrained_json_answer(sdk):
+    answer = sdk.chat.completions.create(
+        model=MODEL, max_tokens=32, messages=[{"role": "user", "content": "Turn on the kitchen light. Answer in JSON."}],
+        response_format={"type": "json_schema", "json_schema": {"name": "light", "schema": SCHEMA}})
+    assert answer.choices[0].finish_reason == "stop"
+    jsonschema.validate(json.loads(answer.choices[0].message.content), SCHEMA)
+
+
+def test_the_openai_sdk_streams(sdk):
+    chunks = list(sdk.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Count to three."}],
+                                              max_tokens=12, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].choices[0].finish_reason in ("stop", "length")
+
+
+def test_a_turn_the_local_planners_reject_escalates_to_the_llm_inside_its_budget(client):
+    body = client.post(CHAT, json={"user_id": "llm-1", "text": VAGUE}).json()
+    timings, planner = body["timings"], body["routing_debug"]["planner"]
+    assert timings["escalated"] and timings["budget_ms"] == 3000
+    assert timings["total_ms"] <= timings["budget_ms"] + 50
+    llm = planner["llm"]
+    assert llm is not None and llm["outcome"] in ("accepted", "rejected", "timed_out")
+    if llm["outcome"] == "accepted":  # a validated, grounded plan ran
+        assert planner["accepted_by"] == "llm" and body["workflow"]["planner"] == "llm"
+    else:  # nothing the model said ran
+        assert body["workflow"] is None and planner["accepted_by"] is None
+    if llm["outcome"] == "timed_out":
+        assert timings["degraded"] == ["planner"]
+
+
+def test_chat_stream_says_it_escalated_before_waiting_on_the_llm(serve_app):
+    with httpx.Client(base_url=serve_app["url"], timeout=30.0) as c, \
+            c.stream("POST", STREAM, json={"user_id": "llm-stream", "text": VAGUE}) as resp:
+        events = [json.loads(line) for line in resp.iter_lines() if line]
+    assert events[0]["event"] == "ack" and events[0]["escalated"] and events[0]["budget_ms"] == 3000
+    assert events[-1]["event"] == "final" and events[-1]["response"]["timings"]["escalated"]
+
+
+def test_the_websocket_says_it_is_planning_first(serve_app):
+    conversation = Conversation(serve_app["url"], query="?user_id=llm-ws", headers={})
+    try:
+        events = conversation.turn("dialogue.input", {"raw_content": VAGUE, "client_message_id": "llm-ws-1"}, timeout=30)
+    finally:
+        conversation.close()
+    first = events[0]
+    assert first["type"] == "execution.processing" and first["payload"]["stage"] == "planning"
+    assert first["payload"]["budget_ms"] == 3000 and first["payload"]["target_agent_name"] is None
+
+
+def test_a_slow_planner_is_aborted_mid_decode_and_the_turn_answers_inside_its_budget(serve_app, client):
+    before = planner_stats()
+    launcher.set_faults(serve_app["config"], "planner_llm:tokens=2000")  # 2000 tokens: a minute of decoding here
+    try:
+        t0 = time.perf_counter()
+        body, _ = until_fault_shows(lambda: client.post(CHAT, json={"user_id": "llm-slow", "text": VAGUE}).json(),
+                                    lambda b: b["timings"]["degraded"] == ["planner"])
+        wall_ms = (time.perf_counter() - t0) * 1000
+    finally:
+        launcher.set_faults(serve_app["config"], "")
+    timings = body["timings"]
+    assert timings["degraded"] == ["planner"] and body["routing_debug"]["planner"]["llm"]["outcome"] == "timed_out"
+    assert timings["total_ms"] <= timings["budget_ms"] + 50 and wall_ms < 2 * (timings["budget_ms"] + 1000)
+    assert body["workflow"] is None, "the turn keeps the local decision"
+    deadline = time.time() + 10
+    while (after := planner_stats())["aborted"] == before["aborted"] and time.time() < deadline:
+        time.sleep(0.2)
+    aborted = [a for a in after["recent_aborts"] if a not in before["recent_aborts"]]
+    assert aborted and aborted[-1]["completion_tokens"] > 0, "the engine was decoding when the deadline aborted it"
+    assert after["in_flight"] == 0
