@@ -95,6 +95,8 @@ class SystemSpec(Spec):
                                                                "(default config/serve_local.yaml), e.g. config/serve_local_split.yaml.")
     deployments: dict[str, dict[str, Any]] = Field(default_factory=dict,
                                                    description="Per deployment of the serve config: dotted paths, e.g. autoscaling_config.upscale_delay_s.")
+    app_args: dict[str, Any] = Field(default_factory=dict, description="Baton only: the application's args over the "
+                                                                       "serve config's, e.g. planner: none (no LLM deployed).")
 
     @model_validator(mode="after")
     def _serve_config_exists(self) -> SystemSpec:

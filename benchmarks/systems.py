@@ -102,7 +102,7 @@ def _serve_config(spec: SystemSpec, config_dir: Path, extra: dict[str, dict[str,
                          f"({', '.join(deployment_names(config))})")
     overrides = {name: {**spec.deployments.get(name, {}), **extra.get(name, {})} for name in {*spec.deployments, *extra}}
     for app in config["applications"]:
-        app.setdefault("args", {})["config_dir"] = str(config_dir)
+        app.setdefault("args", {}).update({**spec.app_args, "config_dir": str(config_dir)})
         for deployment in app.get("deployments", []):
             for dotted, value in overrides.get(deployment["name"], {}).items():
                 set_dotted(deployment, dotted, value)

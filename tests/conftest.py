@@ -103,7 +103,8 @@ def serve_app(cockpit, postgres):
             deployment["autoscaling_config"]["min_replicas"] = ORCHESTRATOR_REPLICAS
     try:
         launcher.start(config, env)
-        launcher.wait_until_healthy(port, timeout_s=300, replicas=ORCHESTRATOR_REPLICAS)
+        # the Planner loads vLLM and warms its grammar beside the other replicas: minutes on a busy 2-core machine
+        launcher.wait_until_healthy(port, timeout_s=600, replicas=ORCHESTRATOR_REPLICAS)
         url = f"http://127.0.0.1:{port}"
         yield {"url": url, "config": config, "metrics_port": metrics_port, "first_turns": first_turns(url)}
     finally:

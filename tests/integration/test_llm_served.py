@@ -127,3 +127,33 @@ def test_a_slow_planner_is_aborted_mid_decode_and_the_turn_answers_inside_its_bu
     aborted = [a for a in after["recent_aborts"] if a not in before["recent_aborts"]]
     assert aborted and aborted[-1]["completion_tokens"] > 0, "the engine was decoding when the deadline aborted it"
     assert after["in_flight"] == 0
+
+
+def test_a_dspy_program_reaches_the_planner_through_its_handle_under_its_schema():
+    """Seed 000's Router as a DSPy program over the Planner's Serve handle: the engine answers under the program's
+    output schema (modules as an enum), inside the deadline given."""
+    import asyncio
+
+    from engine.deadline import Deadline
+    from engine.llm.dspy_engine import dspy_lm
+    from engine.llm.programs import router
+    from serve_app.llm_client import HandleLanguageModel
+
+    class Recorded(HandleLanguageModel):
+        replies: list = []
+
+        async def complete(self, request):
+            reply = await super().complete(request)
+            self.replies.append(reply)
+            return reply
+
+    program = router(["EmotionSupport", "Scheduling", "Summary"])
+    lm = Recorded(serve.get_deployment_handle(PLANNER, app_name=launcher.APP_NAME))
+
+    async def run():
+        return await program.run(dspy_lm(lm, max_tokens=64), deadline=Deadline(60_000), stage="reply", budget_s=50.0,
+                                 dialog_history="", user_input="最近好累，帮我把明天的事排一排")
+
+    asyncio.run(run())
+    assert lm.replies and lm.replies[0].finish_reason == "stop"
+    jsonschema.validate(json.loads(lm.replies[0].text), program.schema)
