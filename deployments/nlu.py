@@ -60,6 +60,7 @@ class NluAnswer:
     errors: dict[str, str] = field(default_factory=dict)
     partial: dict[str, str] = field(default_factory=dict)
     ms: dict[str, float] = field(default_factory=dict)
+    vector: list[float] | None = None  # the text's shared embedding (the encoder's first row for the item)
 
 
 def as_scores(candidates: list[Candidate]) -> Scores:
@@ -124,6 +125,8 @@ class NluModel:
                 if ENCODER in fail:
                     raise InjectedFailure(f"injected failure in {ENCODER}")
                 shared = self.encode(items, control)
+                for a, rows in zip(answers, shared):
+                    a.vector = rows[0].tolist()
             except PassStopped:
                 raise
             except Exception as exc:  # a failed encoder is a declared degradation, not a failed turn

@@ -54,7 +54,8 @@ class FutureCall(NluCall):
         if ENCODER in answer.errors:
             self.fail(ENCODER, answer.errors[ENCODER])
         else:
-            self.resolve(ENCODER, StageOutcome(started=started, finished=encoder_end))
+            self.resolve(ENCODER, StageOutcome(started=started, finished=encoder_end,
+                                               vector=tuple(answer.vector) if answer.vector is not None else None))
         t = encoder_end
         for head in HEADS:
             end = min(finished, t + answer.ms.get(head, 0.0) / 1000.0)

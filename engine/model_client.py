@@ -49,7 +49,8 @@ class StageOutcome:
 
     `partial` names what the answer lacks when it was made without part of its input (e.g. the classifier's
     n-gram model alone when the encoder failed); such an outcome counts as degraded but keeps its candidates.
-    `clauses` holds the head's candidates for each of the request's clauses (classifier and detector).
+    `clauses` holds the head's candidates for each of the request's clauses (classifier and detector); the
+    encoder's outcome carries the turn text's `vector` (semantic memory reuses it: no second pass).
     """
 
     candidates: list[Candidate] = field(default_factory=list)
@@ -57,6 +58,7 @@ class StageOutcome:
     started: float = 0.0
     finished: float = 0.0
     partial: str | None = None
+    vector: tuple[float, ...] | None = None
 
 
 class NluCall(abc.ABC):

@@ -26,6 +26,7 @@ class Route:
     clauses: tuple[str, ...] = ()
     # per head (classifier, detector) its candidates for each clause, in the order of `clauses`
     clause_scores: dict[str, tuple[list[Candidate], ...]] = field(default_factory=dict)
+    vector: tuple[float, ...] | None = None  # the text's embedding from the turn's one encoder pass
 
     @property
     def multi_intent(self) -> bool:
@@ -55,7 +56,8 @@ class Router:
             with deadline.measure("keyword"):
                 keyword_hits = self._keywords.match(text)
             clause_scores: dict[str, tuple[list[Candidate], ...]] = {}
-            encoder = await self._outcome(call, ENCODER, deadlines[ENCODER], started, deadline, clause_scores)
+            vector: list = []
+            encoder = await self._outcome(call, ENCODER, deadlines[ENCODER], started, deadline, clause_scores, vector)
             if encoder.degraded:
                 call.cancel()
             heads = await asyncio.gather(*(self._outcome(call, h, deadlines[h], started, deadline, clause_scores)
@@ -78,10 +80,10 @@ class Router:
             c for c in detector.candidates if c.score >= need and c.intent not in SPECIAL_INTENTS
         ][: det.max_labels]
         return Route(stages=stages, detector=detector, fusion=fusion, detected=detected, clauses=extra,
-                     clause_scores=clause_scores)
+                     clause_scores=clause_scores, vector=vector[0] if vector else None)
 
     async def _outcome(self, call: NluCall, stage: str, at: float, started: float, deadline: Deadline,
-                       clause_scores: dict[str, tuple[list[Candidate], ...]]) -> StageDebug:
+                       clause_scores: dict[str, tuple[list[Candidate], ...]], vector: list | None = None) -> StageDebug:
         accept_at = self._settings.fusion.stage_accept.get(stage, self._settings.detector.threshold)
         waited_from = time.time()
         try:
@@ -99,6 +101,8 @@ class Router:
         deadline.record(stage, outcome.started or started, outcome.finished or time.time())
         if outcome.clauses:
             clause_scores[stage] = outcome.clauses
+        if vector is not None and outcome.vector is not None:
+            vector.append(outcome.vector)
         debug = stage_debug(outcome.candidates, accept_at, deadline.stages_ms.get(stage, 0.0))
         if outcome.partial:
             deadline.degrade(stage)

@@ -7,7 +7,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from engine.clauses import ClauseSplitter
-from engine.deadline import Deadline
+from engine.deadline import Deadline, StageTimeout
 from engine.dialog_rules import DialogRules
 from engine.errors import InvalidInput, SessionForbidden, TextTooLong
 from engine.events import ClientGone, TurnListener
@@ -161,6 +161,7 @@ class TurnEngine:
 
         rewritten = rewrite(text, current_intent=session.current_intent, memory=session.memory)
         route = await self._router.route(rewritten.text, ctx.deadline)
+        ctx.vector = route.vector
         debug = RoutingDebug(
             rewrite=RewriteDebug(applied=rewritten.applied, original_text=text, rewritten_text=rewritten.text, reason=rewritten.reason),
             stages=route.stages, fusion=route.fusion.debug(), detector=route.detector,
@@ -181,7 +182,7 @@ class TurnEngine:
             if escalation is not None and escalation.wanted(plan, debug.planner):
                 await ctx.escalate(self._say.simple("planning"), escalation.extra_ms)
                 plan = await escalation.plan(rewritten.text, plan, debug.planner, ctx.deadline, now=self._clock(),
-                                             history=session.recent_dialog())
+                                             history=session.recent_dialog(), memory=await self._recall(ctx, rewritten.text))
             if plan.accepted and plan.workflow is not None:
                 await ctx.ack(self._say.simple("ack"), plan.workflow)
                 response = self._workflow_response(session, await self._flows.start(session, plan.workflow, self._task.runner(ctx), ctx.step))
@@ -248,6 +249,17 @@ class TurnEngine:
         return reply(session, TurnStatus.social, said, intent=intent)
 
     # ---- helpers ------------------------------------------------------------------------------
+
+    async def _recall(self, ctx: TurnContext, text: str) -> list[str]:
+        """The user's earlier messages near this turn (its own vector: no encoder pass), inside the store budget;
+        none when there is no memory, no vector, or the store is slow (memory helps, it never holds a turn up)."""
+        if ctx.recall is None or ctx.vector is None:
+            return []
+        try:
+            async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store")):
+                return await ctx.recall(ctx.vector, text)
+        except StageTimeout:
+            return []
 
     def _checked_text(self, text: str) -> str:
         if not text.strip():

@@ -1,12 +1,15 @@
 """What one turn carries through the pipeline, and the response timings read from it."""
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from engine.deadline import Deadline
 from engine.events import ClientGone, TurnListener
 from engine.plugins import TurnWorld
 from protocol.http_chat import Timings, Workflow, WorkflowStep
+
+Recall = Callable[[tuple[float, ...], str], Awaitable[list[str]]]  # (vector, the turn's text) -> earlier messages
 
 
 @dataclass
@@ -18,6 +21,10 @@ class TurnContext:
     world: TurnWorld
     listener: TurnListener | None = None
     acked: bool = False
+    # semantic memory: the turn text's vector from its one encoder pass (kept with the logged message), and how the
+    # caller recalls the user's earlier messages near a vector (None: no memory, e.g. in-process sessions)
+    vector: tuple[float, ...] | None = None
+    recall: Recall | None = None
 
     async def ack(self, reply: str, workflow: Workflow | None = None) -> None:
         if self.listener is not None and not self.acked:

@@ -72,9 +72,9 @@ class SplitHandleModels(ModelClient):
     async def _encoder_outcome(call: FutureCall, vectors: DeploymentResponse | None, started: float,
                                done: asyncio.Future) -> None:
         try:
-            if vectors is not None:
-                await vectors
-            call.resolve(ENCODER, StageOutcome(started=started, finished=time.time()))
+            rows = await vectors if vectors is not None else None
+            vector = tuple(float(x) for x in rows[0]) if rows is not None and len(rows) else None
+            call.resolve(ENCODER, StageOutcome(started=started, finished=time.time(), vector=vector))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

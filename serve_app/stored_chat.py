@@ -10,6 +10,7 @@ starts only inside it and, once sent, is never cut off, so a saved turn is never
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from engine.settings import Settings
 from engine.turn import TurnContext, TurnEngine, timings_of
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.store import InputModality
-from store import conversation, sessions, turn_log, worlds
+from store import conversation, memory, sessions, turn_log, worlds
 from store.turn_commit import commit_turn
 from store.database import Database
 from store.errors import SessionBusy
@@ -34,6 +35,8 @@ EngineRun = Callable[[SessionState | None, TurnContext], Awaitable[ChatResponse]
 RELEASE_TIMEOUT_S = 2.0
 LEASE_SLACK_S = 0.1
 DERIVED_SESSIONS = uuid.UUID("6f1c2a4e-8d3b-4e59-9a7c-0b5d1e2f3a4c")
+logger = logging.getLogger(__name__)
+_REMEMBERING: set[asyncio.Task] = set()  # vectors being kept after their turn answered
 
 
 def derived_session_id(user_id: UUID, client_message_id: str) -> str:
@@ -105,7 +108,8 @@ class StoredChat:
                 loaded.append(await worlds.load(self._db, user_id))
                 return loaded[0].world
 
-            ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world), listener=listener)
+            ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world), listener=listener,
+                              recall=self._recaller(user_id))
             response = await run(state, ctx)
             # the commit starts only inside the budget (its reserve was held back from the models), and once its
             # statement is sent it is not cut off: a commit cancelled in flight may still land, and a turn that
@@ -113,8 +117,10 @@ class StoredChat:
             if deadline.timeout_for(budgets.stage_s("commit"), final=True) <= 0:
                 raise StageTimeout("commit", 0.0)
             with deadline.measure("commit"):
-                await self._commit(user_id, session_id, lease, state, response, said, client_message_id,
-                                   loaded[0] if loaded and ctx.world.changed else None, deadline)
+                asked_id = await self._commit(user_id, session_id, lease, state, response, said, client_message_id,
+                                              loaded[0] if loaded and ctx.world.changed else None, deadline)
+            if ctx.vector is not None:
+                self._remember(user_id, asked_id, ctx.vector)
             committed = lease is not None and state is not None
             response.timings = timings_of(deadline)
             return response
@@ -127,7 +133,8 @@ class StoredChat:
                 await asyncio.wait_for(sessions.release(self._db, lease), RELEASE_TIMEOUT_S)
 
     async def _commit(self, user_id, session_id, lease, state, response, said, client_message_id, world,
-                      deadline: Deadline) -> None:
+                      deadline: Deadline) -> UUID:
+        """Log, save and store the turn in one statement; returns the id the user's message got."""
         cmid = client_message_id or turn_log.new_client_message_id()
         question = lease.question if lease is not None else None
         # a voice or image message is logged as what was recognized, with the URL of the original media
@@ -145,6 +152,35 @@ class StoredChat:
                               state=state.model_dump(mode="json") if state is not None else None, world=world,
                               question_id=question.id if question is not None else None, asked=asked, reply=reply,
                               client_message_id=cmid, response=response.model_dump(mode="json"))
+        return asked_id
+
+    def _recaller(self, user_id: UUID):
+        """Semantic memory for this user's turn: their earlier messages near a vector (store/memory.py)."""
+        llm = self._settings.llm
+        if llm.memory_k == 0:
+            return None
+
+        async def recall(vector: tuple[float, ...], text: str) -> list[str]:
+            async with self._db.connection() as conn:
+                found = await memory.recall(conn, user_id=user_id, vector=vector, k=llm.memory_k,
+                                            min_score=llm.memory_min_score, exclude=(text,))
+            return [t for t, _ in found]
+
+        return recall
+
+    def _remember(self, user_id: UUID, message_id: UUID, vector: tuple[float, ...]) -> None:
+        """Keep the logged message's vector, after the reply and off its path: memory is an aid, not part of the
+        turn (a failure is logged, never the turn's)."""
+        async def remember() -> None:
+            try:
+                async with self._db.connection() as conn:
+                    await memory.remember(conn, user_id=user_id, message_id=message_id, vector=vector)
+            except Exception:  # noqa: BLE001
+                logger.warning("could not keep the vector of message %s", message_id, exc_info=True)
+
+        task = asyncio.ensure_future(remember())
+        _REMEMBERING.add(task)
+        task.add_done_callback(_REMEMBERING.discard)
 
     async def _stored(self, user_id: UUID, client_message_id: str | None, deadline: Deadline) -> ChatResponse | None:
         """The reply an earlier turn with this client_message_id got (a `store` phase), or None."""

@@ -24,6 +24,10 @@ class LlmConfig(BaseModel):
     reply_max_tokens: int = Field(default=48, gt=0, description="The longest generated reply (social, emotion, summary).")
     generate_replies: bool = Field(default=False, description="Chit-chat replies and the agents' summaries from the LLM "
                                                               "when they come in time (stages_ms.reply); else templates.")
+    memory_k: int = Field(default=3, ge=0, description="Earlier messages of the user recalled into the planner's prompt "
+                                                         "(semantic memory; 0 = none).")
+    memory_min_score: float = Field(default=0.85, ge=-1, le=1, description="Cosine a recalled message needs (the shared "
+                                                                          "encoder's normalised vectors).")
     temperature: float = Field(default=0.0, ge=0, le=2)
     request_timeout_s: float = Field(default=30.0, gt=0, description="An external /v1/chat/completions request is "
                                                                      "aborted after this long.")

@@ -35,11 +35,11 @@ class LlmEscalation:
         return self._settings.budgets.escalation_ms()
 
     async def plan(self, text: str, local: Plan, debug: PlannerDebug, deadline: Deadline, *, now: datetime,
-                   history: list[dict] | None = None) -> Plan:
+                   history: list[dict] | None = None, memory: list[str] | None = None) -> Plan:
         """The LLM's plan if it may run, else `local` with the reason added; `debug.llm` says what happened."""
         assert local.analysis is not None
         outcome = await self._llm.plan(text, deadline=deadline, budget_s=self._settings.budgets.stage_s(STAGE),
-                                       history=history, now=now)
+                                       history=history, memory=memory, now=now)
         reasons = list(outcome.rejected.reasons) if outcome.rejected else ([outcome.error] if outcome.error else [])
         if outcome.plan is not None:
             reasons = ungrounded(outcome.plan.workflow, text=text, clauses=local.analysis.clauses, pack=self._pack,

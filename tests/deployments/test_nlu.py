@@ -40,6 +40,19 @@ def test_the_split_parts_answer_what_the_fused_model_answers(nlu):
             assert [[i for i, _ in c] for c in f.clauses.get(head, ())] == [[i for i, _ in c] for c in s.clauses]
 
 
+def test_each_answer_carries_its_texts_vector_from_the_same_pass(nlu):
+    """Semantic memory keeps this vector with the logged message: no second encoder pass."""
+    import numpy as np
+
+    fused = nlu.analyze(ITEMS)
+    vectors = nlu.encode(ITEMS)
+    for answer, rows in zip(fused, vectors):
+        assert len(answer.vector) == rows.shape[1]
+        assert np.allclose(answer.vector, rows[0], atol=1e-5)
+    (failed,) = nlu.analyze([NluItem("打开车窗")], fail={"encoder"})
+    assert failed.vector is None
+
+
 def test_without_the_encoder_the_classifier_answers_from_text_and_the_others_fail(nlu):
     (answer,) = nlu.analyze([NluItem("打开车窗")], fail={"encoder"})
     assert "injected" in answer.errors["encoder"]

@@ -131,7 +131,9 @@ class FakeModelClient(ModelClient):
         self.finished.append(stage)
         script = self.script.get(stage, {})
         per_clause = tuple(list(script.get(c, [])) for c in clauses) if stage in ("classifier", "detector") else ()
-        return StageOutcome(candidates=list(script.get(text, [])), started=started, finished=time.time(), clauses=per_clause)
+        vector = (float(len(text)), 1.0) if stage == "encoder" else None  # a stand-in embedding: memory keys on it
+        return StageOutcome(candidates=list(script.get(text, [])), started=started, finished=time.time(), clauses=per_clause,
+                            vector=vector)
 
 
 class Rig:

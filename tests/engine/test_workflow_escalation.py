@@ -28,7 +28,8 @@ def settings(*, enabled: bool = True):
     base = base_settings()
     budgets = base.budgets.model_copy(update={
         "turn_ms": {**base.budgets.turn_ms, "text": TEXT_MS, "llm": LLM_MS},
-        "stages_ms": {**base.budgets.stages_ms, "planner": 150.0, "planner_llm": PLANNER_LLM_MS, "commit": 60.0}})
+        "stages_ms": {**base.budgets.stages_ms, "planner": 150.0, "planner_llm": PLANNER_LLM_MS, "commit": 60.0,
+                      "store": 50.0}})
     return base.model_copy(update={"budgets": budgets, "llm": base.llm.model_copy(update={"enabled": enabled})})
 
 
@@ -51,11 +52,11 @@ class Heard(TurnListener):
         self.events.append(("step", step.intent_id))
 
 
-async def chat(r: Rig, text: str = UTTERANCE, listener: TurnListener | None = None):
+async def chat(r: Rig, text: str = UTTERANCE, listener: TurnListener | None = None, recall=None):
     from engine.turn_context import TurnContext
 
     request = ChatRequest(user_id="u1", session_id="s1", text=text)
-    ctx = TurnContext(r.engine.deadline("text"), r.worlds.for_turn("u1"), listener)
+    ctx = TurnContext(r.engine.deadline("text"), r.worlds.for_turn("u1"), listener, recall=recall)
     session = await r.engine._session("s1", "u1", create=True)
     return await r.engine._save(session, await r.engine.chat_on(session, request, ctx), ctx)
 
@@ -139,3 +140,33 @@ async def test_llm_disabled_keeps_planning_local():
     r = Rig(models=models(), settings=settings(enabled=False), llm=FakeLm(json.dumps(GOOD)))
     resp = await chat(r)
     assert r.llm.requests == [] and resp.workflow is None and not resp.timings.escalated
+
+
+async def test_the_users_earlier_messages_near_this_turn_reach_the_prompt_without_another_encoder_pass():
+    asked: list[tuple] = []
+
+    async def recall(vector, text):
+        asked.append((vector, text))
+        return ["上次车窗开一半就够了"]
+
+    r = rig(GOOD)
+    await chat(r, recall=recall)
+    assert asked == [((float(len(UTTERANCE)), 1.0), UTTERANCE)], "recalled with the turn's own vector"
+    assert len(r.models.requests) == 1, "one encoder pass for the turn, memory included"
+    system = r.llm.requests[0].messages[0]["content"]
+    assert "上次车窗开一半就够了" in system and "不是指令" in system
+
+
+async def test_a_slow_memory_does_not_hold_the_turn_up():
+    import asyncio
+
+    async def recall(vector, text):
+        await asyncio.sleep(5)
+        return ["never"]
+
+    r = rig(GOOD)
+    t0 = time.perf_counter()
+    resp = await chat(r, recall=recall)
+    assert resp.workflow.planner == "llm" and "never" not in r.llm.requests[0].messages[0]["content"]
+    assert time.perf_counter() - t0 < 0.5 and 40 <= resp.timings.stages["store"] <= 150
+
