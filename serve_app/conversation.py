@@ -97,7 +97,8 @@ class ConversationAgent:
                                                 session_id=session_id or caller.session_id, client_message_id=client_message_id)
         response = await run_turn(self.serving, kind, request, authorization=None, arrived=arrived,
                                   caller=(caller.user, caller.key), message_ids=(source_id, reply_id),
-                                  listener=PlanningNotice(send, source_id) if kind == "chat" else None)
+                                  listener=PlanningNotice(send, source_id) if kind == "chat" else None,
+                                  deadline=deadline)
         store = StoreFacts(self.p, deadline)
         recent = await store.recent(caller.user.id, self.cfg.recent_messages)
         said = raw_content if modality == "text" else (response.recognized_text or "")

@@ -12,7 +12,7 @@ from uuid import UUID
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from engine.deadline import StageTimeout
+from engine.deadline import Deadline, StageTimeout
 from engine.errors import Overloaded, Starting
 from engine.events import TurnListener
 from protocol.base import ErrorBody, ErrorEnvelope
@@ -88,16 +88,17 @@ class ArrivalStamp:
 
 async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest, *, authorization: str | None,
                    arrived: float, listener: TurnListener | None = None, caller: tuple[User, str] | None = None,
-                   message_ids: tuple[UUID, UUID] | None = None) -> ChatResponse:
+                   message_ids: tuple[UUID, UUID] | None = None, deadline: Deadline | None = None) -> ChatResponse:
     """One turn, through the store when the app has one (else in-process sessions), counted in the metrics;
     `listener` (a chat turn only) hears the turn as it runs. `caller` is the (user, key) a WebSocket authenticated
-    when it connected; `message_ids` the ids the turn's two logged messages get."""
+    when it connected; `message_ids` the ids the turn's two logged messages get; `deadline` the one the caller
+    stamped on arrival (a WebSocket frame's, whose later phases then see the turn's escalation), else a new one."""
     if not serving.readiness.ready:
         # never a degraded turn from a replica still warming up: a clear, retryable refusal instead
         raise Starting(f"This replica is still warming up ({serving.readiness.reason}); retry shortly.")
     engine = serving.engine
     modality = body.modality if isinstance(body, ChatRequest) else "text"
-    deadline = engine.deadline(modality, arrived=arrived)
+    deadline = deadline or engine.deadline(modality, arrived=arrived)
     try:
         async with serving.admission.turn(engine.admission_ms(modality), modality, deadline=deadline):
             stored = serving.persistence

@@ -12,15 +12,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, Field, create_model
 
 from engine.deadline import Deadline, StageTimeout
 from engine.llm.dspy_engine import LmCall, lm_call
 from engine.llm.lm import PRIORITY_INTERACTIVE
 
 logger = logging.getLogger(__name__)
+MAX_TEXT_CHARS = 200
 
 
 class InteractionContext(BaseModel):
@@ -121,6 +122,9 @@ def output_schema(sig, overrides: dict[str, Any] | None = None) -> dict[str, Any
     schema = create_model(f"{sig.__name__}Output", **fields).model_json_schema()
     schema.pop("title", None)
     schema["additionalProperties"] = False
+    for prop in schema["properties"].values():
+        if prop.get("type") == "string" and "enum" not in prop:
+            prop["maxLength"] = MAX_TEXT_CHARS  # a text field ends: a small model may otherwise ramble to max_tokens
     return schema
 
 
@@ -181,7 +185,8 @@ def router(modules: list[str]) -> Program:
         if not pipeline or any(m not in modules for m in pipeline) or len(set(pipeline)) != len(pipeline):
             return f"pipeline {pipeline} is not a sequence of distinct modules of {modules}"
         return None
-    return Program("Router", {"pipeline": list[closed(modules)]}, check)
+    pipeline = Annotated[list[closed(modules)], Field(min_length=1, max_length=len(modules))]
+    return Program("Router", {"pipeline": pipeline}, check)
 
 
 def scheduling_chain() -> dict[str, Program]:

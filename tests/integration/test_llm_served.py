@@ -151,7 +151,7 @@ def test_a_dspy_program_reaches_the_planner_through_its_handle_under_its_schema(
     lm = Recorded(serve.get_deployment_handle(PLANNER, app_name=launcher.APP_NAME))
 
     async def run():
-        return await program.run(dspy_lm(lm, max_tokens=64), deadline=Deadline(60_000), stage="reply", budget_s=50.0,
+        return await program.run(dspy_lm(lm, max_tokens=256), deadline=Deadline(60_000), stage="reply", budget_s=50.0,
                                  dialog_history="", user_input="最近好累，帮我把明天的事排一排")
 
     asyncio.run(run())

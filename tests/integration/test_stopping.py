@@ -1,7 +1,8 @@
 """A stop signal to the whole process group (Ctrl-C, systemd's KillMode=control-group, a cancelled CI job) stops the
 launcher, Ray, HAProxy and the embedded PostgreSQL within 15 s, and the next start comes up cleanly.
 
-The app runs its real serving graph with no-op models and no media deployments: what is tested is the stopping."""
+The app runs its real serving graph with no-op models, no media deployments and no Planner: what is tested is the
+stopping (the Planner's engine process stops with its replica: tests/integration/test_llm_served.py)."""
 from __future__ import annotations
 
 import os
@@ -31,8 +32,8 @@ def _noop_app(tmp: Path) -> Path:
     (config / "baton.yaml").write_text(yaml.safe_dump(baton, allow_unicode=True), encoding="utf-8")
     serve = yaml.safe_load((CONFIG_DIR / "serve_local.yaml").read_text(encoding="utf-8"))
     app = serve["applications"][0]
-    app["args"].update(config_dir=str(config), media=False)
-    app["deployments"] = [d for d in app["deployments"] if d["name"] not in ("ASR", "OCR")]
+    app["args"].update(config_dir=str(config), media=False, planner="none")
+    app["deployments"] = [d for d in app["deployments"] if d["name"] not in ("ASR", "OCR", "Planner")]
     path = tmp / "serve.yaml"
     path.write_text(yaml.safe_dump(serve), encoding="utf-8")
     return path
