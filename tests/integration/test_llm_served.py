@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import httpx
 import jsonschema
@@ -49,6 +50,29 @@ def test_health_was_green_only_with_the_planner_running_and_warm(serve_app):
     assert app.deployments[PLANNER].status == "HEALTHY"
     stats = planner_stats()
     assert stats["warmup_s"] > 0, "the engine answered its warm-up before the replica started"
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                found[int(entry.name)] = (ppid, (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except (OSError, IndexError, ValueError):
+                pass
+    return found
+
+
+def test_the_engine_processes_are_the_planner_replicas_own_children():
+    """vLLM's engine core runs in a child process of the Planner replica (its workers in grandchildren): they go
+    when the replica goes, so stopping Ray leaves no engine behind."""
+    procs = _processes()
+    replicas = {pid for pid, (_, cmd) in procs.items() if "ServeReplica:baton:Planner" in cmd}
+    engines = [pid for pid, (_, cmd) in procs.items() if cmd.startswith("VLLM::EngineCore")]
+    mine = [pid for pid in engines if procs[pid][0] in replicas]
+    assert replicas and mine, (replicas, engines)
 
 
 def test_the_openai_sdk_lists_the_model_and_gets_a_completion(sdk):

@@ -2,7 +2,7 @@
 launcher, Ray, HAProxy and the embedded PostgreSQL within 15 s, and the next start comes up cleanly.
 
 The app runs its real serving graph with no-op models, no media deployments and no Planner: what is tested is the
-stopping (the Planner's engine process stops with its replica: tests/integration/test_llm_served.py)."""
+stopping (the Planner's engine processes are its replica's children: tests/integration/test_llm_served.py)."""
 from __future__ import annotations
 
 import os
