@@ -7,6 +7,7 @@ from typing import Any
 from engine.deadline import StageTimeout
 from engine.dialog_rules import DialogRules
 from engine.errors import Overloaded
+from engine.llm.replies import ReplyWriter
 from engine.pack import Intent, Pack, SlotSpec
 from engine.plugins import PluginRegistry, PluginResult
 from engine.replies import decision, reply
@@ -20,20 +21,21 @@ from protocol.http_chat import ChatResponse, StepStatus, TurnStatus, WorkflowSte
 
 class SingleTask:
     def __init__(self, *, pack: Pack, settings: Settings, plugins: PluginRegistry, rules: DialogRules,
-                 say: ResponsePolicy, slots: SlotFiller) -> None:
+                 say: ResponsePolicy, slots: SlotFiller, replies: ReplyWriter | None = None) -> None:
         self._pack = pack
         self._settings = settings
         self._plugins = plugins
         self._rules = rules
         self._say = say
         self._slots = slots
+        self._replies = replies
 
     async def execute(self, session: SessionState, intent: Intent, text: str, ctx: TurnContext) -> ChatResponse:
         if intent.id != session.current_intent or not session.has_active_task:
             session.reset_task()  # a new command starts from its own words, not the last task's slots
         session.current_intent = intent.id
         session.slots.update(self.extract(text, intent.slots, ctx, free_text=False))
-        return await self._advance(session, intent, ctx)
+        return await self._advance(session, intent, ctx, text=text)
 
     async def resume(self, session: SessionState, text: str, slots: dict[str, Any] | None, ctx: TurnContext) -> ChatResponse:
         """Resume the session's active task with a stop, a confirmation answer, or slot values."""
@@ -51,7 +53,7 @@ class SingleTask:
         session.slots.update(self._slots.known(intent, slots))
         return await self._advance(session, intent, ctx)
 
-    async def _advance(self, session: SessionState, intent: Intent, ctx: TurnContext) -> ChatResponse:
+    async def _advance(self, session: SessionState, intent: Intent, ctx: TurnContext, *, text: str = "") -> ChatResponse:
         invalid = self._slots.invalid(intent, session.slots)
         if invalid:
             session.slots.pop(invalid.name, None)
@@ -63,7 +65,8 @@ class SingleTask:
         if intent.plugin is None:
             session.status = SessionStatus.decided
             handed = decision([intent.id], session.slots, intent)
-            return reply(session, TurnStatus.decided, self._say.decided(intent), intent=intent.id, decision=handed)
+            return reply(session, TurnStatus.decided, await self._decided_words(intent, text, ctx), intent=intent.id,
+                         decision=handed)
         if intent.confirm:
             session.status = SessionStatus.waiting_confirmation
             return reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
@@ -78,6 +81,15 @@ class SingleTask:
         session.reset_task()
         session.status = SessionStatus.stopped
         return reply(session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id)
+
+    async def _decided_words(self, intent: Intent, text: str, ctx: TurnContext) -> str:
+        """The decision's words; for seed 000's EmotionSupport module, the generated reply when it comes in time and
+        passes the checks (engine/llm/replies.py)."""
+        if self._replies is not None and text and self._pack.workflows.modules.get(intent.id) == "EmotionSupport":
+            generated = await self._replies.emotion(text, ctx.deadline)
+            if generated:
+                return generated
+        return self._say.decided(intent)
 
     def runner(self, ctx: TurnContext):
         async def run(intent: Intent, slots: dict[str, Any]) -> PluginResult:

@@ -71,9 +71,9 @@ class TurnEngine:
         limits = SlotLimits(temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max)
         self._slots = SlotFiller(limits=limits, tz=self._tz, clock=self._clock)
         self._media = MediaStage(settings=settings, media=media)
-        self._task = SingleTask(pack=pack, settings=settings, plugins=plugins, rules=self._rules, say=self._say,
-                                slots=self._slots)
         self._replies = replies if settings.llm.generate_replies else None
+        self._task = SingleTask(pack=pack, settings=settings, plugins=plugins, rules=self._rules, say=self._say,
+                                slots=self._slots, replies=self._replies)
         self._flows = WorkflowTurns(pack=pack, settings=settings, keywords=self._keywords,
                                     extract=self._slots.extract, invalid_slot=self._slots.invalid, faults=faults,
                                     llm=llm_planner)

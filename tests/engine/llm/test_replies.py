@@ -85,3 +85,16 @@ async def test_a_summary_states_no_number_the_facts_do_not_hold():
     lm = FakeLm(json.dumps({"summary_text": "好"}))
     await LlmTextWriter(dspy_lm(lm, max_tokens=64)).write("写复盘", facts=facts, timeout_s=2.0)
     assert lm.requests[0].priority == 10, "summaries queue behind interactive turns"
+
+
+async def test_emotion_support_says_the_generated_comfort_when_it_passes():
+    text = "最近压力好大什么都不想做"
+    settings = base_settings()
+    settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"generate_replies": True})})
+    lm = FakeLm(json.dumps({"emotion_reply": "辛苦了，这阵子真的不容易，先歇一会儿也没关系。"}, ensure_ascii=False))
+    r = Rig("timeflow", models=FakeModelClient().sure(text, "emotion_support"), settings=settings,
+            replies=ReplyWriter(dspy_lm(lm, max_tokens=48), budget_s=0.3))
+    resp = await r.engine.chat(ChatRequest(user_id="u1", session_id="s1", text=text))
+    assert resp.status == TurnStatus.decided and resp.reply == "辛苦了，这阵子真的不容易，先歇一会儿也没关系。"
+    context = lm.requests[0].messages[-1]["content"]
+    assert text in context and "EmotionSupport" in context, "the InteractionContext names the turn and its pipeline"
