@@ -31,6 +31,7 @@ def build_api(config_dir: Path, dsn: str) -> FastAPI:
     from engine.session import InMemorySessionStore
     from engine.settings import load_settings
     from engine.turn import TurnEngine
+    from models.artifacts import served_settings
     from serve_app.admission import Admission
     from serve_app.http_api import Serving, create_api
     from serve_app.auth import Auth, signing_secret
@@ -40,7 +41,7 @@ def build_api(config_dir: Path, dsn: str) -> FastAPI:
     from serve_app.stored_chat import StoredChat
     from store.database import Database
 
-    settings = load_settings(config_dir, os.environ)
+    settings = served_settings(load_settings(config_dir, os.environ))
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
     models = InProcessModels(build_nlu(settings), workers=MODEL_WORKERS)  # built warm
     engine = TurnEngine(pack=pack, settings=settings, models=models,

@@ -8,7 +8,7 @@ import faiss
 import numpy as np
 
 from engine.settings import ModelsConfig
-from models.artifacts import RETRIEVER_INDEX, RETRIEVER_ROWS
+from models.artifacts import RETRIEVER_INDEX, RETRIEVER_ROWS, selected
 from protocol.http_chat import Candidate
 
 
@@ -18,7 +18,8 @@ class EmbeddingRetriever:
         rows = json.loads((artifacts / RETRIEVER_ROWS).read_text(encoding="utf-8"))
         self._intents = [r["intent"] for r in rows]
         self._neighbors = min(cfg.retriever_neighbors, len(rows))
-        self._temperature = cfg.retriever_temperature
+        # calibrated on held-out folds when the pack was built, else the configured one
+        self._temperature = selected(artifacts).get("retriever_temperature", cfg.retriever_temperature)
         self._top_k = top_k
         self.dim = int(self._index.d)
 

@@ -9,7 +9,7 @@ import joblib
 import numpy as np
 
 from engine.settings import ModelsConfig
-from models.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, LinearHead, softmax
+from models.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, LinearHead, selected, softmax
 from protocol.http_chat import Candidate
 
 
@@ -54,7 +54,8 @@ class EncoderHeadBackend:
     def __init__(self, *, artifacts: Path, cfg: ModelsConfig) -> None:
         self._head = LinearHead.load(artifacts / CLASSIFIER_HEAD)
         self._ngram = NgramModel(joblib.load(artifacts / CLASSIFIER_NGRAM))
-        self._ngram_weight = cfg.ngram_weight
+        # the share chosen on held-out folds when the pack was built, else the configured one
+        self._ngram_weight = selected(artifacts).get("ngram_weight", cfg.ngram_weight)
         self.labels = self._head.labels
         self.dim = int(self._head.weight.shape[1])
 

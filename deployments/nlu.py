@@ -19,6 +19,7 @@ from deployments.intent_classifier import IntentClassifier
 from deployments.multi_intent_detector import MultiIntentDetector
 from engine.model_client import ENCODER, HEADS
 from engine.settings import ModelsConfig, Settings
+from models.artifacts import encoder_for
 from models.embedding import PassStopped, RunControl
 from protocol.http_chat import Candidate
 
@@ -205,18 +206,20 @@ class NoopNlu:
         return None
 
 
-def build_nlu(settings: Settings, *, parts: Collection[str] = (ENCODER, *HEADS)) -> NluModel | NoopNlu:
-    """The configured text models, warmed up. `parts` limits what is loaded (a split deployment needs one part)."""
+def build_nlu(settings: Settings, *, parts: Collection[str] = (ENCODER, *HEADS), artifacts: Path | None = None) -> NluModel | NoopNlu:
+    """The configured text models, warmed up. `parts` limits what is loaded (a split deployment needs one part).
+    The encoder is the one the pack's heads were built on: its own tuned encoder, or the shared one."""
     models = settings.models
     if models.noop:
         return NoopNlu()
-    artifacts, top_k = settings.artifacts_dir(), settings.top_k
+    artifacts, top_k = artifacts or settings.artifacts_dir(), settings.top_k
+    shared_encoder = encoder_for(artifacts, settings.encoder_path)
     own = {h: Encoder(path=Path(models.head(h).checkpoint or settings.encoder_path), cfg=models, state_dir=settings.state_dir)
            for h in ("detector", "retriever") if h in parts and models.head(h).input == "text"}
     classifier = IntentClassifier(artifacts=artifacts, cfg=models, top_k=top_k) if "classifier" in parts else None
     shared = shared_heads(models)
     shared_needed = any(h in parts for h in shared)
-    encoder = (Encoder(path=settings.encoder_path, cfg=models, state_dir=settings.state_dir)
+    encoder = (Encoder(path=shared_encoder, cfg=models, state_dir=settings.state_dir)
                if ENCODER in parts and (shared_needed or parts == (ENCODER,)) else None)
     model = NluModel(
         encoder=encoder,

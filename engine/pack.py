@@ -146,6 +146,11 @@ class Pack(Strict):
     responses: dict[str, str] = Field(default_factory=dict, description="Named response templates.")
     intents: list[Intent]
     workflows: Workflows = Workflows()
+    serve_on: Literal["train_split", "all_rows"] = Field(
+        default="train_split",
+        description="Rows the served models learn from: the training split (the test split stays held out; a shipped "
+                    "pack's tests score it), or every row (a pack from a user's rows: its held-out figure comes from "
+                    "models built on the training split alone, kept beside the served ones).")
 
     @model_validator(mode="after")
     def _unique_ids(self) -> "Pack":
@@ -170,6 +175,9 @@ class Pack(Strict):
 
     def test_rows(self) -> list[tuple[str, str]]:
         return [(text, i.id) for i in self.intents for text in i.test_examples]
+
+    def served_rows(self) -> list[tuple[str, str]]:
+        return self.train_rows() + (self.test_rows() if self.serve_on == "all_rows" else [])
 
 
 def load_pack(path: Path) -> Pack:

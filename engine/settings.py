@@ -32,6 +32,10 @@ class FusionConfig(Section):
     clarify_margin: float
     classifier_execute_score: float
     classifier_execute_margin: float
+    classifier_decides_at: float | None = Field(
+        default=None, gt=0, le=1,
+        description="A classifier top score at or above which its intent ranks first whatever the other stages add "
+                    "(None: the weighted sum alone). A built pack sets it from held-out folds (models/selection.py).")
     max_clarify_options: int = 3
 
 
@@ -87,11 +91,41 @@ class HeadConfig(Section):
                     "for the detector or retriever an encoder folder (the pack's head is built on its vectors). Empty = the shared encoder.")
 
 
+class TuneConfig(Section):
+    """The build-time fine-tune of the shared encoder (models/finetune.py): fixed here, not searched."""
+
+    epochs: float = Field(gt=0, description="Passes over the pack's rows when tuning the served encoder.")
+    frozen_layers: int = Field(ge=0, description="Lower transformer layers kept as bootstrapped (their output is computed once).")
+    learning_rate: float = Field(gt=0, description="AdamW learning rate of the tuned layers.")
+    head_learning_rate: float = Field(gt=0, description="Learning rate of the softmax head the layers are tuned through.")
+    batch_size: int = Field(gt=0)
+    max_tokens: int = Field(gt=0, description="Texts are cut to this many tokens while tuning (serving reads them whole).")
+    seed: int = 0
+    threads: int = Field(default=0, ge=0, description="Torch threads while tuning; 0 = every core.")
+
+
+class SelectionConfig(Section):
+    """Cross-validation on the pack's training rows (models/selection.py): what the folds choose, and their cheaper tune."""
+
+    folds: int = Field(ge=2, description="Stratified folds; each is scored by models built without it.")
+    fold_epochs: float = Field(gt=0, description="Tuning passes of each fold's encoder.")
+    fold_frozen_layers: int = Field(ge=0, description="Frozen lower layers of each fold's encoder (at least tune.frozen_layers).")
+    min_rows: int = Field(default=40, gt=0, description="Fewer training rows: no selection, the configured values serve.")
+    ngram_weights: list[float] = Field(min_length=1, description="Shares of the n-gram model in the classifier ensemble tried.")
+    retriever_weights: list[float] = Field(min_length=1, description="Fusion weights of the retriever tried.")
+    classifier_decides_at: list[float | None] = Field(min_length=1, description="Scores at which a confident classifier decides tried (None: never).")
+
+
 class ModelsConfig(Section):
     encoder: str = Field(default="", description="HF / sentence-transformers path; empty = the bootstrapped e5-small under the state dir.")
     encoder_runtime: Literal["torch", "onnx"] = Field(description="onnx: onnxruntime on the CPU (export made once); torch: any device.")
     device: str = Field(default="cpu", description="Device of the encoder and the text-input heads (cpu, cuda, cuda:1...).")
     heads: dict[str, HeadConfig] = Field(default_factory=dict, description="Per head (classifier, detector, retriever): its input.")
+    finetune: bool = Field(default=True, description="Tune the shared encoder on each pack's rows when the pack is built, choose "
+                                                      "the heads' and fusion's settings on held-out folds; false: the frozen "
+                                                      "encoder and the values below.")
+    tune: TuneConfig
+    selection: SelectionConfig
     ngram_weight: float = Field(ge=0, le=1, description="Share of the char n-gram model in the classifier ensemble.")
     classifier_c: float = Field(gt=0, description="Inverse L2 strength of both classifier heads.")
     retriever_neighbors: int = Field(gt=0, description="Nearest training examples that vote in retrieval.")
@@ -107,6 +141,13 @@ class ModelsConfig(Section):
         unknown = sorted(set(self.heads) - set(NLU_HEADS))
         if unknown:
             raise ValueError(f"models.heads: unknown head {unknown[0]!r}; heads are {', '.join(NLU_HEADS)}.")
+        return self
+
+    @model_validator(mode="after")
+    def _fold_freezes_at_least_the_tune(self) -> "ModelsConfig":
+        if self.selection.fold_frozen_layers < self.tune.frozen_layers:
+            raise ValueError(f"models.selection.fold_frozen_layers ({self.selection.fold_frozen_layers}) must be at least "
+                             f"models.tune.frozen_layers ({self.tune.frozen_layers}): the folds reuse the tune's cached layers.")
         return self
 
     def head(self, name: str) -> HeadConfig:

@@ -7,12 +7,16 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.settings import Settings
+
 MANIFEST = "manifest.json"
 CLASSIFIER_HEAD = "classifier/head.npz"
 CLASSIFIER_NGRAM = "classifier/ngram.joblib"
 DETECTOR_HEAD = "detector/head.npz"
 RETRIEVER_INDEX = "retriever/index.faiss"
 RETRIEVER_ROWS = "retriever/rows.json"
+TUNED_ENCODER = "encoder"  # the pack's tuned encoder folder (models/finetune.py), when the build tuned one
+HELDOUT = "heldout"        # beside `models/`: a pack served on all its rows keeps here the models its held-out figure is from
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,29 @@ def read_manifest(artifacts: Path) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"No built models at {artifacts}; run `make models PACK=<name>` first.")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def encoder_for(artifacts: Path, base: Path) -> Path:
+    """The encoder a built pack's heads read: its own tuned one, or the shared `base` (a frozen build)."""
+    tuned = read_manifest(artifacts).get("tuned_encoder")
+    return artifacts / tuned if tuned else Path(base)
+
+
+def selected(artifacts: Path) -> dict:
+    """The settings chosen on held-out folds when the pack was built (`ngram_weight`, `retriever_temperature`,
+    `fusion`); empty for a frozen build, which serves the configured values."""
+    return read_manifest(artifacts).get("selected") or {}
+
+
+def served_settings(settings: Settings, artifacts: Path | None = None) -> Settings:
+    """`settings` with the fusion values the built pack chose on its held-out folds (the configured ones otherwise)."""
+    artifacts = artifacts or settings.artifacts_dir()
+    fusion = selected(artifacts).get("fusion") if (artifacts / MANIFEST).exists() else None
+    return settings.model_copy(update={"fusion": settings.fusion.model_copy(update=fusion)}) if fusion else settings
+
+
+def heldout_dir(artifacts: Path) -> Path:
+    return artifacts.parent / HELDOUT
 
 
 def softmax(z: np.ndarray) -> np.ndarray:

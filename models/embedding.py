@@ -55,6 +55,17 @@ def pooling_mode(path: Path) -> str:
     raise ValueError(f"{config}: only mean or CLS pooling is supported.")
 
 
+def query_prefix(path: Path) -> str:
+    """The role prefix a query gets: the folder's sentence-transformers `query` prompt (a tuned copy of e5 keeps its
+    base's), else "query: " for an e5 checkpoint by name, else none."""
+    config = path / "config_sentence_transformers.json"
+    if config.exists():
+        prompt = json.loads(config.read_text(encoding="utf-8")).get("prompts", {}).get("query")
+        if prompt is not None:
+            return prompt
+    return QUERY_PREFIX if "e5" in str(path).lower() else ""
+
+
 def max_length(path: Path) -> int:
     config = path / "sentence_bert_config.json"
     if config.exists():
@@ -126,7 +137,7 @@ def export_onnx(encoder: Path, out: Path) -> Path:
 
 
 class SentenceEncoder:
-    """`encode(texts)` → L2-normalized float32 vectors, the e5 query prefix added for e5 checkpoints."""
+    """`encode(texts)` → L2-normalized float32 vectors, with the query prefix of the folder (`query_prefix`)."""
 
     def __init__(self, path: str | Path, *, runtime: Runtime = "torch", threads: int | None = None, batch_size: int = 32,
                  state_dir: Path | None = None, device: str = "cpu") -> None:
@@ -137,8 +148,7 @@ class SentenceEncoder:
         self._batch_size = batch_size
         self._max_length = max_length(self.path)
         self._tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
-        # e5 checkpoints expect a role prefix; other encoders get the raw text
-        self._prefix = QUERY_PREFIX if "e5" in str(path).lower() else ""
+        self._prefix = query_prefix(self.path)
         if runtime == "onnx":
             if device != "cpu":
                 raise ValueError("The onnx runtime runs on the CPU; use runtime 'torch' for a GPU.")

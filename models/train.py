@@ -33,13 +33,41 @@ def _ngram_model(c: float) -> Pipeline:
     ])
 
 
-def train_classifier(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path, *, c: float) -> list[str]:
-    """Multinomial logistic head on embeddings plus a char 1–3-gram TF-IDF model for the ensemble."""
+def fit_head(vectors: np.ndarray, y: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
+    """A multinomial logistic head on embeddings as (weight, bias) of its softmax logits."""
+    return softmax_logits(LogisticRegression(C=c, max_iter=MAX_ITER).fit(vectors, y))
+
+
+def fit_ngram(texts: list[str], y: np.ndarray, c: float) -> Pipeline:
+    """The char 1–3-gram TF-IDF + logistic regression model of the classifier ensemble."""
+    return _ngram_model(c).fit(texts, y)
+
+
+def softmax_logits(lr: LogisticRegression) -> tuple[np.ndarray, np.ndarray]:
+    """(weight, bias) whose softmax is `lr.predict_proba`; two classes get ±half the binary logit (softmax = sigmoid)."""
+    if lr.coef_.shape[0] == 1:
+        return np.concatenate([-lr.coef_, lr.coef_]) / 2, np.concatenate([-lr.intercept_, lr.intercept_]) / 2
+    return lr.coef_, lr.intercept_
+
+
+def ngram_logits(model: Pipeline, texts: list[str]) -> np.ndarray:
+    weight, bias = softmax_logits(model.named_steps["lr"])
+    return model.named_steps["tfidf"].transform(texts) @ weight.T + bias
+
+
+def train_classifier(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path, *, c: float,
+                     head_temperature: float = 1.0, ngram_temperature: float = 1.0) -> list[str]:
+    """Multinomial logistic head on embeddings plus a char 1–3-gram TF-IDF model for the ensemble; a temperature
+    (chosen on held-out folds, models/selection.py) is folded into each model's logits, so serving reads calibrated
+    probabilities with no extra step."""
     label_list = sorted(set(labels))
     y = np.array([label_list.index(lab) for lab in labels])
-    head = LogisticRegression(C=c, max_iter=MAX_ITER).fit(vectors, y)
-    LinearHead(head.coef_, head.intercept_, label_list).save(out / CLASSIFIER_HEAD)
-    joblib.dump(_ngram_model(c).fit(texts, y), out / CLASSIFIER_NGRAM)
+    weight, bias = fit_head(vectors, y, c)
+    LinearHead(weight / head_temperature, bias / head_temperature, label_list).save(out / CLASSIFIER_HEAD)
+    ngram = fit_ngram(texts, y, c)
+    lr = ngram.named_steps["lr"]
+    lr.coef_, lr.intercept_ = lr.coef_ / ngram_temperature, lr.intercept_ / ngram_temperature
+    joblib.dump(ngram, out / CLASSIFIER_NGRAM)
     return label_list
 
 

@@ -23,6 +23,7 @@ from engine.session import InMemorySessionStore
 from engine.settings import Settings
 from engine.turn import TurnEngine
 from media.store import build_store
+from models.artifacts import served_settings
 from media.uploads import MediaUploads
 from serve_app.admission import Admission
 from serve_app.app_args import AppArgs
@@ -56,7 +57,7 @@ def model_client(models: dict[str, DeploymentHandle], settings: Settings) -> Mod
 class Orchestrator:
     async def __init__(self, models: dict[str, DeploymentHandle], media: dict[str, DeploymentHandle], args: dict) -> None:
         app_args = AppArgs.model_validate(args)
-        settings = app_args.settings()
+        settings = served_settings(app_args.settings())  # with the fusion values the built pack chose
         dsn = os.environ.get("DATABASE_URL")
         if not dsn:
             raise RuntimeError("DATABASE_URL is not set: start Baton with `make run` (embedded PostgreSQL) or set it.")

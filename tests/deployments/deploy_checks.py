@@ -50,8 +50,11 @@ def shared_encoder(path: str, runtime: str, threads: int):
 
 
 def encoder_of(settings):
+    """The encoder the pack's heads were built on (its tuned one), as the NLU replica loads it."""
+    from models.artifacts import encoder_for
+
     m = settings.models
-    return shared_encoder(str(settings.encoder_path), m.encoder_runtime, m.threads)
+    return shared_encoder(str(encoder_for(settings.artifacts_dir(), settings.encoder_path)), m.encoder_runtime, m.threads)
 
 
 class FedHead:

@@ -1,4 +1,5 @@
-"""The shared encoder on the real e5-small weights: both runtimes agree, one call is one pass, a pass can be stopped."""
+"""The shared encoder on the real e5-small weights as the cockpit pack tuned them: both runtimes agree, one call is one
+pass, a pass can be stopped."""
 from __future__ import annotations
 
 import threading
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from deployments.encoder import Encoder
+from models.artifacts import encoder_for
 from models.embedding import PassStopped, RunControl
 
 TEXTS = ["打开车窗", "把空调调到二十二度", "导航去最近的加油站", "我想听点周杰伦的歌"]
@@ -17,7 +19,7 @@ TEXTS = ["打开车窗", "把空调调到二十二度", "导航去最近的加�
 def encoders(cockpit):
     _, settings = cockpit
     def make(runtime: str) -> Encoder:
-        return Encoder(path=settings.encoder_path, cfg=settings.models.model_copy(update={"encoder_runtime": runtime}),
+        return Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=settings.models.model_copy(update={"encoder_runtime": runtime}),
                        state_dir=settings.state_dir)
     return {"onnx": make("onnx"), "torch": make("torch")}
 

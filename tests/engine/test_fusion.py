@@ -151,3 +151,25 @@ def test_bonus_can_reorder_candidates() -> None:
     assert [c.intent for c in result.ranked] == ["a", "b"]
     assert ranked(result)["a"] == pytest.approx(0.5 + BONUS)
     assert ranked(result)["b"] == pytest.approx(0.4 + 0.75 * 0.4)  # more raw weight than a (0.5) but no bonus
+
+
+def test_a_confident_classifier_decides_the_top_when_configured() -> None:
+    """A keyword pulling elsewhere outweighs a 0.8 classifier in the weighted sum; with `classifier_decides_at`
+    at or below 0.8 the classifier's intent ranks first, the others keep their fused order and scores."""
+    stages = {"keyword": stage("keyword", ("cabin_window_close", 1.0)),
+              "classifier": stage("classifier", ("cabin_window_open", 0.8), ("cabin_window_close", 0.15)),
+              "retriever": stage("retriever", ("cabin_window_close", 0.6), ("cabin_window_open", 0.4))}
+    plain = fuse(stages, CFG)
+    assert plain.top.intent == "cabin_window_close"
+    decided = fuse(stages, CFG.model_copy(update={"classifier_decides_at": 0.8}))
+    assert decided.top.intent == "cabin_window_open"
+    assert ranked(decided) == ranked(plain)  # the same scores, another order
+    assert decided.decision == RouteDecision.execute and "classifier confident" in decided.reason
+    assert fuse(stages, CFG.model_copy(update={"classifier_decides_at": 0.81})).top.intent == "cabin_window_close"
+
+
+def test_a_degraded_classifier_never_decides() -> None:
+    clf = stage("classifier", ("cabin_window_open", 0.95)).model_copy(update={"degraded": True, "partial": True})
+    result = fuse({"keyword": stage("keyword", ("cabin_window_close", 1.0)), "classifier": clf},
+                  CFG.model_copy(update={"classifier_decides_at": 0.5}))
+    assert result.top.intent == "cabin_window_close"

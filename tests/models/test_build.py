@@ -20,7 +20,8 @@ from sklearn.base import clone
 
 from engine.pack import SPECIAL_INTENTS, find_pack, load_pack
 from models import artifacts as layout
-from models.build import build, held_out_accuracy, rows_to_pack
+from models.build import build, rows_to_pack
+from models.evaluate import held_out
 
 from build_helpers import CONFIG_DIR, run_module, settings_in, tmp_state, write_jsonl
 
@@ -287,6 +288,6 @@ def test_cli_builds_a_pack_from_jsonl_rows(cli_build):
 
 def test_held_out_accuracy_of_shipped_packs(shipped):
     pack, settings = shipped
-    accuracy = held_out_accuracy(pack, settings)
+    accuracy = held_out(pack, settings)["classifier_top1"]
     print(f"\n{pack.name}: classifier top-1 accuracy on the held-out split = {accuracy:.3f} ({len(pack.test_rows())} rows)")
     assert accuracy >= MIN_HELD_OUT_ACCURACY

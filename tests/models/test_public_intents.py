@@ -24,6 +24,7 @@ PACK = "ha_public_zh"
 def benchmark(cockpit, tmp_path_factory):
     from deployments.intent_classifier import IntentClassifier
     from engine.pack import load_pack
+    from models.artifacts import encoder_for
     from models.build import build, rows_to_pack, sentence_encoder
 
     _, shipped_settings = cockpit
@@ -37,11 +38,15 @@ def benchmark(cockpit, tmp_path_factory):
 
     state = tmp_state(base / "state", shipped_settings.encoder_path)
     settings = settings_in(state, PACK)
+    # the frozen encoder: this checks the dataset's conversion and a pack built from it; the tuning has tests of its own
+    # (tests/models/test_finetune.py, the CLI build), and 40 intents of it would cost minutes of the suite
+    settings = settings.model_copy(update={"models": settings.models.model_copy(update={"finetune": False})})
     pack = load_pack(rows_to_pack(write_jsonl(base / "train.jsonl", train), PACK, settings))
     build(pack, settings)
     clf = IntentClassifier(artifacts=settings.artifacts_dir(PACK), cfg=settings.models, top_k=1)
     texts = [r["text"] for r in test]
-    preds = [c[0].intent for c in clf.classify(texts, sentence_encoder(settings, settings.encoder_path).encode(texts))]
+    encoder = encoder_for(settings.artifacts_dir(PACK), settings.encoder_path)
+    preds = [c[0].intent for c in clf.classify(texts, sentence_encoder(settings, encoder).encode(texts))]
     return {"rows": rows, "train": train, "test": test, "pack": pack, "preds": preds}
 
 

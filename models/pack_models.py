@@ -1,0 +1,119 @@
+"""One build of a pack's models into a folder: tune the encoder, choose settings on held-out folds, train the heads.
+
+With `models.finetune` the shared encoder is tuned on the rows (models/finetune.py), the classifier's temperatures
+and n-gram share, the retriever's temperature and the fusion settings are chosen by cross-validation on the same
+rows (models/selection.py, or taken from an earlier selection), and the heads and the index are trained on the
+tuned encoder's vectors, as the encoder deployment will compute them. Without it: today's frozen encoder and the
+configured values.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from engine.keyword import KeywordMatcher
+from engine.pack import Pack
+from engine.settings import Settings
+from models import artifacts as layout
+from models.embedding import SentenceEncoder
+
+
+def sentence_encoder(settings: Settings, path: Path) -> SentenceEncoder:
+    """The encoder the served models use, on the configured runtime (so the heads are trained on its vectors), with
+    every core: building is offline, and `models.threads` is what a replica takes beside the others."""
+    m = settings.models
+    return SentenceEncoder(path, runtime=m.encoder_runtime, threads=None, batch_size=m.encode_batch_size,
+                           state_dir=settings.state_dir, device=m.device)
+
+
+def say(pack: Pack):
+    return lambda message: print(f"[{pack.name}] {message}", flush=True)
+
+
+def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, out: Path, base: Path, *,
+                 chosen_before: dict | None = None) -> dict:
+    """Everything a pack serves, built from `rows` into `out`; returns the manifest's entries. `chosen_before` holds
+    settings chosen by an earlier build (a pack served on all its rows takes those chosen without its held-out rows,
+    and chooses nothing on all of them: `{}` when that build chose nothing)."""
+    from models.train import build_index, train_classifier, train_detector
+
+    progress, m = say(pack), settings.models
+    texts, labels = [t for t, _ in rows], [i for _, i in rows]
+    timings: dict[str, float] = {}
+    encoder, tuned, report, selection = base, None, {}, chosen_before or None
+    if m.finetune:
+        started = time.time()
+        selection, report = _tune(pack, texts, labels, settings, out, base, chosen_before, progress, timings)
+        encoder, tuned = out / layout.TUNED_ENCODER, layout.TUNED_ENCODER
+        timings["tune_s"] = round(time.time() - started, 1)
+    started = time.time()
+    embedder = sentence_encoder(settings, encoder)
+    vectors = embedder.encode(texts)
+    chosen = selection or {}
+    classes = train_classifier(texts, labels, vectors, out, c=m.classifier_c,
+                               head_temperature=chosen.get("head_temperature", 1.0),
+                               ngram_temperature=chosen.get("ngram_temperature", 1.0))
+    # a head configured to read the text with its own encoder is built on that encoder's vectors
+    own = {h: sentence_encoder(settings, Path(m.head(h).checkpoint or base))
+           for h in ("detector", "retriever") if m.head(h).input == "text"}
+    detector_encoder = own.get("detector", embedder)
+    detector_labels = train_detector(rows, vectors if "detector" not in own else detector_encoder.encode(texts),
+                                     detector_encoder.encode, out)
+    build_index(texts, labels, vectors if "retriever" not in own else own["retriever"].encode(texts), out)
+    timings["heads_s"] = round(time.time() - started, 1)
+    progress(f"heads and index trained on {len(rows)} rows in {timings['heads_s']:.0f} s")
+    return {"encoder": str(base), "tuned_encoder": tuned, "labels": classes, "detector_labels": detector_labels,
+            "train_rows": len(rows), "train_counts": dict(Counter(labels)), "selected": selection,
+            "selection_report": report, "timings": timings}
+
+
+def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, out: Path, base_path: Path,
+          chosen_before: dict | None, progress, timings: dict) -> tuple[dict | None, dict]:
+    import torch
+
+    from models.finetune import Base, Recipe, TunedTop, rows_digest
+    from models.selection import out_of_fold, select
+
+    m = settings.models
+    tune, cv = m.tune, m.selection
+    torch.set_num_threads(tune.threads or os.cpu_count() or 1)
+    recipe = Recipe(epochs=tune.epochs, frozen_layers=tune.frozen_layers, learning_rate=tune.learning_rate,
+                    head_learning_rate=tune.head_learning_rate, batch_size=tune.batch_size, max_tokens=tune.max_tokens,
+                    seed=tune.seed)
+    label_list = sorted(set(labels))
+    y = np.array([label_list.index(lab) for lab in labels])
+    started = time.time()
+    base = Base(base_path, max_tokens=tune.max_tokens)
+    states = base.states(texts, tune.frozen_layers)
+    timings["cache_s"] = round(time.time() - started, 1)
+    progress(f"encoder's lower {tune.frozen_layers} layers run once over {len(texts)} rows in {timings['cache_s']:.0f} s")
+    report: dict = {}
+    selection = chosen_before or None
+    if chosen_before is None and len(texts) >= cv.min_rows and len(label_list) > 1:
+        started = time.time()
+        fold_recipe = Recipe(**{**asdict(recipe), "epochs": cv.fold_epochs, "frozen_layers": cv.fold_frozen_layers})
+        fold_states = base.deeper(states, tune.frozen_layers, cv.fold_frozen_layers)
+        oof = out_of_fold(base, texts, y, label_list, states=fold_states, recipe=fold_recipe, folds=cv.folds,
+                          c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress)
+        chosen = select(oof, KeywordMatcher(pack), settings.fusion, cv, top_k=settings.top_k)
+        selection = {"head_temperature": chosen.head_temperature, "ngram_temperature": chosen.ngram_temperature,
+                     "ngram_weight": chosen.ngram_weight, "retriever_temperature": chosen.retriever_temperature,
+                     "fusion": chosen.fusion}
+        report = chosen.report
+        timings["selection_s"] = round(time.time() - started, 1)
+        progress(f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: n-gram weight {chosen.ngram_weight}, "
+                 f"retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
+                 f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier "
+                 f"{report['classifier_top1']['ensemble_by_ngram_weight'][chosen.ngram_weight]:.3f}, fusion {report['fusion_top1']:.3f}")
+    started = time.time()
+    top = TunedTop(base, tune.frozen_layers).fit(states, y, len(label_list), recipe, progress=progress, what="tuning the encoder")
+    top.save(out / layout.TUNED_ENCODER, {"rows": len(texts), "rows_sha256": rows_digest(texts, labels),
+                                          "base": str(base_path), "recipe": asdict(recipe)})
+    timings["final_tune_s"] = round(time.time() - started, 1)
+    progress(f"encoder tuned on {len(texts)} rows in {timings['final_tune_s']:.0f} s")
+    return selection, report

@@ -1,0 +1,194 @@
+"""Model selection on a pack's training rows only: k stratified folds, each scored by models built without it.
+
+Per fold an encoder is tuned on the other folds (the fold recipe: more layers frozen, fewer epochs, so k of them
+fit the build's time), and the classifier head, the n-gram model and the retrieval index are fit on the other
+folds' rows; the fold's own rows are then scored by every stage. From these out-of-fold scores come a temperature
+per classifier model (least log-loss, so a probability means the same in every pack), the n-gram share of the
+ensemble, the retriever's vote temperature, and the fusion settings — the retriever's weight and the score at which
+a confident classifier decides the top intent — chosen by the top-1 that `engine.fusion.fuse` itself gives on
+those rows, keywords included.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.fusion import fuse, stage_debug
+from engine.keyword import KeywordMatcher
+from engine.settings import FusionConfig, SelectionConfig
+from models.artifacts import softmax
+from models.finetune import Base, Progress, Recipe, TunedTop
+from models.train import fit_head, fit_ngram, ngram_logits
+from protocol.http_chat import Candidate
+
+TEMPERATURES = np.geomspace(0.05, 20.0, 121)
+VOTE_TEMPERATURES = np.geomspace(0.002, 0.5, 61)
+ABSENT = -30.0  # the logit of a label a fold's training part lacks
+FLOOR = 1e-4    # the probability of a gold label no neighbour voted for
+
+
+@dataclass
+class OutOfFold:
+    """Every training row scored by models that never saw it."""
+
+    texts: list[str]
+    y: np.ndarray
+    labels: list[str]
+    head_logits: np.ndarray
+    ngram_logits: np.ndarray
+    sims: np.ndarray         # the nearest other-fold rows' similarities, best first
+    neighbors: np.ndarray    # their label indices
+    fold: np.ndarray
+
+
+@dataclass(frozen=True)
+class Selection:
+    head_temperature: float
+    ngram_temperature: float
+    ngram_weight: float
+    retriever_temperature: float
+    fusion: dict             # FusionConfig fields this pack overrides: weights, classifier_decides_at
+    report: dict = field(default_factory=dict)
+
+
+def fold_ids(y: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Stratified: each label's rows shuffled and dealt round the folds."""
+    rng = np.random.default_rng(seed)
+    ids = np.empty(len(y), dtype=int)
+    offset = 0
+    for label in np.unique(y):
+        rows = np.flatnonzero(y == label)
+        rng.shuffle(rows)
+        ids[rows] = (np.arange(len(rows)) + offset) % k
+        offset += len(rows)
+    return ids
+
+
+def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], *, states: list, recipe: Recipe,
+                folds: int, c: float, neighbors: int, progress: Progress,
+                tune: Callable[..., TunedTop] | None = None) -> OutOfFold:
+    """`states` are the base's outputs at `recipe.frozen_layers` for every row; `tune(train_rows, …)` is the fold
+    tuner (a test passes a recording one)."""
+    tune = tune or (lambda rows, ys: TunedTop(base, recipe.frozen_layers).fit(
+        [states[i] for i in rows], ys, len(labels), recipe, progress=progress, what=f"fold {fold + 1}/{folds} encoder"))
+    ids = fold_ids(y, folds, recipe.seed)
+    n, n_labels = len(texts), len(labels)
+    head, ngram = np.full((n, n_labels), ABSENT), np.full((n, n_labels), ABSENT)
+    k = max(1, min(neighbors, n - int(np.bincount(ids).max())))
+    sims, near = np.zeros((n, k), dtype=np.float32), np.zeros((n, k), dtype=int)
+    for fold in range(folds):
+        train, held = np.flatnonzero(ids != fold), np.flatnonzero(ids == fold)
+        if not len(held):
+            continue
+        top = tune(train, y[train])
+        vectors = top.embed(states)
+        present = np.unique(y[train])
+        remap = np.searchsorted(present, y[train])
+        if len(present) > 1:
+            weight, bias = fit_head(vectors[train], remap, c)
+            head[np.ix_(held, present)] = vectors[held] @ weight.T + bias
+            ngram[np.ix_(held, present)] = ngram_logits(fit_ngram([texts[i] for i in train], remap, c), [texts[i] for i in held])
+        else:
+            head[np.ix_(held, present)] = ngram[np.ix_(held, present)] = 0.0
+        s = vectors[held] @ vectors[train].T
+        order = np.argsort(-s, axis=1)[:, :k]
+        sims[held] = np.take_along_axis(s, order, axis=1)
+        near[held] = y[train][order]
+        progress(f"fold {fold + 1}/{folds}: out-of-fold classifier top-1 "
+                 f"{np.mean(head[held].argmax(1) == y[held]):.3f} on {len(held)} rows")
+    return OutOfFold(texts=texts, y=y, labels=labels, head_logits=head, ngram_logits=ngram, sims=sims, neighbors=near, fold=ids)
+
+
+def temperature(logits: np.ndarray, y: np.ndarray) -> float:
+    """The softmax temperature with the least log-loss on these rows."""
+    losses = [_nll(softmax(logits / t), y) for t in TEMPERATURES]
+    return float(TEMPERATURES[int(np.argmin(losses))])
+
+
+def votes(oof: OutOfFold, t: float) -> np.ndarray:
+    """The retriever's per-label scores (engine: deployments.embedding_retriever) at vote temperature `t`."""
+    w = np.exp((oof.sims - oof.sims[:, :1]) / t)
+    w /= w.sum(1, keepdims=True)
+    out = np.zeros((len(oof.y), len(oof.labels)))
+    np.add.at(out, (np.repeat(np.arange(len(oof.y)), oof.sims.shape[1]), oof.neighbors.ravel()), w.ravel())
+    return out
+
+
+def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: SelectionConfig, *,
+           top_k: int) -> Selection:
+    t_head, t_ngram = temperature(oof.head_logits, oof.y), temperature(oof.ngram_logits, oof.y)
+    p_head, p_ngram = softmax(oof.head_logits / t_head), softmax(oof.ngram_logits / t_ngram)
+    by_weight = {w: _mix(p_head, p_ngram, w) for w in cfg.ngram_weights}
+    accuracy = {w: float(np.mean(p.argmax(1) == oof.y)) for w, p in by_weight.items()}
+    ngram_weight = max(cfg.ngram_weights, key=lambda w: (accuracy[w], -_nll(by_weight[w], oof.y)))
+    classifier = by_weight[ngram_weight]
+    vote_losses = [_nll(np.maximum(votes(oof, t), FLOOR), oof.y) for t in VOTE_TEMPERATURES]
+    t_vote = float(VOTE_TEMPERATURES[int(np.argmin(vote_losses))])
+    retriever = votes(oof, t_vote)
+
+    stages = [_stages(text, c, r, keywords, fusion, oof.labels, top_k) for text, c, r in zip(oof.texts, classifier, retriever)]
+    gold = [oof.labels[i] for i in oof.y]
+    table = []
+    for w_ret in cfg.retriever_weights:
+        for decides in cfg.classifier_decides_at:
+            option = fusion.model_copy(update={"weights": {**fusion.weights, "retriever": w_ret}, "classifier_decides_at": decides})
+            hits = sum(_top(fuse(s, option)) == g for s, g in zip(stages, gold))
+            table.append({"retriever_weight": w_ret, "classifier_decides_at": decides, "top1": hits / len(gold)})
+    default_w = fusion.weights.get("retriever", 0.0)
+    best = max(table, key=lambda o: (o["top1"], o["classifier_decides_at"] is None, -abs(o["retriever_weight"] - default_w)))
+    plain = fusion.model_copy(update={"weights": {**fusion.weights, "retriever": best["retriever_weight"]}, "classifier_decides_at": None})
+    report = {
+        "folds": int(oof.fold.max()) + 1, "rows": len(gold),
+        "classifier_top1": {"head": float(np.mean(p_head.argmax(1) == oof.y)), "ngram": float(np.mean(p_ngram.argmax(1) == oof.y)),
+                            "ensemble_by_ngram_weight": accuracy},
+        "retriever_top1": float(np.mean(retriever.argmax(1) == oof.y)),
+        "fusion_top1": best["top1"], "fusion_options": table,
+        "confident_disagreements": _disagreements(stages, gold, plain),
+    }
+    return Selection(head_temperature=t_head, ngram_temperature=t_ngram, ngram_weight=ngram_weight,
+                     retriever_temperature=t_vote,
+                     fusion={"weights": {**fusion.weights, "retriever": best["retriever_weight"]},
+                             "classifier_decides_at": best["classifier_decides_at"]},
+                     report=report)
+
+
+def _disagreements(stages: list[dict], gold: list[str], plain: FusionConfig) -> list[dict]:
+    """Rows where the weighted sum's top differs from the classifier's: who was right, by the classifier's score."""
+    out = []
+    for s, g in zip(stages, gold):
+        clf = s["classifier"]
+        top = _top(fuse(s, plain))
+        if clf.selected_intent and top != clf.selected_intent:
+            out.append({"classifier_score": round(clf.score, 3), "classifier_right": clf.selected_intent == g, "fusion_right": top == g})
+    bands = []
+    for lo in (0.9, 0.7, 0.5, 0.0):
+        rows = [d for d in out if d["classifier_score"] >= lo and all(d is not b for b in bands)]
+        bands.append({"classifier_score_at_least": lo, "rows": len(rows),
+                      "classifier_right": sum(d["classifier_right"] for d in rows), "fusion_right": sum(d["fusion_right"] for d in rows)})
+        out = [d for d in out if d["classifier_score"] < lo]
+    return bands
+
+
+def _stages(text: str, classifier: np.ndarray, retriever: np.ndarray, keywords: KeywordMatcher, fusion: FusionConfig,
+            labels: Sequence[str], top_k: int) -> dict:
+    """The stages as the router hands them to fusion: top-k candidates each, accepted at the configured scores."""
+    def ranked(p: np.ndarray) -> list[Candidate]:
+        return [Candidate(intent=labels[j], score=float(p[j])) for j in np.argsort(-p)[:top_k] if p[j] > 0]
+
+    return {"keyword": stage_debug(keywords.match(text), fusion.stage_accept["keyword"]),
+            "classifier": stage_debug(ranked(classifier), fusion.stage_accept["classifier"]),
+            "retriever": stage_debug(ranked(retriever), fusion.stage_accept["retriever"])}
+
+
+def _top(result) -> str | None:
+    return result.top.intent if result.top else None
+
+
+def _mix(p_head: np.ndarray, p_ngram: np.ndarray, w: float) -> np.ndarray:
+    return (1 - w) * p_head + w * p_ngram
+
+
+def _nll(p: np.ndarray, y: np.ndarray) -> float:
+    return float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-12, None))))
