@@ -164,6 +164,10 @@ class TunedTop:
         self.layers.eval()
         return self
 
+    def head_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """(weight, bias) of the trained softmax head on the unit-length embedding (the scale folded in)."""
+        return (self.head.weight.detach().numpy() * HEAD_SCALE).astype(np.float64), self.head.bias.detach().numpy().astype(np.float64)
+
     def embed(self, states: list) -> np.ndarray:
         """L2-normalized embeddings of texts whose base states (at `frozen_layers`) are given."""
         torch = self.base.torch

@@ -45,10 +45,10 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
     progress, m = say(pack), settings.models
     texts, labels = [t for t, _ in rows], [i for _, i in rows]
     timings: dict[str, float] = {}
-    encoder, tuned, report, selection = base, None, {}, chosen_before or None
+    encoder, tuned, report, selection, tuned_head = base, None, {}, chosen_before or None, None
     if m.finetune:
         started = time.time()
-        selection, report = _tune(pack, texts, labels, settings, out, base, chosen_before, progress, timings)
+        selection, report, tuned_head = _tune(pack, texts, labels, settings, out, base, chosen_before, progress, timings)
         encoder, tuned = out / layout.TUNED_ENCODER, layout.TUNED_ENCODER
         timings["tune_s"] = round(time.time() - started, 1)
     started = time.time()
@@ -56,6 +56,7 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
     vectors = embedder.encode(texts)
     chosen = selection or {}
     classes = train_classifier(texts, labels, vectors, out, c=m.classifier_c,
+                               head=tuned_head if chosen.get("head", "tuned") == "tuned" else None,
                                head_temperature=chosen.get("head_temperature", 1.0),
                                ngram_temperature=chosen.get("ngram_temperature", 1.0))
     # a head configured to read the text with its own encoder is built on that encoder's vectors
@@ -73,7 +74,7 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
 
 
 def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, out: Path, base_path: Path,
-          chosen_before: dict | None, progress, timings: dict) -> tuple[dict | None, dict]:
+          chosen_before: dict | None, progress, timings: dict) -> tuple[dict | None, dict, tuple]:
     import torch
 
     from models.finetune import Base, Recipe, TunedTop, rows_digest
@@ -101,19 +102,19 @@ def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, o
         oof = out_of_fold(base, texts, y, label_list, states=fold_states, recipe=fold_recipe, folds=cv.folds,
                           c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress)
         chosen = select(oof, KeywordMatcher(pack), settings.fusion, cv, top_k=settings.top_k)
-        selection = {"head_temperature": chosen.head_temperature, "ngram_temperature": chosen.ngram_temperature,
+        selection = {"head": chosen.head, "head_temperature": chosen.head_temperature, "ngram_temperature": chosen.ngram_temperature,
                      "ngram_weight": chosen.ngram_weight, "retriever_temperature": chosen.retriever_temperature,
                      "fusion": chosen.fusion}
         report = chosen.report
         timings["selection_s"] = round(time.time() - started, 1)
-        progress(f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: n-gram weight {chosen.ngram_weight}, "
-                 f"retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
-                 f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier "
-                 f"{report['classifier_top1']['ensemble_by_ngram_weight'][chosen.ngram_weight]:.3f}, fusion {report['fusion_top1']:.3f}")
+        progress(f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: the {chosen.head} head, n-gram weight "
+                 f"{chosen.ngram_weight}, retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
+                 f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier {report['classifier_top1']['chosen']:.3f}, "
+                 f"fusion {report['fusion_top1']:.3f}")
     started = time.time()
     top = TunedTop(base, tune.frozen_layers).fit(states, y, len(label_list), recipe, progress=progress, what="tuning the encoder")
     top.save(out / layout.TUNED_ENCODER, {"rows": len(texts), "rows_sha256": rows_digest(texts, labels),
                                           "base": str(base_path), "recipe": asdict(recipe)})
     timings["final_tune_s"] = round(time.time() - started, 1)
     progress(f"encoder tuned on {len(texts)} rows in {timings['final_tune_s']:.0f} s")
-    return selection, report
+    return selection, report, top.head_weights()

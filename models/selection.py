@@ -36,7 +36,8 @@ class OutOfFold:
     texts: list[str]
     y: np.ndarray
     labels: list[str]
-    head_logits: np.ndarray
+    head_logits: np.ndarray  # the logistic head refit on the fold encoder's vectors
+    tuned_logits: np.ndarray  # the softmax head the fold encoder was tuned through
     ngram_logits: np.ndarray
     sims: np.ndarray         # the nearest other-fold rows' similarities, best first
     neighbors: np.ndarray    # their label indices
@@ -45,6 +46,7 @@ class OutOfFold:
 
 @dataclass(frozen=True)
 class Selection:
+    head: str                # "tuned": the head the encoder was tuned through; "refit": logistic regression on its vectors
     head_temperature: float
     ngram_temperature: float
     ngram_weight: float
@@ -75,7 +77,7 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
         [states[i] for i in rows], ys, len(labels), recipe, progress=progress, what=f"fold {fold + 1}/{folds} encoder"))
     ids = fold_ids(y, folds, recipe.seed)
     n, n_labels = len(texts), len(labels)
-    head, ngram = np.full((n, n_labels), ABSENT), np.full((n, n_labels), ABSENT)
+    head, joint, ngram = (np.full((n, n_labels), ABSENT) for _ in range(3))
     k = max(1, min(neighbors, n - int(np.bincount(ids).max())))
     sims, near = np.zeros((n, k), dtype=np.float32), np.zeros((n, k), dtype=int)
     for fold in range(folds):
@@ -86,6 +88,8 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
         vectors = top.embed(states)
         present = np.unique(y[train])
         remap = np.searchsorted(present, y[train])
+        weight, bias = top.head_weights()
+        joint[np.ix_(held, present)] = (vectors[held] @ weight.T + bias)[:, present]
         if len(present) > 1:
             weight, bias = fit_head(vectors[train], remap, c)
             head[np.ix_(held, present)] = vectors[held] @ weight.T + bias
@@ -96,9 +100,10 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
         order = np.argsort(-s, axis=1)[:, :k]
         sims[held] = np.take_along_axis(s, order, axis=1)
         near[held] = y[train][order]
-        progress(f"fold {fold + 1}/{folds}: out-of-fold classifier top-1 "
-                 f"{np.mean(head[held].argmax(1) == y[held]):.3f} on {len(held)} rows")
-    return OutOfFold(texts=texts, y=y, labels=labels, head_logits=head, ngram_logits=ngram, sims=sims, neighbors=near, fold=ids)
+        progress(f"fold {fold + 1}/{folds}: out-of-fold top-1 of the tuned head {np.mean(joint[held].argmax(1) == y[held]):.3f}, "
+                 f"of the refit one {np.mean(head[held].argmax(1) == y[held]):.3f} on {len(held)} rows")
+    return OutOfFold(texts=texts, y=y, labels=labels, head_logits=head, tuned_logits=joint, ngram_logits=ngram, sims=sims,
+                     neighbors=near, fold=ids)
 
 
 def temperature(logits: np.ndarray, y: np.ndarray) -> float:
@@ -118,12 +123,14 @@ def votes(oof: OutOfFold, t: float) -> np.ndarray:
 
 def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: SelectionConfig, *,
            top_k: int) -> Selection:
-    t_head, t_ngram = temperature(oof.head_logits, oof.y), temperature(oof.ngram_logits, oof.y)
-    p_head, p_ngram = softmax(oof.head_logits / t_head), softmax(oof.ngram_logits / t_ngram)
-    by_weight = {w: _mix(p_head, p_ngram, w) for w in cfg.ngram_weights}
-    accuracy = {w: float(np.mean(p.argmax(1) == oof.y)) for w, p in by_weight.items()}
-    ngram_weight = max(cfg.ngram_weights, key=lambda w: (accuracy[w], -_nll(by_weight[w], oof.y)))
-    classifier = by_weight[ngram_weight]
+    t_ngram = temperature(oof.ngram_logits, oof.y)
+    p_ngram = softmax(oof.ngram_logits / t_ngram)
+    heads = {"tuned": oof.tuned_logits, "refit": oof.head_logits}
+    t_heads = {name: temperature(logits, oof.y) for name, logits in heads.items()}
+    mixed = {(name, w): _mix(softmax(heads[name] / t_heads[name]), p_ngram, w) for name in heads for w in cfg.ngram_weights}
+    accuracy = {key: float(np.mean(p.argmax(1) == oof.y)) for key, p in mixed.items()}
+    head, ngram_weight = max(mixed, key=lambda key: (accuracy[key], -_nll(mixed[key], oof.y)))
+    classifier = mixed[(head, ngram_weight)]
     vote_losses = [_nll(np.maximum(votes(oof, t), FLOOR), oof.y) for t in VOTE_TEMPERATURES]
     t_vote = float(VOTE_TEMPERATURES[int(np.argmin(vote_losses))])
     retriever = votes(oof, t_vote)
@@ -141,13 +148,15 @@ def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: 
     plain = fusion.model_copy(update={"weights": {**fusion.weights, "retriever": best["retriever_weight"]}, "classifier_decides_at": None})
     report = {
         "folds": int(oof.fold.max()) + 1, "rows": len(gold),
-        "classifier_top1": {"head": float(np.mean(p_head.argmax(1) == oof.y)), "ngram": float(np.mean(p_ngram.argmax(1) == oof.y)),
-                            "ensemble_by_ngram_weight": accuracy},
+        "classifier_top1": {"tuned_head": float(np.mean(oof.tuned_logits.argmax(1) == oof.y)),
+                            "refit_head": float(np.mean(oof.head_logits.argmax(1) == oof.y)),
+                            "ngram": float(np.mean(p_ngram.argmax(1) == oof.y)), "chosen": accuracy[(head, ngram_weight)],
+                            "by_head_and_ngram_weight": [{"head": h, "ngram_weight": w, "top1": a} for (h, w), a in accuracy.items()]},
         "retriever_top1": float(np.mean(retriever.argmax(1) == oof.y)),
         "fusion_top1": best["top1"], "fusion_options": table,
         "confident_disagreements": _disagreements(stages, gold, plain),
     }
-    return Selection(head_temperature=t_head, ngram_temperature=t_ngram, ngram_weight=ngram_weight,
+    return Selection(head=head, head_temperature=t_heads[head], ngram_temperature=t_ngram, ngram_weight=ngram_weight,
                      retriever_temperature=t_vote,
                      fusion={"weights": {**fusion.weights, "retriever": best["retriever_weight"]},
                              "classifier_decides_at": best["classifier_decides_at"]},

@@ -56,13 +56,15 @@ def ngram_logits(model: Pipeline, texts: list[str]) -> np.ndarray:
 
 
 def train_classifier(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path, *, c: float,
-                     head_temperature: float = 1.0, ngram_temperature: float = 1.0) -> list[str]:
-    """Multinomial logistic head on embeddings plus a char 1–3-gram TF-IDF model for the ensemble; a temperature
+                     head: tuple[np.ndarray, np.ndarray] | None = None, head_temperature: float = 1.0,
+                     ngram_temperature: float = 1.0) -> list[str]:
+    """A softmax head on embeddings — `head` (the one the encoder was tuned through, over the sorted labels) or a
+    multinomial logistic regression fit here — plus a char 1–3-gram TF-IDF model for the ensemble. A temperature
     (chosen on held-out folds, models/selection.py) is folded into each model's logits, so serving reads calibrated
     probabilities with no extra step."""
     label_list = sorted(set(labels))
     y = np.array([label_list.index(lab) for lab in labels])
-    weight, bias = fit_head(vectors, y, c)
+    weight, bias = head if head is not None else fit_head(vectors, y, c)
     LinearHead(weight / head_temperature, bias / head_temperature, label_list).save(out / CLASSIFIER_HEAD)
     ngram = fit_ngram(texts, y, c)
     lr = ngram.named_steps["lr"]

@@ -7,6 +7,7 @@ import pytest
 
 from deployments.in_process import InProcessModels
 from deployments.nlu import build_nlu
+from models.artifacts import served_settings
 from engine.plugins import InMemoryWorlds, PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
@@ -21,7 +22,7 @@ def engine_for(built) -> tuple[TurnEngine, InMemoryWorlds, InProcessModels]:
     pack, settings = built
     models = InProcessModels(build_nlu(settings))
     worlds = InMemoryWorlds()
-    engine = TurnEngine(pack=pack, settings=settings, models=models, sessions=InMemorySessionStore(600),
+    engine = TurnEngine(pack=pack, settings=served_settings(settings), models=models, sessions=InMemorySessionStore(600),
                         plugins=PluginRegistry(), worlds=worlds)
     return engine, worlds, models
 

@@ -45,6 +45,9 @@ class Recorded:
     def embed(self, states):
         return self.vectors
 
+    def head_weights(self):
+        return np.eye(3, self.vectors.shape[1]), np.zeros(3)
+
 
 def test_no_fold_is_scored_by_models_that_saw_it():
     rng = np.random.default_rng(1)
@@ -79,7 +82,8 @@ def _recipe():
 
 def _oof(head: np.ndarray, y: np.ndarray, neighbors: np.ndarray) -> OutOfFold:
     n = len(y)
-    return OutOfFold(texts=[f"t{i}" for i in range(n)], y=y, labels=LABELS, head_logits=head, ngram_logits=head.copy(),
+    return OutOfFold(texts=[f"t{i}" for i in range(n)], y=y, labels=LABELS, head_logits=head, tuned_logits=head.copy(),
+                     ngram_logits=head.copy(),
                      sims=np.tile(np.linspace(0.9, 0.8, neighbors.shape[1]), (n, 1)), neighbors=neighbors,
                      fold=np.arange(n) % 4)
 
@@ -100,7 +104,7 @@ def test_a_retriever_that_pulls_confident_rows_elsewhere_loses_its_say():
     head[np.arange(n), answered] = 2.0
     neighbors = np.where(np.arange(n)[:, None] % 3 == 0, wrong[:, None], y[:, None]).repeat(5, axis=1)
     chosen = select(_oof(head, y, neighbors), KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5)
-    classifier_alone = chosen.report["classifier_top1"]["ensemble_by_ngram_weight"][chosen.ngram_weight]
+    classifier_alone = chosen.report["classifier_top1"]["chosen"]
     assert classifier_alone == pytest.approx(0.9)
     assert chosen.report["fusion_top1"] >= classifier_alone
     plain = {o["retriever_weight"]: o["top1"] for o in chosen.report["fusion_options"] if o["classifier_decides_at"] is None}
@@ -119,7 +123,7 @@ def test_a_retriever_that_knows_better_keeps_its_weight():
     neighbors = y[:, None].repeat(5, axis=1)
     chosen = select(_oof(head, y, neighbors), KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5)
     assert chosen.fusion["weights"]["retriever"] > 0
-    assert chosen.report["fusion_top1"] == 1.0 > chosen.report["classifier_top1"]["head"]
+    assert chosen.report["fusion_top1"] == 1.0 > chosen.report["classifier_top1"]["chosen"]
 
 
 def test_votes_sum_to_one_over_the_neighbours_labels():
