@@ -17,9 +17,7 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import shutil
-import subprocess
 import tempfile
 import time
 from datetime import datetime
@@ -30,6 +28,7 @@ import httpx
 import jsonschema
 import yaml
 
+from benchmarks.outputs import provenance, write
 from benchmarks.stats import distribution
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -276,16 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         "model": "google/gemma-3-270m (base model, packaged GGUF converted to bf16)", "endpoint": levels, "plans": quality,
         "slo_ms": slo_ms, "llm_turn_ms": settings.budgets.turn_ms.get("llm", 0.0),
         "llm_settings": settings.llm.model_dump(),
-        "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m": round(os.getloadavg()[0], 2)},
-        "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **provenance(),
         "settings": {"levels": args.levels, "requests": args.requests, "prompt_text": PROMPT_TEXT},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "planner.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    (args.out / "planner.md").write_text(markdown(result), encoding="utf-8")
-    figure(result, args.out)
-    print(markdown(result))
+    print(write(args.out, "planner", result, markdown, figure))
     return 0
 
 
