@@ -15,6 +15,8 @@ const $ = (id) => document.getElementById(id);
 const log = $("log");
 const pending = []; // entries waiting for their events, oldest first
 const lost = []; // entries whose connection dropped before their answer
+const RETRIES = 3;
+let retrying = 0; // entries waiting to be sent again after a retryable refusal
 const cards = new Map();
 let turnCount = 0;
 let selected = null;
@@ -116,6 +118,20 @@ function render(event) {
   return parts;
 }
 
+// A retryable refusal (overloaded, starting, the store unavailable): nothing ran, so the same frame, with its same
+// idempotency key, goes again after the pause the server asked for.
+function retry(entry, p) {
+  entry.retries = (entry.retries || 0) + 1;
+  entry.append(h("p", { class: "note error" }, h("code", { text: p.code }),
+    ` ${p.message} — sent again in ${p.retry_after_s} s (${entry.retries}/${RETRIES})`));
+  retrying += 1;
+  setTimeout(() => {
+    retrying -= 1;
+    if (conn.send(entry.frame.type, entry.frame.payload)) waiting(entry);
+    else lost.push(entry);
+  }, p.retry_after_s * 1000);
+}
+
 function onEvent(event) {
   if (event.type === "transport.pong") return;
   if (event.type === "transport.snapshot") return snapshot(event.payload);
@@ -127,6 +143,11 @@ function onEvent(event) {
   if (entry.classList.contains("waiting")) {
     for (const note of entry.querySelectorAll(":scope > p.hint")) if (note.textContent === "…") note.remove();
     entry.classList.remove("waiting");
+  }
+  const p = event.payload || {};
+  if (p.retry_after_s && entry.frame && pending[0] === entry && (entry.retries || 0) < RETRIES) {
+    pending.shift();
+    return retry(entry, p);
   }
   entry.dataset.events = `${entry.dataset.events ? `${entry.dataset.events} ` : ""}${event.type}`;
   entry.append(...render(event));
@@ -273,7 +294,7 @@ function start() {
   fetch("/health").then((r) => r.json()).then((b) => { $("pack").textContent = b.pack ? `(pack ${b.pack}${b.status === "ok" ? "" : `, ${b.status}`})` : ""; })
     .catch(() => {});
   connect();
-  window.batonDemo = { conn, pending, shown: () => shown };
+  window.batonDemo = { conn, busy: () => pending.length + retrying, shown: () => shown };
 }
 
 start();

@@ -20,7 +20,7 @@ function flags(stage) {
 
 function stageTable(stages) {
   const names = Object.keys(stages);
-  if (!names.length) return h("p", { class: "hint", text: "No stage ran (a replayed or transport event)." });
+  if (!names.length) return h("p", { class: "hint", text: "No routing stage ran in this turn (an answer that filled a slot, or a replay)." });
   return h("div", { class: "scroll" }, h("table", { class: "stages" },
     h("thead", {}, h("tr", {}, ["stage", "accepted", "top candidates", "latency", ""].map((t) => h("th", { scope: "col", text: t })))),
     h("tbody", {}, names.map((name) => {
