@@ -37,7 +37,8 @@ from store import write_gate
 from store.database import Database
 
 ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
-TOKEN_FREE = {("/health", "get"), ("/api/v1/auth/register", "post"), ("/api/v1/auth/login", "post")}
+TOKEN_FREE = {("/health", "get"), ("/api/v1/auth/register", "post"), ("/api/v1/auth/login", "post"),
+              ("/api/v1/metrics/summary", "get")}
 LOCAL_MODE = {("/api/v1/agent/chat", "post"), ("/api/v1/agent/fill-slots", "post"), ("/api/v1/agent/chat-stream", "post"),
               ("/api/v1/media/upload", "post")}
 MEDIA_READ = ("/api/v1/media/{kind}/{file_name}", "get")
