@@ -1,13 +1,12 @@
-// The page: the conversation on the left, the selected turn's waterfall, routing and workflow on the right.
+// The page: the conversation on the left, the selected turn's details on the right (details.js).
 // Frames on one connection are answered in order, so each event belongs to the oldest frame still waiting.
 import { clarificationCard, confirmationCard, pendingQuestionCard, selectionCard } from "./cards.js";
-import { drawRouting, drawWorkflow } from "./debug.js";
-import { h, ms, replace, uuid } from "./dom.js";
+import { shownTurn, turnFooter } from "./details.js";
+import { h, uuid } from "./dom.js";
 import { startLive } from "./live.js";
 import { Recorder, upload } from "./media.js";
 import { shownIn } from "./resend.js";
 import { Connection } from "./socket.js";
-import { drawWaterfall } from "./waterfall.js";
 
 const ENDS_TURN = new Set(["dialogue.clarification", "selection.required", "write.confirmation_required", "write.applied",
   "execution.result", "dialogue.error", "execution.error"]);
@@ -18,9 +17,6 @@ const lost = []; // entries whose connection dropped before their answer
 const RETRIES = 3;
 let retrying = 0; // entries waiting to be sent again after a retryable refusal
 const cards = new Map();
-let turnCount = 0;
-let selected = null;
-let shown = null;
 
 function scrollDown() {
   log.lastElementChild?.scrollIntoView({ block: "end" });
@@ -44,33 +40,6 @@ function send(type, payload, said, kind) {
   waiting(entry);
   scrollDown();
   return true;
-}
-
-function showTurn(turn, name, button) {
-  selected?.setAttribute("aria-pressed", "false");
-  selected = button;
-  shown = turn;
-  button?.setAttribute("aria-pressed", "true");
-  $("turn-name").textContent = `— ${name}`;
-  replace($("turn-head"), h("span", { class: `status s-${turn.status}`, "data-status": turn.status, text: turn.status }), " ",
-    h("span", { text: turn.reply }));
-  replace($("waterfall"), drawWaterfall(turn.timings, $("waterfall").clientWidth));
-  replace($("routing"), ...drawRouting(turn.routing_debug));
-  replace($("workflow"), ...drawWorkflow(turn.workflow));
-}
-
-function turnFooter(turn, type) {
-  turnCount += 1;
-  const name = `#${turnCount} ${type}`;
-  const t = turn.timings;
-  const button = h("button", { type: "button", class: "link", "aria-pressed": "false", text: "details",
-                               "aria-label": `Show the details of turn ${turnCount}`, onclick: () => showTurn(turn, name, button) });
-  const footer = h("p", { class: "turn-meta" },
-    h("span", { class: `status s-${turn.status}`, "data-status": turn.status, text: turn.status }),
-    ` ${ms(t.total_ms)} / ${ms(t.budget_ms)}`,
-    t.degraded.length ? h("span", { class: "badge bad", text: `degraded: ${t.degraded.join(", ")}` }) : null, " ", button);
-  showTurn(turn, name, button);
-  return footer;
 }
 
 function card(event) {
@@ -276,13 +245,6 @@ function setupMedia() {
   });
 }
 
-// the waterfall is drawn to its container's width: draw it again when that changes
-let resizing = null;
-window.addEventListener("resize", () => {
-  clearTimeout(resizing);
-  resizing = setTimeout(() => { if (shown) replace($("waterfall"), drawWaterfall(shown.timings, $("waterfall").clientWidth)); }, 150);
-});
-
 function start() {
   const params = new URLSearchParams(location.search);
   $("user-id").value = params.get("user_id") || localStorage.getItem("baton.user_id") || `demo-${uuid().slice(0, 8)}`;
@@ -294,7 +256,7 @@ function start() {
   fetch("/health").then((r) => r.json()).then((b) => { $("pack").textContent = b.pack ? `(pack ${b.pack}${b.status === "ok" ? "" : `, ${b.status}`})` : ""; })
     .catch(() => {});
   connect();
-  window.batonDemo = { conn, busy: () => pending.length + retrying, shown: () => shown };
+  window.batonDemo = { conn, busy: () => pending.length + retrying, shown: shownTurn };
 }
 
 start();
