@@ -130,7 +130,7 @@ function onEvent(event) {
 function snapshot(s) {
   const block = h("li", { class: "msg snapshot", "data-found": String(s.found_last_seen) },
     h("p", { class: "card-title", text: `Snapshot: ${s.messages.length} message(s) ${s.found_last_seen ? "after the last one seen" : "(the most recent)"}` }),
-    s.messages.length ? h("ol", { class: "snapshot-messages" }, s.messages.map((m) => h("li", { "data-kind": m.metadata.message_kind },
+    s.messages.length ? h("ol", { class: "snapshot-messages" }, s.messages.map((m) => h("li", { "data-kind": m.metadata.message_kind, "data-id": m.id },
       h("span", { class: "hint", text: `${m.role} · ${m.metadata.message_kind}: ` }), m.raw_content))) : null);
   const last = s.last_event;
   if (last && ENDS_TURN.has(last.type)) {
