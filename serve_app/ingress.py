@@ -32,7 +32,7 @@ from serve_app.handle_client import FusedHandleModels, SplitHandleModels
 from serve_app.http_api import Serving, create_api
 from serve_app.llm_client import HandleLanguageModel
 from serve_app.media_client import HandleMedia
-from serve_app.metrics import LlmMetrics, TurnMetrics
+from serve_app.metrics import MULTIPROC_ENV, LlmMetrics, TurnMetrics
 from serve_app.readiness import AppReadiness
 from serve_app.rest_api import Persistence
 from serve_app.stored_chat import StoredChat
@@ -78,7 +78,8 @@ class Orchestrator:
         )
         db = await Database.open(dsn, settings.store)  # applies pending migrations under an advisory lock
         auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
-        self.serving = Serving(engine=engine, admission=Admission(settings.serving.admission), metrics=TurnMetrics(),
+        self.serving = Serving(engine=engine, admission=Admission(settings.serving.admission),
+                               metrics=TurnMetrics(multiproc_dir=os.environ.get(MULTIPROC_ENV)),
                                retry_after_s=settings.serving.retry_after_s,
                                persistence=Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings),
                                uploads=MediaUploads(store=build_store(settings), cfg=settings.media),

@@ -40,7 +40,7 @@ from store.database import Database
 ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
 # the OpenAI-compatible routes: a client's api_key is not a Baton account (local mode)
 TOKEN_FREE = {("/health", "get"), ("/api/v1/auth/register", "post"), ("/api/v1/auth/login", "post"),
-              ("/v1/models", "get"), ("/v1/chat/completions", "post")}
+              ("/api/v1/metrics/summary", "get"), ("/v1/models", "get"), ("/v1/chat/completions", "post")}
 LOCAL_MODE = {("/api/v1/agent/chat", "post"), ("/api/v1/agent/fill-slots", "post"), ("/api/v1/agent/chat-stream", "post"),
               ("/api/v1/media/upload", "post")}
 MEDIA_READ = ("/api/v1/media/{kind}/{file_name}", "get")
