@@ -63,7 +63,9 @@ function render(event) {
         p.reply ? ` — ${p.reply}` : ""));
       break;
     case "execution.processing":
-      parts.push(h("p", { class: "step-line", text: `${p.target_agent_name}: ${p.stage.replace("_", " ")}…` }));
+      parts.push(h("p", { class: "step-line", text: p.stage === "planning"
+        ? `planning with the LLM… (the turn's budget is now ${p.budget_ms} ms)`
+        : `${p.target_agent_name}: ${p.stage.replace("_", " ")}…` }));
       break;
     case "selection.required":
       parts.push(h("p", { class: "reply", text: p.question_text }));
