@@ -142,13 +142,27 @@ def judge_llm(raw: str, schema: dict, case: dict, clauses: list[dict], pack, set
     return out
 
 
+async def chat(client: httpx.AsyncClient, body: dict, *, attempts: int = 3) -> dict:
+    """A chat turn as a client sends it: a shed 503 is sent again after its Retry-After."""
+    for _ in range(attempts):
+        answer = await client.post("/api/v1/agent/chat", json=body)
+        if answer.status_code != 503 or "retry-after" not in answer.headers:
+            break
+        await asyncio.sleep(float(answer.headers["retry-after"]))
+    return answer.json()
+
+
 async def plans(url: str, pack_name: str) -> dict:
     planner, capture, pack, settings = planner_for(pack_name)
     cases = yaml.safe_load(CASES.read_text(encoding="utf-8"))
     rows = []
     async with httpx.AsyncClient(base_url=url, timeout=120.0) as client:
         for n, case in enumerate(cases):
-            turn = (await client.post("/api/v1/agent/chat", json={"user_id": f"plan-{n}", "text": case["text"]})).json()
+            turn = await chat(client, {"user_id": f"plan-{n}", "text": case["text"]})
+            if "timings" not in turn:  # refused even after its retries: counted, not planned
+                rows.append({"text": case["text"], "expected": case["steps"], "refused": turn.get("error"), "served": None,
+                             "llm": None})
+                continue
             debug = (turn.get("routing_debug") or {}).get("planner") or {}
             wf = turn.get("workflow") or {}
             served = {"accepted_by": debug.get("accepted_by"), "steps": [s["intent_id"] for s in wf.get("steps", [])],
@@ -163,11 +177,14 @@ async def plans(url: str, pack_name: str) -> dict:
             judged = judge_llm(raw, body["response_format"]["json_schema"]["schema"], case, debug.get("clauses", []), pack, settings)
             rows.append({"text": case["text"], "expected": case["steps"], "served": served,
                          "llm": {**judged, "ms": round(llm_ms, 1), "tokens": answer["usage"]["completion_tokens"]}})
+    refused = [r for r in rows if r["served"] is None]
+    rows = [r for r in rows if r["served"] is not None]
+
     def share(flags) -> float:
         return round(sum(bool(f) for f in flags) / len(rows), 3)
 
     local = [r["served"]["accepted_by"] not in (None, "llm") for r in rows]
-    return {"cases": len(rows), "rows": rows,
+    return {"cases": len(rows), "rows": rows, "refused": refused,
             "local": {"accepted": share(local), "correct": share(r["served"]["correct"] and ok for r, ok in zip(rows, local))},
             "served_llm": {"escalated": share(r["served"]["escalated"] for r in rows),
                            "outcomes": {o: sum(r["served"]["llm"] == o for r in rows) for o in ("accepted", "rejected", "timed_out", "error")},
