@@ -127,6 +127,8 @@ class ServingConfig(Section):
     admission: AdmissionConfig
     retry_after_s: int = Field(gt=0, description="Retry-After sent with a shed turn.")
     metrics_port: int = Field(ge=0, description="Prometheus exposition port of the orchestrator replica; 0 disables it.")
+    metrics_host: str = Field(default="127.0.0.1", min_length=1,
+                              description="Address the Prometheus listener binds (0.0.0.0 where a scraper reaches the node).")
     http_ingress: Literal["haproxy", "proxy"] = Field(
         description="haproxy: Ray Serve's high-throughput mode (HAProxy in front of replicas serving HTTP themselves); "
                     "proxy: Serve's Python HTTP proxy.")
@@ -173,6 +175,15 @@ class AuthConfig(Section):
     token_ttl_s: int = Field(gt=0, description="Lifetime of an access token.")
     secret_env: str = Field(description="Env var holding the token signing secret; unset = one generated under the state dir.")
     algorithm: str = "HS256"
+    require_token: bool = Field(
+        default=False,
+        description="true: the token-less local mode is off; chat, uploads, media reads and the WebSocket need a bearer token "
+                    "(false: a request without one acts as the local user it names).")
+    generate_secret: bool = Field(
+        default=True,
+        description="false: the secret must come from secret_env, so every replica on every node signs with the same one "
+                    "(a cluster); true: without it one is generated once under the state dir (one machine).")
+    min_secret_chars: int = Field(default=32, ge=16, description="A shorter signing secret refuses to start.")
 
 
 class Budgets(Section):
