@@ -90,8 +90,9 @@ class HeadConfig(Section):
 
 class ModelsConfig(Section):
     encoder: str = Field(default="", description="HF / sentence-transformers path; empty = the bootstrapped e5-small under the state dir.")
-    encoder_runtime: Literal["torch", "onnx"] = Field(description="onnx: onnxruntime on the CPU (export made once); torch: any device.")
-    device: str = Field(default="cpu", description="Device of the encoder and the text-input heads (cpu, cuda, cuda:1...).")
+    encoder_runtime: Literal["torch", "onnx"] = Field(description="onnx: onnxruntime (export made once; cuda needs onnxruntime-gpu); torch: any device.")
+    device: str = Field(default="cpu", pattern=r"^(cpu|cuda(:[0-9]+)?)$",
+                        description="Device of the encoder and the text-input heads (cpu, cuda, cuda:1...).")
     heads: dict[str, HeadConfig] = Field(default_factory=dict, description="Per head (classifier, detector, retriever): its input.")
     ngram_weight: float = Field(ge=0, le=1, description="Share of the char n-gram model in the classifier ensemble.")
     classifier_c: float = Field(gt=0, description="Inverse L2 strength of both classifier heads.")
