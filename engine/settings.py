@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -287,11 +287,14 @@ class Settings(Section):
         return self.state_dir / "packs" / (pack or self.pack) / "models"
 
 
-def load_settings(config_dir: Path, env: Mapping[str, str] | None = None) -> Settings:
-    """Read both YAML files under `config_dir`; `BATON_PACK`, `BATON_STATE_DIR` and `BATON_METRICS_PORT` in `env` override."""
+def load_settings(config_dir: Path, env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> Settings:
+    """Read both YAML files under `config_dir`; `overrides` (a Serve config's `args.overrides`: one deployment's devices,
+    model paths, auth posture) are merged over them key by key, `budgets` included; then `BATON_PACK`,
+    `BATON_STATE_DIR` and `BATON_METRICS_PORT` in `env` override."""
     env = env or {}
     raw = yaml.safe_load((config_dir / "baton.yaml").read_text(encoding="utf-8"))
     raw["budgets"] = yaml.safe_load((config_dir / "budgets.yaml").read_text(encoding="utf-8"))
+    raw = merged(raw, overrides or {})
     raw["config_dir"] = config_dir
     if env.get("BATON_PACK"):
         raw["pack"] = env["BATON_PACK"]
@@ -299,3 +302,11 @@ def load_settings(config_dir: Path, env: Mapping[str, str] | None = None) -> Set
     if env.get("BATON_METRICS_PORT"):
         raw["serving"]["metrics_port"] = int(env["BATON_METRICS_PORT"])
     return Settings(**raw)
+
+
+def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `over` laid on top: mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
+    return out

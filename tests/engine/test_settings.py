@@ -63,3 +63,21 @@ def test_admission_bounds_a_turn_by_the_model_budgets_it_queues_under():
     assert budgets.admission_ms("text") == min(budgets.turn_ms["text"], stages["encoder"]) < budgets.turn_ms["text"]
     assert budgets.admission_ms("voice_asr") == min(budgets.turn_ms["voice_asr"], stages["asr"] + stages["encoder"])
     assert budgets.admission_ms("image_ocr") == min(budgets.turn_ms["image_ocr"], stages["ocr"] + stages["encoder"])
+
+
+def test_overrides_merge_key_by_key_over_both_files_and_are_validated_like_them():
+    shipped = base_settings()
+    over = load_settings(CONFIG_DIR, {"BATON_PACK": "timeflow"},
+                         {"models": {"device": "cuda:1", "heads": {"classifier": {"input": "text", "checkpoint": "/m/bert"}}},
+                          "auth": {"require_token": True}, "budgets": {"stages_ms": {"ocr": 2000}, "turn_ms": {"image_ocr": 2600}},
+                          "pack": "cockpit"})
+    assert over.models.device == "cuda:1" and over.models.head("classifier").checkpoint == "/m/bert"
+    assert over.models.head("detector") == shipped.models.head("detector")  # siblings of an overridden key stay
+    assert over.models.encoder_runtime == shipped.models.encoder_runtime and over.auth.token_ttl_s == shipped.auth.token_ttl_s
+    assert over.auth.require_token and over.budgets.stages_ms["ocr"] == 2000
+    assert over.budgets.stages_ms["asr"] == shipped.budgets.stages_ms["asr"]
+    assert over.pack == "timeflow"  # the environment still has the last word
+    with pytest.raises(ValidationError, match="no_such_key"):
+        load_settings(CONFIG_DIR, {}, {"auth": {"no_such_key": 1}})
+    with pytest.raises(ValidationError, match="device"):
+        load_settings(CONFIG_DIR, {}, {"models": {"device": "gpu"}})
