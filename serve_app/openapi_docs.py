@@ -83,7 +83,7 @@ def install(api: FastAPI) -> None:
         _write_request_rules(schema["components"]["schemas"])
         serving = getattr(api.state, "serving", None)
         if serving is not None:
-            _live_limits(schema["components"]["schemas"], serving)
+            _live_limits(schema, serving)
             if serving.persistence is not None:
                 api.openapi_schema = schema
         return schema
@@ -152,8 +152,11 @@ def _nul_free(schema: Any) -> Any:
     return schema
 
 
-def _live_limits(components: dict[str, Any], serving: Any) -> None:
+def _live_limits(schema: dict[str, Any], serving: Any) -> None:
+    components = schema["components"]["schemas"]
     settings = getattr(serving.persistence, "settings", None)
+    if settings is not None and settings.auth.require_token:
+        _tokens_required(schema)
     if settings is not None:
         for name in ("ChatRequest", "FillSlotsRequest"):
             for branch in components[name]["properties"]["text"]["anyOf"]:
@@ -166,3 +169,14 @@ def _live_limits(components: dict[str, Any], serving: Any) -> None:
             if "pattern" in source_url:
                 kind = "audio" if branch["properties"]["modality"]["const"] == "voice_asr" else "image"
                 source_url["pattern"] = source_url_pattern(kind, public_base_url)
+
+
+def _tokens_required(schema: dict[str, Any]) -> None:
+    # auth.require_token: no local mode, so a route that took a token or a named local user takes the token only
+    for operation in (op for path in schema["paths"].values() for op in path.values()):
+        if len(operation.get("security", [])) > 1:
+            operation["security"] = [{BEARER.scheme_name: []}]
+    schemes = schema["components"]["securitySchemes"]
+    schemes[BEARER.scheme_name]["description"] = schemes[BEARER.scheme_name]["description"].replace(" " + LOCAL_MODE, "")
+    for local in ("localUserId", "localUserHeader"):
+        schemes.pop(local, None)

@@ -130,3 +130,14 @@ def test_in_the_local_mode_a_claimed_uuid_is_not_that_account(local):
         while not events or events[-1]["type"] not in ("dialogue.error", "execution.error", "dialogue.decision"):
             events.append(json.loads(connection.recv(timeout=20)))
     assert events[-1]["type"] == "dialogue.error" and events[-1]["payload"]["code"] == "media_forbidden", events
+
+
+def test_the_document_of_a_strict_deployment_has_no_local_mode(strict, local):
+    strict_doc, local_doc = (httpx.get(f"{url}/openapi.json").json() for url in (strict, local))
+    chat = ("/api/v1/agent/chat", "post")
+    media = ("/api/v1/media/{kind}/{file_name}", "get")
+    assert local_doc["paths"][chat[0]][chat[1]]["security"] == [{"bearerAuth": []}, {}]
+    for path, method in (chat, media, ("/api/v1/media/upload", "post")):
+        assert strict_doc["paths"][path][method]["security"] == [{"bearerAuth": []}], path
+    assert set(strict_doc["components"]["securitySchemes"]) == {"bearerAuth"}
+    assert "Local mode" not in strict_doc["components"]["securitySchemes"]["bearerAuth"]["description"]
