@@ -1,19 +1,24 @@
 """`python -m serve_app.deploy kuberay --config config/serve_gpu.yaml`: render the KubeRay RayService of a Serve config.
 
-Writes deploy/kuberay/rayservice.yaml (or `--out`, `-` for stdout) from the Serve config and the cluster spec
-(deploy/kuberay/cluster.yaml); `--check` writes nothing and fails when the committed file differs from a fresh
-render. `kubectl apply -f deploy/kuberay/rayservice.yaml` deploys it beside its Secret (README, "KubeRay").
+`kuberay` writes deploy/kuberay/rayservice.yaml (or `--out`, `-` for stdout) from the Serve config and the cluster
+spec (deploy/kuberay/cluster.yaml); `--check` writes nothing and fails when the committed file differs from a fresh
+render. `kubectl apply -f deploy/kuberay/rayservice.yaml` deploys it beside its Secret. `env` prints, as `export`
+lines, Ray Serve's switches a config needs in the environment of every `ray start` of a cluster of your own
+(no secret among them). README, "Laptop → multi-node → KubeRay".
 """
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 import yaml
 
+from serve_app.app_args import AppArgs
 from serve_app.kuberay import KUBERAY_VERSION, ClusterSpec, render
 from serve_app.launcher import load_serve_config
+from serve_app.node_env import serve_switches
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / "deploy" / "kuberay" / "cluster.yaml"
@@ -43,8 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     kuberay.add_argument("--cluster", type=Path, default=CLUSTER, help="the cluster spec (image, Secret, pod groups)")
     kuberay.add_argument("--out", default=str(OUT), help="where to write the manifest; - for stdout")
     kuberay.add_argument("--check", action="store_true", help="compare with --out instead of writing it")
+    env = targets.add_parser("env", help="the Serve switches every node's environment needs, as export lines")
+    env.add_argument("--config", type=Path, default=ROOT / "config" / "serve_multinode.yaml", help="the Serve config")
     args = parser.parse_args(argv)
 
+    if args.target == "env":
+        settings = AppArgs.model_validate(load_serve_config(args.config, {})["applications"][0]["args"]).settings()
+        for name, value in serve_switches(settings).items():
+            print(f"export {name}={shlex.quote(value)}")
+        return 0
     try:
         text = rayservice(args.config, args.cluster)
     except (ValueError, OSError) as exc:

@@ -121,3 +121,11 @@ def test_a_cluster_spec_without_the_secrets_replicas_need_is_refused():
     del raw["secret"]["keys"]["BATON_AUTH_SECRET"]
     with pytest.raises(ValidationError, match="BATON_AUTH_SECRET"):
         ClusterSpec.model_validate(raw)
+
+
+def test_env_prints_the_switches_a_ray_start_node_needs_and_no_secret(capsys, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://baton:pg-s3cret@db/baton")
+    assert main(["env", "--config", str(ROOT / "config" / "serve_multinode.yaml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "export RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=serve_app.proxy_envelope:proxy_middlewares" in lines
+    assert "export RAY_SERVE_ENABLE_HA_PROXY=1" in lines and not any("s3cret" in line or "DATABASE_URL" in line for line in lines)
