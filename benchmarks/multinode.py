@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = [text for text, intent in pack.train_rows() if not intent.startswith("__")]
     random.Random(7).shuffle(texts)
     cluster = LocalCluster(config, env, node_death_after_s=args.node_death_s)
+    load_at_start = round(os.getloadavg()[0], 2)
     started = time.perf_counter()
     try:
         cluster.start()
@@ -204,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                      "cpus_per_node": cluster.cpus_per_node, "quick": args.quick},
         "startup_s": round(ready_s, 1),
         "budget_ms": settings.budgets.turn_ms["text"],
-        "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m": round(os.getloadavg()[0], 2)},
+        "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m_start": load_at_start,
+                    "loadavg_1m": round(os.getloadavg()[0], 2)},
         "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

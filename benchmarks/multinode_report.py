@@ -48,7 +48,9 @@ def markdown(result: dict) -> str:
     total = phases["total"]
     lines = [f"# {result['benchmark']}", "",
              f"`python -m benchmarks.multinode` — {result['config']}, commit {result['git_commit'][:7]}, "
-             f"{result['measured_at']}, {result['machine']['cores']} cores, load average {result['machine']['loadavg_1m']} at the end.", "",
+             f"{result['measured_at']}, {result['machine']['cores']} cores, 1-minute load average "
+             f"{result['machine'].get('loadavg_1m_start', '?')} at the start and {result['machine']['loadavg_1m']} at the end "
+             f"(other work shares this machine).", "",
              "## Figures", "",
              "| | replica killed | worker node lost |", "|---|---|---|"]
     by = {f["phase"]: f for f in faults}
@@ -102,7 +104,7 @@ def figure(result: dict, samples: list[tuple[str, Sample]], out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(11, 4.5))
+    fig, ax = plt.subplots(figsize=(12.5, 4.5))
     for kind, color in COLORS.items():
         mine = [s for _, s in samples if outcome(s) == kind]
         if mine:
@@ -118,7 +120,7 @@ def figure(result: dict, samples: list[tuple[str, Sample]], out: Path) -> Path:
     ax.set_xlabel("time since the load started (s); grey: from the fault to full health")
     ax.set_ylabel("client wall time (ms)")
     ax.set_title("Turns through a killed model replica and a lost worker node (head + 2 workers)")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     path = out / "multinode.png"
     fig.tight_layout()
     fig.savefig(path, dpi=110)
