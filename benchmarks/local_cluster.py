@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from deployments.faults import FAULTS_FILE_ENV
 from serve_app import launcher
 from serve_app.app_args import INGRESS
 from serve_app.metrics import MULTIPROC_ENV
 
 HEAD = "head"
+# Ray gives a starting raylet 30 s (a fixed number) to register; a machine starved by other work can miss that
+STARTS = 3
 
 
 @dataclass
@@ -54,6 +58,22 @@ class LocalCluster:
     def start(self) -> None:
         import ray
         from ray import serve
+
+        for attempt in range(1, STARTS + 1):
+            try:
+                self._start_nodes()
+                break
+            except Exception as exc:  # Ray raises a bare Exception when a raylet misses its window
+                if "timed out during startup" not in str(exc) or attempt == STARTS:
+                    raise
+                print(f"a Ray node missed its start-up window ({exc}); starting the cluster again", flush=True)
+                self._discard_nodes()
+        ray.init(address=self.cluster.address, log_to_driver=False)
+        serve.start(http_options=self.config.get("http_options"), proxy_location=self.config.get("proxy_location"),
+                    logging_config=self.config.get("logging_config"))
+        launcher.start(self.config, self.env)  # Ray is up: this deploys the config's apps, nothing else
+
+    def _start_nodes(self) -> None:
         from ray.cluster_utils import Cluster
 
         # a Ray temp folder of our own (short: Unix socket paths live under it); Cluster writes its address there
@@ -75,10 +95,20 @@ class LocalCluster:
         for i in range(1, self.workers + 1):
             self.nodes[f"worker-{i}"] = self.cluster.add_node(num_cpus=self.cpus_per_node, labels=worker_labels,
                                                                object_store_memory=100 * 1024 * 1024)
-        ray.init(address=self.cluster.address, log_to_driver=False)
-        serve.start(http_options=self.config.get("http_options"), proxy_location=self.config.get("proxy_location"),
-                    logging_config=self.config.get("logging_config"))
-        launcher.start(self.config, self.env)  # Ray is up: this deploys the config's apps, nothing else
+
+    def _discard_nodes(self) -> None:
+        """After a failed start: every process of this cluster, including a node that never registered (they all
+        name this cluster's own temp folder), stopped by its PID."""
+        if self.cluster is not None:
+            self.cluster.shutdown()
+        for process in psutil.process_iter(["cmdline"]):
+            if process.pid != os.getpid() and any(str(self._tmp) in arg for arg in process.info["cmdline"] or ()):
+                try:
+                    process.kill()
+                except psutil.Error:
+                    pass
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        self.cluster, self.nodes = None, {}
 
     def replicas(self) -> list[Replica]:
         """Every replica of the app with the node it runs on, as Serve's controller reports it."""
