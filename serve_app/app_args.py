@@ -40,6 +40,10 @@ class AppArgs(BaseModel):
         default_factory=dict,
         description="planner serve_llm: the ray.serve.llm LLMConfig (model_loading_config, accelerator_type, "
                     "engine_kwargs, deployment_config, ...).")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Settings merged over baton.yaml / budgets.yaml for this deployment (e.g. models.device, asr.model_path, "
+                    "auth.require_token): what a cluster changes, kept in its Serve config.")
     deployment_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Per deployment name, serve.deployment options; the launcher fills it from the Serve config's "
@@ -56,4 +60,4 @@ class AppArgs(BaseModel):
         # the replica's own environment carries BATON_METRICS_PORT
         env = {**{k: v for k, v in os.environ.items() if k == "BATON_METRICS_PORT"},
                "BATON_STATE_DIR": self.state_dir, **({"BATON_PACK": self.pack} if self.pack else {})}
-        return load_settings(Path(self.config_dir).resolve(), env)
+        return load_settings(Path(self.config_dir).resolve(), env, self.overrides)

@@ -86,7 +86,7 @@ class Orchestrator:
                                llm=llm, llm_planner=llm_planner, llm_metrics=llm_metrics)
         self.serving.conversation = build_conversation(self.serving)
         if settings.serving.metrics_port:
-            self.serving.metrics.serve(settings.serving.metrics_port)
+            self.serving.metrics.serve(settings.serving.metrics_port, host=settings.serving.metrics_host)
         context = serve.get_replica_context()
         self._replica = context.replica_id.unique_id
         deployments = [d for d in app_args.deployment_names() if d != context.deployment]

@@ -101,15 +101,15 @@ class TurnMetrics:
         for stage in response.timings.degraded:
             self.degraded.labels(stage).inc()
 
-    def serve(self, port: int, *, retry_s: float = BIND_RETRY_S) -> None:
-        """Expose /metrics on loopback. Only one replica can hold the port: the others keep trying in the
-        background, so one of them takes over when the holder goes away."""
+    def serve(self, port: int, *, host: str = "127.0.0.1", retry_s: float = BIND_RETRY_S) -> None:
+        """Expose /metrics on `host` (serving.metrics_host). Only one replica of a node can hold the port: the others
+        keep trying in the background, so one of them takes over when the holder goes away."""
         registry = self.exposed()
 
         def bind() -> None:
             while True:
                 try:
-                    start_http_server(port, addr="127.0.0.1", registry=registry)
+                    start_http_server(port, addr=host, registry=registry)
                     return
                 except OSError:
                     time.sleep(retry_s)
