@@ -19,7 +19,6 @@ from typing import Any
 
 import psutil
 
-from deployments.faults import FAULTS_FILE_ENV
 from serve_app import launcher
 from serve_app.app_args import INGRESS
 from serve_app.metrics import MULTIPROC_ENV
@@ -50,6 +49,7 @@ class LocalCluster:
     cluster: Any = None
     nodes: dict[str, Any] = field(default_factory=dict)   # role -> ray._private.node.Node
     _tmp: Path | None = None
+    _saved_env: dict[str, str] | None = None   # this process's environment before start() changed it
 
     @property
     def port(self) -> int:
@@ -78,6 +78,8 @@ class LocalCluster:
 
         # a Ray temp folder of our own (short: Unix socket paths live under it); Cluster writes its address there
         self._tmp = Path(tempfile.mkdtemp(prefix="baton-mn-", dir="/tmp"))
+        if self._saved_env is None:
+            self._saved_env = dict(os.environ)
         os.environ["RAY_TMPDIR"] = str(self._tmp)
         variables = launcher.replica_environment(self.config, self.env)
         shutil.rmtree(variables[MULTIPROC_ENV], ignore_errors=True)
@@ -143,8 +145,10 @@ class LocalCluster:
                 ray.shutdown()
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
-            for name in ("RAY_TMPDIR", FAULTS_FILE_ENV):
-                os.environ.pop(name, None)
+            if self._saved_env is not None:  # the nodes' variables (secrets, metrics port) leave this process too
+                os.environ.clear()
+                os.environ.update(self._saved_env)
+                self._saved_env = None
 
 
 def role_labels(config: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:

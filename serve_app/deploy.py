@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.target == "env":
-        settings = AppArgs.model_validate(load_serve_config(args.config, {})["applications"][0]["args"]).settings()
+        settings = AppArgs.model_validate(load_serve_config(args.config, {})["applications"][0]["args"]).settings(environ={})
         for name, value in serve_switches(settings).items():
             print(f"export {name}={shlex.quote(value)}")
         return 0

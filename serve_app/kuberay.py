@@ -47,7 +47,7 @@ class WorkerGroup(_Spec):
     gpu_product: str = Field(default="", description="Node label value of nvidia.com/gpu.product the pods are placed on.")
 
     @model_validator(mode="after")
-    def _bounds(self) -> "WorkerGroup":
+    def _bounds(self) -> WorkerGroup:
         if not self.min_replicas <= self.replicas <= self.max_replicas:
             raise ValueError(f"worker group {self.name}: need min_replicas <= replicas <= max_replicas")
         if bool(self.accelerator_type) != (self.size.gpus > 0):
@@ -60,7 +60,7 @@ class SecretRef(_Spec):
     keys: dict[str, str] = Field(description="Environment variable -> key in the Secret.")
 
     @model_validator(mode="after")
-    def _required(self) -> "SecretRef":
+    def _required(self) -> SecretRef:
         missing = [name for name in SECRET_ENV if name not in self.keys]
         if missing:
             raise ValueError(f"secret.keys must map {', '.join(missing)}: replicas read them from their environment")
@@ -83,7 +83,7 @@ def render(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = 
     """The RayService manifest as YAML text. `serve_config` has the launcher's absolute local paths (its settings
     are read from them); the embedded copy points at the image's `app_root` instead."""
     apps = serve_config["applications"]
-    settings = AppArgs.model_validate(apps[0]["args"]).settings()
+    settings = AppArgs.model_validate(apps[0]["args"]).settings(environ={})
     placements = {d["name"]: _place(d, cluster.workers) for app in apps for d in app.get("deployments", [])}
     ingress_groups = placements.get("Orchestrator", set())
     env = [{"name": k, "value": v} for k, v in serve_switches(settings).items()]

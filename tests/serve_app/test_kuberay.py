@@ -84,6 +84,7 @@ def test_secrets_are_references_and_no_value_is_rendered(monkeypatch, manifest):
     values = {"DATABASE_URL": "postgresql://baton:pg-s3cret@db:5432/baton", "BATON_AUTH_SECRET": "k8s-auth-s3cret" * 3}
     for name, value in values.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("BATON_METRICS_PORT", "30360")  # e.g. left by a local cluster in this process
     text = rayservice(GPU)
     assert text == OUT.read_text(encoding="utf-8")  # the environment plays no part
     assert not any(v in text for v in values.values())
