@@ -187,7 +187,7 @@ async def plans(url: str, pack_name: str) -> dict:
     return {"cases": len(rows), "rows": rows, "refused": refused,
             "local": {"accepted": share(local), "correct": share(r["served"]["correct"] and ok for r, ok in zip(rows, local))},
             "served_llm": {"escalated": share(r["served"]["escalated"] for r in rows),
-                           "outcomes": {o: sum(r["served"]["llm"] == o for r in rows) for o in ("accepted", "rejected", "timed_out", "error")},
+                           "outcomes": {o: sum(r["served"]["llm"] == o for r in rows) for o in ("accepted", "rejected", "timed_out", "error", "held")},
                            "correct": share(r["served"]["correct"] and r["served"]["accepted_by"] == "llm" for r in rows),
                            "escalated_total_ms": distribution([r["served"]["total_ms"] for r in rows if r["served"]["escalated"]])},
             "served_overall_correct": share(r["served"]["correct"] for r in rows),
