@@ -38,6 +38,7 @@ from store.embedded import EmbeddedPostgres
 
 FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT", *SECRET_ENV)
 APP_NAME = "baton"
+CODE_ROOT = Path(__file__).resolve().parents[1]  # the checkout whose serve_app this is
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -54,13 +55,14 @@ def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = 
         if env.get("BATON_PACK"):
             args["pack"] = env["BATON_PACK"]
         for deployment in app.get("deployments", []):
-            _pin_interpreter(deployment, root)
+            _pin_interpreter(deployment, CODE_ROOT)
     return config
 
 
 def _pin_interpreter(deployment: dict[str, Any], root: Path) -> None:
     """A deployment that runs in a venv of its own (runtime_env py_executable, e.g. the Planner in .venv-llm): the
-    interpreter's path made absolute, and Baton's own packages put on its path (that venv does not install them)."""
+    interpreter's path made absolute against Baton's checkout `root` (wherever the Serve config was written, e.g. a
+    benchmark's copy), and Baton's own packages put on its path (that venv does not install them)."""
     runtime_env = deployment.get("ray_actor_options", {}).get("runtime_env", {})
     if not runtime_env.get("py_executable"):
         return
