@@ -14,8 +14,9 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export BATON_STATE_DIR ?= $(CURDIR)/var
 
-# Debian packages: CJK fonts and espeak-ng make the test media (rendered Chinese text, synthesized speech)
-SYSTEM_PACKAGES := espeak-ng fonts-noto-cjk fonts-wqy-zenhei
+# Debian packages: CJK fonts and espeak-ng make the test media (rendered Chinese text, synthesized speech); Chromium
+# runs the demo page's tests (driven by Playwright, which must not download a browser of its own)
+SYSTEM_PACKAGES := espeak-ng fonts-noto-cjk fonts-wqy-zenhei chromium
 
 .PHONY: setup system-packages models run test llm test-llm bench bench-media bench-write-gate clean
 

@@ -13,9 +13,7 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import shutil
-import subprocess
 import tempfile
 import time
 import uuid
@@ -26,6 +24,7 @@ from zoneinfo import ZoneInfo
 import httpx
 from websockets.asyncio.client import connect
 
+from benchmarks.outputs import provenance, write
 from benchmarks.stats import distribution
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,16 +244,10 @@ def main(argv: list[str] | None = None) -> int:
                    "ws_confirmation_over_http_p50": round(idle_r["ws_events_ms"]["write.confirmation_required"]["p50"] / http_p50, 3)},
         "budget_ms": load_settings(ROOT / "config", env).budgets.turn_ms["text"],
         "database": "external DATABASE_URL" if database is None else "embedded PostgreSQL 18 (Unix socket), fresh",
-        "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m": round(os.getloadavg()[0], 2)},
-        "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **provenance(),
         "settings": {"idle_rounds": args.idle_rounds, "levels": args.levels, "duration_s": args.duration_s, "warmup_s": args.warmup_s},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "conversation_ws.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    (args.out / "conversation_ws.md").write_text(markdown(result), encoding="utf-8")
-    figure(result, args.out)
-    print(markdown(result))
+    print(write(args.out, "conversation_ws", result, markdown, figure))
     return 0
 
 

@@ -17,9 +17,7 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import shutil
-import subprocess
 import tempfile
 import time
 from datetime import datetime
@@ -30,6 +28,7 @@ import httpx
 import jsonschema
 import yaml
 
+from benchmarks.outputs import provenance, write
 from benchmarks.stats import distribution
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,13 +142,27 @@ def judge_llm(raw: str, schema: dict, case: dict, clauses: list[dict], pack, set
     return out
 
 
+async def chat(client: httpx.AsyncClient, body: dict, *, attempts: int = 3) -> dict:
+    """A chat turn as a client sends it: a shed 503 is sent again after its Retry-After."""
+    for _ in range(attempts):
+        answer = await client.post("/api/v1/agent/chat", json=body)
+        if answer.status_code != 503 or "retry-after" not in answer.headers:
+            break
+        await asyncio.sleep(float(answer.headers["retry-after"]))
+    return answer.json()
+
+
 async def plans(url: str, pack_name: str) -> dict:
     planner, capture, pack, settings = planner_for(pack_name)
     cases = yaml.safe_load(CASES.read_text(encoding="utf-8"))
     rows = []
     async with httpx.AsyncClient(base_url=url, timeout=120.0) as client:
         for n, case in enumerate(cases):
-            turn = (await client.post("/api/v1/agent/chat", json={"user_id": f"plan-{n}", "text": case["text"]})).json()
+            turn = await chat(client, {"user_id": f"plan-{n}", "text": case["text"]})
+            if "timings" not in turn:  # refused even after its retries: counted, not planned
+                rows.append({"text": case["text"], "expected": case["steps"], "refused": turn.get("error"), "served": None,
+                             "llm": None})
+                continue
             debug = (turn.get("routing_debug") or {}).get("planner") or {}
             wf = turn.get("workflow") or {}
             served = {"accepted_by": debug.get("accepted_by"), "steps": [s["intent_id"] for s in wf.get("steps", [])],
@@ -164,14 +177,17 @@ async def plans(url: str, pack_name: str) -> dict:
             judged = judge_llm(raw, body["response_format"]["json_schema"]["schema"], case, debug.get("clauses", []), pack, settings)
             rows.append({"text": case["text"], "expected": case["steps"], "served": served,
                          "llm": {**judged, "ms": round(llm_ms, 1), "tokens": answer["usage"]["completion_tokens"]}})
+    refused = [r for r in rows if r["served"] is None]
+    rows = [r for r in rows if r["served"] is not None]
+
     def share(flags) -> float:
         return round(sum(bool(f) for f in flags) / len(rows), 3)
 
     local = [r["served"]["accepted_by"] not in (None, "llm") for r in rows]
-    return {"cases": len(rows), "rows": rows,
+    return {"cases": len(rows), "rows": rows, "refused": refused,
             "local": {"accepted": share(local), "correct": share(r["served"]["correct"] and ok for r, ok in zip(rows, local))},
             "served_llm": {"escalated": share(r["served"]["escalated"] for r in rows),
-                           "outcomes": {o: sum(r["served"]["llm"] == o for r in rows) for o in ("accepted", "rejected", "timed_out", "error")},
+                           "outcomes": {o: sum(r["served"]["llm"] == o for r in rows) for o in ("accepted", "rejected", "timed_out", "error", "held")},
                            "correct": share(r["served"]["correct"] and r["served"]["accepted_by"] == "llm" for r in rows),
                            "escalated_total_ms": distribution([r["served"]["total_ms"] for r in rows if r["served"]["escalated"]])},
             "served_overall_correct": share(r["served"]["correct"] for r in rows),
@@ -276,16 +292,10 @@ def main(argv: list[str] | None = None) -> int:
         "model": "google/gemma-3-270m (base model, packaged GGUF converted to bf16)", "endpoint": levels, "plans": quality,
         "slo_ms": slo_ms, "llm_turn_ms": settings.budgets.turn_ms.get("llm", 0.0),
         "llm_settings": settings.llm.model_dump(),
-        "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m": round(os.getloadavg()[0], 2)},
-        "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **provenance(),
         "settings": {"levels": args.levels, "requests": args.requests, "prompt_text": PROMPT_TEXT},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "planner.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    (args.out / "planner.md").write_text(markdown(result), encoding="utf-8")
-    figure(result, args.out)
-    print(markdown(result))
+    print(write(args.out, "planner", result, markdown, figure))
     return 0
 
 

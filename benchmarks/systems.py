@@ -21,7 +21,7 @@ from serve_app.launcher import free_ports
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "config"
 SERVE_CONFIG = CONFIG_DIR / "serve_local.yaml"
-NOT_MODEL_DEPLOYMENTS = ("Orchestrator", "ASR", "OCR")
+NOT_MODEL_DEPLOYMENTS = ("Orchestrator", "ASR", "OCR", "Planner")
 STOP_TIMEOUT_S = 60.0
 # Ray starts its workers (every Serve replica) at nice 15; the monolith runs at nice 0. On a machine shared with
 # other work that alone starves Baton, so the harness gives Ray workers the monolith's priority.
@@ -67,7 +67,8 @@ def deployment_names(config: dict[str, Any]) -> list[str]:
 
 
 def model_deployments(spec: SystemSpec) -> list[str]:
-    """The deployments of the system's layout that serve models (all but Orchestrator, ASR and OCR)."""
+    """The deployments of the system's layout that serve the text path's models (all but Orchestrator, ASR, OCR and the
+    LLM Planner, which a burst does not scale)."""
     config = yaml.safe_load(serve_config_path(spec).read_text(encoding="utf-8"))
     return [name for name in deployment_names(config) if name not in NOT_MODEL_DEPLOYMENTS]
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from engine.media_settings import AsrConfig
 from media.inspect import AUDIO_RATE, decode_audio
+from models.devices import ctranslate2_device
 from protocol.media import Recognition, Segment
 
 # Real speech (espeak-ng reading pinyin: "把空调调到二十二度", committed): VAD and decoding both run on it
@@ -22,7 +23,7 @@ class SpeechRecognizer:
 
         self._cfg = cfg
         self._max_audio_s = max_audio_s
-        self._model = WhisperModel(str(model_path), device=cfg.device, compute_type=cfg.compute_type,
+        self._model = WhisperModel(str(model_path), device=ctranslate2_device(cfg.device, "asr.device"), compute_type=cfg.compute_type,
                                    cpu_threads=cfg.cpu_threads, num_workers=1, local_files_only=True)
 
     def transcribe(self, data: bytes) -> Recognition:

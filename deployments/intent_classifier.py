@@ -10,6 +10,7 @@ import numpy as np
 
 from engine.settings import ModelsConfig
 from models.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, LinearHead, selected, softmax
+from models.devices import torch_device
 from protocol.http_chat import Candidate
 
 
@@ -86,9 +87,9 @@ class SequenceClassificationBackend:
             raise ValueError("models.heads.classifier.checkpoint must name a sequence-classification folder when input is text.")
         torch.set_num_threads(cfg.threads)
         self._torch = torch
-        self._device = cfg.device
+        self._device = torch_device(cfg.device, "models.device")
         self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        self._model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).eval().to(cfg.device)
+        self._model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).eval().to(self._device)
         id2label = self._model.config.id2label
         self.labels = [id2label[i] for i in range(len(id2label))]
         self.dim = 0  # reads text

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.media_settings import OcrConfig
+from models.devices import CUDA_PROVIDER, onnx_providers
 from protocol.media import Recognition, TextLine
 
 # A real line of text (rendered once, committed): a blank image would not run the recognition model at all
@@ -20,7 +21,9 @@ class ImageTextRecognizer:
 
         self._cfg = cfg
         self._max_pixels = max_image_pixels
-        self._engine = RapidOCR(intra_op_num_threads=cfg.threads, inter_op_num_threads=1, max_side_len=cfg.max_side)
+        gpu = onnx_providers(cfg.device, "ocr.device")[0] == CUDA_PROVIDER
+        self._engine = RapidOCR(intra_op_num_threads=cfg.threads, inter_op_num_threads=1, max_side_len=cfg.max_side,
+                                det_use_cuda=gpu, cls_use_cuda=gpu, rec_use_cuda=gpu)
 
     def recognize(self, data: bytes) -> Recognition:
         t0 = time.perf_counter()

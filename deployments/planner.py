@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from deployments.faults import FAULTS_FILE_ENV, InjectedFault, StageFaults
-from deployments.vllm_engine import VllmEngine
+from deployments.vllm_engine import VllmEngine, joined
 
 STAGE = "planner_llm"
 WARMUP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
@@ -64,12 +64,7 @@ class Planner:
 
     async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """The whole answer (see `deployments.vllm_engine`)."""
-        pieces: list[str] = []
-        last: dict[str, Any] = {}
-        async for delta in self.stream(request):
-            pieces.append(delta["text"])
-            last = delta
-        return {**last, "text": "".join(pieces)}
+        return await joined(self.stream(request))
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """The answer as deltas; the last one carries the finish reason and the totals."""

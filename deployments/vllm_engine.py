@@ -40,6 +40,16 @@ def render_prompt(messages: list[dict[str, str]]) -> str:
     return "\n\n".join(lines)
 
 
+async def joined(deltas: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
+    """A stream of deltas as one reply: the text joined, the totals and finish reason of the last delta."""
+    pieces: list[str] = []
+    last: dict[str, Any] = {}
+    async for delta in deltas:
+        pieces.append(delta["text"])
+        last = delta
+    return {**last, "text": "".join(pieces)}
+
+
 def check_request(request: dict[str, Any]) -> None:
     """Refuse a request vLLM would fail on later, with the field named."""
     if not request.get("request_id"):
@@ -132,12 +142,7 @@ class VllmEngine:
 
     async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """The whole answer to `request` (see the module docstring)."""
-        pieces: list[str] = []
-        last: dict[str, Any] = {}
-        async for delta in self.stream(request):
-            pieces.append(delta["text"])
-            last = delta
-        return {**last, "text": "".join(pieces)}
+        return await joined(self.stream(request))
 
     async def abort(self, request_id: str) -> bool:
         """Stop generating for `request_id` and free its KV cache; False (a no-op) for an unknown or finished id."""

@@ -43,7 +43,7 @@ class MediaConfig(_Section):
 
 class AsrConfig(_Section):
     model_path: str = Field(default="", description="CTranslate2 Whisper folder; empty = the packaged base model joined under the state dir.")
-    device: str = Field(default="cpu", description="cpu | cuda | auto.")
+    device: Literal["cpu", "cuda", "auto"] = Field(default="cpu", description="CTranslate2 device (auto: a GPU when there is one).")
     compute_type: str = Field(default="int8", description="CTranslate2 compute type (int8, int8_float16, float16, float32).")
     beam_size: int = Field(gt=0)
     language: str = Field(description="Spoken language code; empty = detect per file.")
@@ -56,6 +56,7 @@ class AsrConfig(_Section):
 
 
 class OcrConfig(_Section):
+    device: Literal["cpu", "cuda"] = Field(default="cpu", description="onnxruntime device of detection, angle and recognition (cuda needs onnxruntime-gpu).")
     threads: int = Field(gt=0, description="onnxruntime intra-op threads per replica.")
     min_confidence: float = Field(ge=0, le=1, description="Recognized lines below this confidence are dropped.")
     max_side: int = Field(gt=0, description="Longer images are scaled down to this side before detection.")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -118,8 +118,9 @@ class SelectionConfig(Section):
 
 class ModelsConfig(Section):
     encoder: str = Field(default="", description="HF / sentence-transformers path; empty = the bootstrapped e5-small under the state dir.")
-    encoder_runtime: Literal["torch", "onnx"] = Field(description="onnx: onnxruntime on the CPU (export made once); torch: any device.")
-    device: str = Field(default="cpu", description="Device of the encoder and the text-input heads (cpu, cuda, cuda:1...).")
+    encoder_runtime: Literal["torch", "onnx"] = Field(description="onnx: onnxruntime (export made once; cuda needs onnxruntime-gpu); torch: any device.")
+    device: str = Field(default="cpu", pattern=r"^(cpu|cuda(:[0-9]+)?)$",
+                        description="Device of the encoder and the text-input heads (cpu, cuda, cuda:1...).")
     heads: dict[str, HeadConfig] = Field(default_factory=dict, description="Per head (classifier, detector, retriever): its input.")
     finetune: bool = Field(default=True, description="Tune the shared encoder on each pack's rows when the pack is built, choose "
                                                       "the heads' and fusion's settings on held-out folds; false: the frozen "
@@ -167,6 +168,8 @@ class ServingConfig(Section):
     admission: AdmissionConfig
     retry_after_s: int = Field(gt=0, description="Retry-After sent with a shed turn.")
     metrics_port: int = Field(ge=0, description="Prometheus exposition port of the orchestrator replica; 0 disables it.")
+    metrics_host: str = Field(default="127.0.0.1", min_length=1,
+                              description="Address the Prometheus listener binds (0.0.0.0 where a scraper reaches the node).")
     http_ingress: Literal["haproxy", "proxy"] = Field(
         description="haproxy: Ray Serve's high-throughput mode (HAProxy in front of replicas serving HTTP themselves); "
                     "proxy: Serve's Python HTTP proxy.")
@@ -213,6 +216,15 @@ class AuthConfig(Section):
     token_ttl_s: int = Field(gt=0, description="Lifetime of an access token.")
     secret_env: str = Field(description="Env var holding the token signing secret; unset = one generated under the state dir.")
     algorithm: str = "HS256"
+    require_token: bool = Field(
+        default=False,
+        description="true: the token-less local mode is off; chat, uploads, media reads and the WebSocket need a bearer token "
+                    "(false: a request without one acts as the local user it names).")
+    generate_secret: bool = Field(
+        default=True,
+        description="false: the secret must come from secret_env, so every replica on every node signs with the same one "
+                    "(a cluster); true: without it one is generated once under the state dir (one machine).")
+    min_secret_chars: int = Field(default=32, ge=16, description="A shorter signing secret refuses to start.")
 
 
 class Settings(Section):
@@ -275,11 +287,14 @@ class Settings(Section):
         return self.state_dir / "packs" / (pack or self.pack) / "models"
 
 
-def load_settings(config_dir: Path, env: Mapping[str, str] | None = None) -> Settings:
-    """Read both YAML files under `config_dir`; `BATON_PACK`, `BATON_STATE_DIR` and `BATON_METRICS_PORT` in `env` override."""
+def load_settings(config_dir: Path, env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> Settings:
+    """Read both YAML files under `config_dir`; `overrides` (a Serve config's `args.overrides`: one deployment's devices,
+    model paths, auth posture) are merged over them key by key, `budgets` included; then `BATON_PACK`,
+    `BATON_STATE_DIR` and `BATON_METRICS_PORT` in `env` override."""
     env = env or {}
     raw = yaml.safe_load((config_dir / "baton.yaml").read_text(encoding="utf-8"))
     raw["budgets"] = yaml.safe_load((config_dir / "budgets.yaml").read_text(encoding="utf-8"))
+    raw = merged(raw, overrides or {})
     raw["config_dir"] = config_dir
     if env.get("BATON_PACK"):
         raw["pack"] = env["BATON_PACK"]
@@ -287,3 +302,11 @@ def load_settings(config_dir: Path, env: Mapping[str, str] | None = None) -> Set
     if env.get("BATON_METRICS_PORT"):
         raw["serving"]["metrics_port"] = int(env["BATON_METRICS_PORT"])
     return Settings(**raw)
+
+
+def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `over` laid on top: mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
+    return out

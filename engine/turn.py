@@ -179,7 +179,7 @@ class TurnEngine:
         if planned is not None:
             plan, debug.planner = planned
             escalation = self._flows.escalation
-            if escalation is not None and escalation.wanted(plan, debug.planner):
+            if escalation is not None and escalation.wanted(plan, debug.planner, ctx.deadline):
                 await ctx.escalate(self._say.simple("planning"), escalation.extra_ms)
                 plan = await escalation.plan(rewritten.text, plan, debug.planner, ctx.deadline, now=self._clock(),
                                              history=session.recent_dialog(), memory=await self._recall(ctx, rewritten.text))

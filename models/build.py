@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from engine.pack import Pack, find_pack, load_pack
-from engine.settings import Settings, load_settings
+from engine.settings import Settings, load_settings, merged
 from models import artifacts as layout
 from models.encoder import bootstrap_encoder
 from models.evaluate import confusion_summary, held_out
@@ -136,18 +136,30 @@ def _build_into(out: Path, pack: Pack, rows: list[tuple[str, str]], settings: Se
     return out
 
 
+def serve_overrides(path: Path) -> dict:
+    """The settings overrides of a Serve config's first application (`args.overrides`)."""
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return config["applications"][0].get("args", {}).get("overrides", {})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m models.build", description=__doc__.splitlines()[0])
     parser.add_argument("--pack", default=None, help="pack name (default: BATON_PACK or config)")
     parser.add_argument("--data", type=Path, default=None, help="JSONL of {text, intent} rows to build the pack from")
     parser.add_argument("--config-dir", type=Path, default=Path("config"))
     parser.add_argument("--force", action="store_true", help="rebuild even when the fingerprint matches")
+    parser.add_argument("--serve-config", type=Path, default=None,
+                        help="build for the settings this Serve config deploys (its args.overrides: the cluster's encoder)")
+    parser.add_argument("--device", default=None, help="encode on this device while building (e.g. cpu on a machine without the cluster's GPU)")
     args = parser.parse_args(argv)
 
     env = dict(os.environ)
     if args.pack:
         env["BATON_PACK"] = args.pack
-    settings = load_settings(args.config_dir, env)
+    overrides = serve_overrides(args.serve_config) if args.serve_config else {}
+    if args.device:
+        overrides = merged(overrides, {"models": {"device": args.device}})
+    settings = load_settings(args.config_dir, env, overrides)
     if args.data:
         rows_to_pack(args.data, settings.pack, settings)
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))

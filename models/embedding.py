@@ -17,6 +17,7 @@ from typing import Literal
 
 import numpy as np
 
+from models.devices import onnx_providers, torch_device
 from models.encoder import QUERY_PREFIX
 
 Runtime = Literal["torch", "onnx"]
@@ -143,6 +144,9 @@ class SentenceEncoder:
                  state_dir: Path | None = None, device: str = "cpu") -> None:
         from transformers import AutoTokenizer
 
+        # the device first: a GPU config on a machine without one stops here, before anything loads
+        providers = onnx_providers(device, "models.device") if runtime == "onnx" else None
+        device = torch_device(device, "models.device") if runtime == "torch" else device
         self.path = Path(path)
         self.runtime = runtime
         self._batch_size = batch_size
@@ -150,8 +154,6 @@ class SentenceEncoder:
         self._tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
         self._prefix = query_prefix(self.path)
         if runtime == "onnx":
-            if device != "cpu":
-                raise ValueError("The onnx runtime runs on the CPU; use runtime 'torch' for a GPU.")
             import onnxruntime as ort
 
             model = export_onnx(self.path, onnx_dir(self.path, state_dir or self.path.parent))
@@ -159,7 +161,7 @@ class SentenceEncoder:
             options.intra_op_num_threads = threads or 0
             options.inter_op_num_threads = 1
             self._ort = ort
-            self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(str(model), options, providers=providers)
             self.dim = int(self._session.get_outputs()[0].shape[-1] or self._probe_dim())
         elif runtime == "torch":
             import torch

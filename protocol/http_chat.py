@@ -112,9 +112,10 @@ class ClauseDebug(WireModel):
 
 class LlmPlanDebug(WireModel):
     """What the LLM planner did: `outcome` accepted (its plan ran), rejected (it failed validation or named what the
-    words do not say, and never ran), timed_out (aborted at the deadline) or error; `reasons` say why not."""
+    words do not say, and never ran), timed_out (aborted at the deadline), error, or held (not asked: it missed its
+    budget on the last calls, so the turn kept the local decision at once); `reasons` say why not."""
 
-    outcome: Literal["accepted", "rejected", "timed_out", "error"]
+    outcome: Literal["accepted", "rejected", "timed_out", "error", "held"]
     request_id: str | None = None
     reasons: list[str] = Field(default_factory=list)
     normalisations: list[str] = Field(default_factory=list)

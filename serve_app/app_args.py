@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +41,10 @@ class AppArgs(BaseModel):
         default_factory=dict,
         description="planner serve_llm: the ray.serve.llm LLMConfig (model_loading_config, accelerator_type, "
                     "engine_kwargs, deployment_config, ...).")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Settings merged over baton.yaml / budgets.yaml for this deployment (e.g. models.device, asr.model_path, "
+                    "auth.require_token): what a cluster changes, kept in its Serve config.")
     deployment_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Per deployment name, serve.deployment options; the launcher fills it from the Serve config's "
@@ -52,8 +57,10 @@ class AppArgs(BaseModel):
     def deployment_names(self) -> list[str]:
         return [INGRESS, *self.model_kinds().values(), *([PLANNER] if self.planner != "none" else [])]
 
-    def settings(self) -> Settings:
-        # the replica's own environment carries BATON_METRICS_PORT
-        env = {**{k: v for k, v in os.environ.items() if k == "BATON_METRICS_PORT"},
+    def settings(self, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings a replica of this app loads: `environ` (the process's own by default) may carry
+        BATON_METRICS_PORT; a renderer passes `{}` so the environment plays no part."""
+        environ = os.environ if environ is None else environ
+        env = {**{k: v for k, v in environ.items() if k == "BATON_METRICS_PORT"},
                "BATON_STATE_DIR": self.state_dir, **({"BATON_PACK": self.pack} if self.pack else {})}
-        return load_settings(Path(self.config_dir).resolve(), env)
+        return load_settings(Path(self.config_dir).resolve(), env, self.overrides)

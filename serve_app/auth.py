@@ -26,9 +26,13 @@ class Unauthorized(BatonError):
 
 
 def signing_secret(config: AuthConfig, state_dir: Path, env: Mapping[str, str]) -> str:
-    """The secret from the configured env var, else one generated once under the state dir (shared by replicas)."""
+    """The secret from the configured env var, else (`generate_secret`) one generated once under the state dir and
+    shared by the replicas of this machine. Shorter than `min_secret_chars` refuses to start."""
     if env.get(config.secret_env):
-        return env[config.secret_env]
+        return _long_enough(env[config.secret_env], config, f"{config.secret_env}")
+    if not config.generate_secret:
+        raise RuntimeError(f"{config.secret_env} is not set and auth.generate_secret is false: give every replica the same "
+                           f"signing secret of at least {config.min_secret_chars} characters (e.g. from a Kubernetes Secret).")
     path = state_dir / SECRET_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
@@ -47,6 +51,13 @@ def signing_secret(config: AuthConfig, state_dir: Path, env: Mapping[str, str]) 
     secret = path.read_text(encoding="ascii").strip()
     if not secret:
         raise RuntimeError(f"{path} is empty: delete it (a new secret is generated) or set {config.secret_env}.")
+    return _long_enough(secret, config, str(path))
+
+
+def _long_enough(secret: str, config: AuthConfig, source: str) -> str:
+    if len(secret) < config.min_secret_chars:
+        raise RuntimeError(f"The signing secret in {source} has {len(secret)} characters; it needs at least "
+                           f"{config.min_secret_chars} (auth.min_secret_chars), e.g. `openssl rand -base64 48`.")
     return secret
 
 

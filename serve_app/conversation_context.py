@@ -50,7 +50,8 @@ class StoreFacts:
                 async with self._p.db.connection() as conn:
                     return await read(conn)
         except StageTimeout as exc:
-            raise Overloaded("The frame's budget ran out reading the conversation; nothing was written, retry.") from exc
+            raise Overloaded("The frame's budget ran out reading the conversation before its execution; no write was "
+                             "proposed, retry.") from exc
 
     async def items(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[CandidateItem]:
         return await self._read(lambda conn: facts.items_in_range(conn, user_id, start_at=start_at, end_at=end_at))

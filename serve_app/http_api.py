@@ -19,6 +19,7 @@ from serve_app.admission import Admission
 from serve_app.auth import Unauthorized
 from serve_app.chat_stream import ChatStream
 from serve_app.conversation_ws import conversation_router
+from serve_app.demo import demo_router
 from serve_app.media_api import router as media_router
 from serve_app.metrics import TurnMetrics
 from serve_app.openai_api import openai_router
@@ -180,6 +181,7 @@ def create_api(*, replica: str | None = None) -> FastAPI:
     api.include_router(store_router())
     api.include_router(conversation_router(RETRYABLE))
     api.include_router(openai_router())
+    api.include_router(demo_router())
 
     @api.exception_handler(BatonError)
     async def baton_error(request: Request, exc: BatonError) -> JSONResponse:

@@ -33,7 +33,7 @@ from serve_app.handle_client import FusedHandleModels, SplitHandleModels
 from serve_app.http_api import Serving, create_api
 from serve_app.llm_client import HandleLanguageModel
 from serve_app.media_client import HandleMedia
-from serve_app.metrics import LlmMetrics, TurnMetrics
+from serve_app.metrics import MULTIPROC_ENV, LlmMetrics, TurnMetrics
 from serve_app.readiness import AppReadiness
 from serve_app.rest_api import Persistence
 from serve_app.stored_chat import StoredChat
@@ -79,14 +79,15 @@ class Orchestrator:
         )
         db = await Database.open(dsn, settings.store)  # applies pending migrations under an advisory lock
         auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
-        self.serving = Serving(engine=engine, admission=Admission(settings.serving.admission), metrics=TurnMetrics(),
+        self.serving = Serving(engine=engine, admission=Admission(settings.serving.admission),
+                               metrics=TurnMetrics(multiproc_dir=os.environ.get(MULTIPROC_ENV)),
                                retry_after_s=settings.serving.retry_after_s,
                                persistence=Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings),
                                uploads=MediaUploads(store=build_store(settings), cfg=settings.media),
                                llm=llm, llm_planner=llm_planner, llm_metrics=llm_metrics)
         self.serving.conversation = build_conversation(self.serving)
         if settings.serving.metrics_port:
-            self.serving.metrics.serve(settings.serving.metrics_port)
+            self.serving.metrics.serve(settings.serving.metrics_port, host=settings.serving.metrics_host)
         context = serve.get_replica_context()
         self._replica = context.replica_id.unique_id
         deployments = [d for d in app_args.deployment_names() if d != context.deployment]

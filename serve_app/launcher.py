@@ -32,12 +32,13 @@ import yaml
 
 from deployments.faults import FAULTS_FILE_ENV, FaultSet
 from serve_app.metrics import MULTIPROC_ENV
-from serve_app.proxy_envelope import CALLBACK as PROXY_CALLBACK
+from serve_app.node_env import SECRET_ENV, selected_labels, serve_switches
 from serve_app.reaper import pids_naming
 from store.embedded import EmbeddedPostgres
 
-FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT", "DATABASE_URL", "BATON_AUTH_SECRET")
+FORWARDED_ENV = ("BATON_FAULTS", "BATON_METRICS_PORT", *SECRET_ENV)
 APP_NAME = "baton"
+CODE_ROOT = Path(__file__).resolve().parents[1]  # the checkout whose serve_app this is
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -54,13 +55,14 @@ def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = 
         if env.get("BATON_PACK"):
             args["pack"] = env["BATON_PACK"]
         for deployment in app.get("deployments", []):
-            _pin_interpreter(deployment, root)
+            _pin_interpreter(deployment, CODE_ROOT)
     return config
 
 
 def _pin_interpreter(deployment: dict[str, Any], root: Path) -> None:
     """A deployment that runs in a venv of its own (runtime_env py_executable, e.g. the Planner in .venv-llm): the
-    interpreter's path made absolute, and Baton's own packages put on its path (that venv does not install them)."""
+    interpreter's path made absolute against Baton's checkout `root` (wherever the Serve config was written, e.g. a
+    benchmark's copy), and Baton's own packages put on its path (that venv does not install them)."""
     runtime_env = deployment.get("ray_actor_options", {}).get("runtime_env", {})
     if not runtime_env.get("py_executable"):
         return
@@ -151,14 +153,13 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
     state_dir = Path(app["args"]["state_dir"])
     out[MULTIPROC_ENV] = str(state_dir / "metrics" / str(port))
     out[FAULTS_FILE_ENV] = str(faults_file(config))
-    # the proxy (or the replicas serving HTTP) take this: their own sheds get Baton's error envelope
-    out["RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"] = PROXY_CALLBACK
-    if AppArgs.model_validate(app["args"]).settings().serving.http_ingress == "haproxy":
+    switches = serve_switches(AppArgs.model_validate(app["args"]).settings())
+    out.update(switches)
+    if "RAY_SERVE_ENABLE_HA_PROXY" in switches:
         out.update({
             # a path of this run's own, so its HAProxy is known by it after Ray is gone
             "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": str(haproxy_dir(port) / "haproxy.cfg"),
             "RAY_SERVE_HAPROXY_SOCKET_PATH": str(haproxy_dir(port) / "admin.sock"),
-            "RAY_SERVE_ENABLE_HA_PROXY": "1", "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
             # one node, HAProxy on loopback: a replica that stops needs no 30 s for load balancers to notice
             "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
             # every listener of this run on a port of its own: Serve's defaults are fixed numbers, and a second
@@ -205,7 +206,8 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         set_faults(config, "")
         os.environ.update(variables)
         # address="local": always a Ray of our own, never one a `ray start` left registered on this machine
-        session = ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+        # one machine plays every role: it carries every node label the deployments select
+        session = ray.init(address="local", num_cpus=num_cpus, labels=selected_labels(config), include_dashboard=False,
                            log_to_driver=False).address_info["session_dir"]
         serve.start(http_options=config.get("http_options"), proxy_location=config.get("proxy_location"),
                     logging_config=config.get("logging_config"))

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Request, Response
 from pydantic import Field, ValidationError
 from starlette.datastructures import UploadFile
+from starlette.types import Message
 
 from engine.errors import BatonError, InvalidInput
 from engine.media_errors import MediaTooLarge
@@ -41,8 +42,9 @@ UPLOAD_FORM = {"requestBody": {"required": True, "content": {"multipart/form-dat
 
 
 async def requesting_user(request: Request, authorization: str | None, claimed: str | None) -> str:
-    """Who uploads or reads a media object, by the same rule as chat: the token's user, or (no token, local
-    mode) the claimed user_id. Without a database (the in-process path) only the claimed user_id exists."""
+    """Who uploads or reads a media object, by the same rule as chat: the account's UUID (the token's user, or in
+    local mode the claimed user_id's shadow account). Without a database (the in-process path) only the claimed
+    user_id exists."""
     if claimed is not None and "\x00" in claimed:  # the query parameter, unlike the form field, is not a model's
         raise InvalidInput("user_id must not contain the NUL character (U+0000).", field="user_id")
     persistence = getattr(getattr(request.app.state, "serving", None), "persistence", None)
@@ -65,12 +67,29 @@ async def _uploads(request: Request) -> MediaUploads:
 UploadsDep = Annotated[MediaUploads, Depends(_uploads)]
 
 
+def capped_body(request: Request, limit: int) -> Request:
+    """The same request whose body raises MediaTooLarge the moment more than `limit` + the form's framing has arrived:
+    a chunked upload (no Content-Length) is cut off when it crosses the limit, never read whole and then refused."""
+    cap, received, receive = limit + FORM_OVERHEAD_BYTES, 0, request.receive
+
+    async def counted() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > cap:
+                raise MediaTooLarge(f"The upload passed {cap} bytes; a file may be at most {limit}.", field="file")
+        return message
+
+    return Request(request.scope, counted)
+
+
 async def _form_fields(request: Request, uploads: MediaUploads) -> tuple[UploadFields, UploadFile]:
     declared = request.headers.get("content-length")
     limit = max(uploads.cfg.max_bytes.values())
     if declared and declared.isdigit() and int(declared) > limit + FORM_OVERHEAD_BYTES:
         raise MediaTooLarge(f"The request is {declared} bytes; a file may be at most {limit}.", field="file")
-    form = await request.form(max_files=1, max_fields=len(FORM_FIELDS))
+    form = await capped_body(request, limit).form(max_files=1, max_fields=len(FORM_FIELDS))
     extra = sorted(set(form.keys()) - set(FORM_FIELDS))
     if extra:
         raise InvalidInput(f"Unknown form field '{extra[0]}'; expected {', '.join(FORM_FIELDS)}.", field=extra[0])

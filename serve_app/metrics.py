@@ -3,13 +3,13 @@ model replicas' batches (encoder passes, turns per pass) and of the language mod
 aborts), in vLLM's vocabulary."""
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, multiprocess, start_http_server
 
 from protocol.http_chat import ChatResponse
+from serve_app.metrics_summary import LiveSummary
 
 BIND_RETRY_S = 1.0
 # Set by the launcher for every replica of the run: each writes its samples there, and whichever orchestrator
@@ -69,8 +69,12 @@ class ModelMetrics:
 
 
 class TurnMetrics:
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    """The orchestrator's metrics. `multiproc_dir`: the run's multiprocess directory (`MULTIPROC_ENV`), where every
+    replica writes its samples; the listener and the live summary then answer the sum over all of them."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, multiproc_dir: str | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self.multiproc_dir = multiproc_dir
         self.turns = Counter("baton_turns", "Turns answered, by status.", ["status"], registry=self.registry)
         self.turn_ms = Histogram("baton_turn_latency_ms", "Server-side turn latency (ms).", buckets=LATENCY_BUCKETS_MS,
                                  registry=self.registry)
@@ -79,6 +83,15 @@ class TurnMetrics:
         self.degraded = Counter("baton_degraded_stages", "Stages that missed their budget or failed.", ["stage"], registry=self.registry)
         self.shed = Counter("baton_shed_turns", "Turns refused by admission control.", registry=self.registry)
         self.errors = Counter("baton_errors", "Requests answered with an error envelope, by code.", ["code"], registry=self.registry)
+        self.live = LiveSummary(self.exposed().collect, scope="all_replicas" if multiproc_dir else "process")
+
+    def exposed(self) -> CollectorRegistry:
+        """What the listener exposes: every replica's samples with a multiprocess directory, else this registry."""
+        if not self.multiproc_dir:
+            return self.registry
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=self.multiproc_dir)
+        return registry
 
     def observe(self, response: ChatResponse) -> None:
         self.turns.labels(response.status.value).inc()
@@ -88,18 +101,15 @@ class TurnMetrics:
         for stage in response.timings.degraded:
             self.degraded.labels(stage).inc()
 
-    def serve(self, port: int, *, retry_s: float = BIND_RETRY_S) -> None:
-        """Expose /metrics on loopback. Only one replica can hold the port: the others keep trying in the
-        background, so one of them takes over when the holder goes away."""
-        registry = self.registry
-        if os.environ.get(MULTIPROC_ENV):
-            registry = CollectorRegistry()
-            multiprocess.MultiProcessCollector(registry)
+    def serve(self, port: int, *, host: str = "127.0.0.1", retry_s: float = BIND_RETRY_S) -> None:
+        """Expose /metrics on `host` (serving.metrics_host). Only one replica of a node can hold the port: the others
+        keep trying in the background, so one of them takes over when the holder goes away."""
+        registry = self.exposed()
 
         def bind() -> None:
             while True:
                 try:
-                    start_http_server(port, addr="127.0.0.1", registry=registry)
+                    start_http_server(port, addr=host, registry=registry)
                     return
                 except OSError:
                     time.sleep(retry_s)

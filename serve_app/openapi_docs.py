@@ -84,7 +84,7 @@ def install(api: FastAPI) -> None:
         _write_request_rules(schema["components"]["schemas"])
         serving = getattr(api.state, "serving", None)
         if serving is not None:
-            _live_limits(schema["components"]["schemas"], serving)
+            _live_limits(schema, serving)
             if serving.persistence is not None:
                 api.openapi_schema = schema
         return schema
@@ -153,7 +153,8 @@ def _nul_free(schema: Any) -> Any:
     return schema
 
 
-def _live_limits(components: dict[str, Any], serving: Any) -> None:
+def _live_limits(schema: dict[str, Any], serving: Any) -> None:
+    components = schema["components"]["schemas"]
     llm = getattr(getattr(serving.engine, "settings", None), "llm", None)
     if llm is not None and "ChatCompletionRequest" in components:
         for name in ("max_tokens", "max_completion_tokens"):
@@ -161,6 +162,8 @@ def _live_limits(components: dict[str, Any], serving: Any) -> None:
                 if branch.get("type") == "integer":
                     branch["maximum"] = llm.max_request_tokens
     settings = getattr(serving.persistence, "settings", None)
+    if settings is not None and settings.auth.require_token:
+        _tokens_required(schema)
     if settings is not None:
         for name in ("ChatRequest", "FillSlotsRequest"):
             for branch in components[name]["properties"]["text"]["anyOf"]:
@@ -173,3 +176,16 @@ def _live_limits(components: dict[str, Any], serving: Any) -> None:
             if "pattern" in source_url:
                 kind = "audio" if branch["properties"]["modality"]["const"] == "voice_asr" else "image"
                 source_url["pattern"] = source_url_pattern(kind, public_base_url)
+
+
+def _tokens_required(schema: dict[str, Any]) -> None:
+    # auth.require_token: no local mode, so a route that took a token or a named local user takes the token only
+    for path, operations in schema["paths"].items():
+        for operation in operations.values():
+            # the OpenAI-compatible routes read no account in the local mode; here the api_key must be a token
+            if len(operation.get("security", [])) > 1 or path.startswith("/v1/"):
+                operation["security"] = [{BEARER.scheme_name: []}]
+    schemes = schema["components"]["securitySchemes"]
+    schemes[BEARER.scheme_name]["description"] = schemes[BEARER.scheme_name]["description"].replace(" " + LOCAL_MODE, "")
+    for local in ("localUserId", "localUserHeader"):
+        schemes.pop(local, None)

@@ -84,14 +84,18 @@ CurrentUser = Annotated[User, Depends(_current_user)]
 
 
 async def chat_user(p: Persistence, authorization: str | None, claimed_user_id: str | None) -> tuple[User, str]:
-    """Who a turn or a media object belongs to: the token's user or, with no token (local mode), the shadow
-    user of the claimed `user_id`. Returns the user and the key the engine and the media store own things by
-    (the user's id with a token; the claimed user_id without one)."""
+    """Who a turn or a media object belongs to: the token's user or, with no token in the local mode, the shadow
+    user of the claimed `user_id` (with `auth.require_token` a missing token is 401). Returns the user and the key
+    the engine and the media store own things by: always the account's UUID, never the claimed string, so a
+    claimed `user_id` that happens to be someone's UUID names a shadow account of its own, not theirs."""
     token = bearer_token(authorization)
     if token is None:
+        if p.settings.auth.require_token:
+            raise Unauthorized("This deployment needs 'Authorization: Bearer <access_token>' (auth.require_token).")
         if not claimed_user_id:
             raise InvalidInput("Give user_id, or an access token.", field="user_id")
-        return await p.shadow_user(claimed_user_id), claimed_user_id
+        user = await p.shadow_user(claimed_user_id)
+        return user, str(user.id)
     user = await _current_user(p, authorization)
     if claimed_user_id and claimed_user_id not in (str(user.id), user.business_user_id):
         raise SessionForbidden("user_id does not match the access token.", field="user_id")

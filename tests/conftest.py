@@ -183,9 +183,34 @@ def first_turns(url: str) -> dict[str, dict]:
     return {"text": {"status_code": text.status_code, **text.json()}, "image": {"status_code": image.status_code, **image.json()}}
 
 
-# Redeploy the session's app with other packs: they run last (the timeflow conversation first, then the pack
-# switch, which starts on timeflow too), so no test after them needs the cockpit pack back.
-RUN_LAST = frozenset({"test_conversation_timeflow", "test_pack_switch"})
+# Debian's Chromium (Makefile SYSTEM_PACKAGES), never a browser Playwright would download
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def chromium_args() -> list[str]:
+    """Launch flags on top of CHROMIUM_ARGS; a module overrides this fixture to add its own."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_args):
+    """Headless Chromium driven by Playwright, one per module."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *chromium_args])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+# Redeploy the session's app with other packs: they run last (the timeflow conversation and the demo page on it first,
+# then the pack switch, which starts on timeflow too), so no test after them needs the cockpit pack back.
+RUN_LAST = frozenset({"test_conversation_timeflow", "test_demo_page_timeflow", "test_pack_switch"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

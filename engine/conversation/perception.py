@@ -90,6 +90,8 @@ class Perception:
             return Shown(reply=response.reply, result=response.result)
         agent, function = decision.agent, decision.function or ""
         params = dict(decision.params)
+        if reasked:  # an answer completes the request it answered: 提醒我交房租 + 明天上午十点 (the title is in the first)
+            raw_input = _with_request(raw_input, recent)
         time_range = self._time_range(agent, function, raw_input, decision.time_range, now)
         if (agent, function) == SPLIT:
             known = {**self.reusable_answers(recent), **self._split.prefill(raw_input, now), **params}
@@ -145,3 +147,17 @@ class Perception:
             if meta.message_kind == "clarification_answer" and meta.target_agent_name == SPLIT[0]:
                 found.update({k: v for k, v in meta.parsed_params.items() if k in fields})
         return found
+
+
+def _with_request(answer: str, recent: list[ConversationMessageDTO]) -> str:
+    """The user's request the latest question asked about, then `answer` (the question's reply); `answer` alone when
+    the log holds no such request."""
+    asked = False
+    for message in reversed(recent):  # newest first: the answer, the question, then the request it came from
+        kind = message.metadata.message_kind
+        if kind == "clarification_question":
+            asked = True
+        elif asked and message.role == "user" and kind == "input":
+            return f"{message.raw_content}，{answer}" if message.raw_content not in answer else answer
+    return answer
+

@@ -28,6 +28,11 @@ class LlmConfig(BaseModel):
                                                          "(semantic memory; 0 = none).")
     memory_min_score: float = Field(default=0.85, ge=-1, le=1, description="Cosine a recalled message needs (the shared "
                                                                           "encoder's normalised vectors).")
+    hold_after_timeouts: int = Field(default=3, ge=0, description="After this many escalations in a row the LLM could "
+                                     "not finish in its budget, turns stop escalating (they keep the local decision at once, "
+                                     "`planner` degraded) until a probe finishes in time; 0 = always escalate.")
+    probe_every_s: float = Field(default=30.0, gt=0, description="While escalation is held, one turn in this many seconds "
+                                                                "escalates all the same, to see whether the LLM keeps up again.")
     temperature: float = Field(default=0.0, ge=0, le=2)
     request_timeout_s: float = Field(default=30.0, gt=0, description="An external /v1/chat/completions request is "
                                                                      "aborted after this long.")

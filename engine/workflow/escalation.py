@@ -5,14 +5,21 @@ budget first (budgets.turn_ms.llm) and tells a streaming client; the LLM then ge
 left). Its plan runs only once validated against the catalog (engine.llm.plan_validation) and grounded in the
 clauses' evidence (engine.llm.grounding); otherwise the turn keeps the fusion decision, and a timeout or failure
 degrades `planner`.
+
+A planner that cannot keep up (a small model on a busy CPU) would make every escalating turn wait its whole budget
+for nothing, so after `llm.hold_after_timeouts` late calls in a row escalation is held: such turns keep the local
+decision at once (`planner` degraded, `llm.outcome: held`), and one turn per `llm.probe_every_s` escalates all the
+same; a probe that finishes in time ends the hold.
 """
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import datetime
 
 from engine.deadline import Deadline
 from engine.llm.grounding import Extract, ungrounded
-from engine.llm.planner import NAME, LlmPlanOutcome, LlmWorkflowPlanner
+from engine.llm.planner import NAME, PLANNER, LlmPlanOutcome, LlmWorkflowPlanner
 from engine.pack import Pack
 from engine.settings import Settings
 from engine.workflow.planners import Plan
@@ -21,13 +28,51 @@ from protocol.http_chat import LlmPlanDebug, PlannerDebug
 STAGE = "planner_llm"
 
 
-class LlmEscalation:
-    def __init__(self, llm: LlmWorkflowPlanner, *, pack: Pack, settings: Settings, extract: Extract) -> None:
-        self._llm, self._pack, self._settings, self._extract = llm, pack, settings, extract
+class EscalationHold:
+    """Counts the LLM planner's late calls in a row; after `after` of them it holds escalation, letting one probe
+    through per `probe_every_s` (`after` 0: never holds)."""
 
-    def wanted(self, plan: Plan, debug: PlannerDebug) -> bool:
-        """The local planners ran inside their budget and did not accept."""
-        return not plan.accepted and not debug.degraded and plan.analysis is not None
+    def __init__(self, after: int, probe_every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._after, self._probe_every_s, self._clock = after, probe_every_s, clock
+        self.late_in_a_row = 0
+        self._last_try = float("-inf")
+
+    @property
+    def held(self) -> bool:
+        return 0 < self._after <= self.late_in_a_row
+
+    def admit(self) -> bool:
+        """Whether this turn may escalate; a turn admitted while held is the probe."""
+        now = self._clock()
+        if self.held and now - self._last_try < self._probe_every_s:
+            return False
+        self._last_try = now
+        return True
+
+    def record(self, late: bool) -> None:
+        self.late_in_a_row = self.late_in_a_row + 1 if late else 0
+
+
+class LlmEscalation:
+    def __init__(self, llm: LlmWorkflowPlanner, *, pack: Pack, settings: Settings, extract: Extract,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._llm, self._pack, self._settings, self._extract = llm, pack, settings, extract
+        self.hold = EscalationHold(settings.llm.hold_after_timeouts, settings.llm.probe_every_s, clock)
+
+    def wanted(self, plan: Plan, debug: PlannerDebug, deadline: Deadline) -> bool:
+        """The local planners ran inside their budget and did not accept, and escalation is not held; a held one
+        is said in `debug` and degrades `planner` (the turn keeps the local decision without waiting)."""
+        if plan.accepted or debug.degraded or plan.analysis is None:
+            return False
+        if self.hold.admit():
+            return True
+        reason = (f"{NAME}: held, the last {self.hold.late_in_a_row} calls missed their budget "
+                  f"(one turn per {self._settings.llm.probe_every_s:g} s tries again)")
+        debug.llm = LlmPlanDebug(outcome="held", reasons=[reason])
+        debug.degraded = True
+        debug.reason = f"{debug.reason}; {reason}" if debug.reason else reason
+        deadline.degrade(PLANNER)
+        return False
 
     @property
     def extra_ms(self) -> float:
@@ -40,6 +85,7 @@ class LlmEscalation:
         assert local.analysis is not None
         outcome = await self._llm.plan(text, deadline=deadline, budget_s=self._settings.budgets.stage_s(STAGE),
                                        history=history, memory=memory, now=now)
+        self.hold.record(outcome.timed_out)
         reasons = list(outcome.rejected.reasons) if outcome.rejected else ([outcome.error] if outcome.error else [])
         if outcome.plan is not None:
             reasons = ungrounded(outcome.plan.workflow, text=text, clauses=local.analysis.clauses, pack=self._pack,

@@ -77,3 +77,21 @@ def test_the_llm_escalation_must_leave_the_turn_room():
         Settings.model_validate(_with(budgets__stages_ms={**stages, "planner_llm": turn_ms["llm"]}))
     no_llm = {k: v for k, v in turn_ms.items() if k != "llm"}
     assert Settings.model_validate(_with(budgets__turn_ms=no_llm)).budgets.escalation_ms() == 0.0
+
+
+def test_overrides_merge_key_by_key_over_both_files_and_are_validated_like_them():
+    shipped = base_settings()
+    over = load_settings(CONFIG_DIR, {"BATON_PACK": "timeflow"},
+                         {"models": {"device": "cuda:1", "heads": {"classifier": {"input": "text", "checkpoint": "/m/bert"}}},
+                          "auth": {"require_token": True}, "budgets": {"stages_ms": {"ocr": 2000}, "turn_ms": {"image_ocr": 2600}},
+                          "pack": "cockpit"})
+    assert over.models.device == "cuda:1" and over.models.head("classifier").checkpoint == "/m/bert"
+    assert over.models.head("detector") == shipped.models.head("detector")  # siblings of an overridden key stay
+    assert over.models.encoder_runtime == shipped.models.encoder_runtime and over.auth.token_ttl_s == shipped.auth.token_ttl_s
+    assert over.auth.require_token and over.budgets.stages_ms["ocr"] == 2000
+    assert over.budgets.stages_ms["asr"] == shipped.budgets.stages_ms["asr"]
+    assert over.pack == "timeflow"  # the environment still has the last word
+    with pytest.raises(ValidationError, match="no_such_key"):
+        load_settings(CONFIG_DIR, {}, {"auth": {"no_such_key": 1}})
+    with pytest.raises(ValidationError, match="device"):
+        load_settings(CONFIG_DIR, {}, {"models": {"device": "gpu"}})

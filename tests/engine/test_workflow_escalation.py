@@ -24,13 +24,13 @@ def models() -> FakeModelClient:
     return fake
 
 
-def settings(*, enabled: bool = True):
+def settings(*, enabled: bool = True, **llm):
     base = base_settings()
     budgets = base.budgets.model_copy(update={
         "turn_ms": {**base.budgets.turn_ms, "text": TEXT_MS, "llm": LLM_MS},
         "stages_ms": {**base.budgets.stages_ms, "planner": 150.0, "planner_llm": PLANNER_LLM_MS, "commit": 60.0,
                       "store": 50.0}})
-    return base.model_copy(update={"budgets": budgets, "llm": base.llm.model_copy(update={"enabled": enabled})})
+    return base.model_copy(update={"budgets": budgets, "llm": base.llm.model_copy(update={"enabled": enabled, **llm})})
 
 
 def rig(answer: dict | str, **lm) -> Rig:
@@ -52,12 +52,12 @@ class Heard(TurnListener):
         self.events.append(("step", step.intent_id))
 
 
-async def chat(r: Rig, text: str = UTTERANCE, listener: TurnListener | None = None, recall=None):
+async def chat(r: Rig, text: str = UTTERANCE, listener: TurnListener | None = None, recall=None, session_id: str = "s1"):
     from engine.turn_context import TurnContext
 
-    request = ChatRequest(user_id="u1", session_id="s1", text=text)
+    request = ChatRequest(user_id="u1", session_id=session_id, text=text)
     ctx = TurnContext(r.engine.deadline("text"), r.worlds.for_turn("u1"), listener, recall=recall)
-    session = await r.engine._session("s1", "u1", create=True)
+    session = await r.engine._session(session_id, "u1", create=True)
     return await r.engine._save(session, await r.engine.chat_on(session, request, ctx), ctx)
 
 
@@ -119,6 +119,32 @@ async def test_a_late_model_is_aborted_and_the_turn_keeps_the_local_decision_ins
     assert resp.workflow is None and not r.vehicle().window_open
     assert r.llm.cancelled and r.llm.aborted == [r.llm.requests[0].request_id], "the request was aborted in the engine"
     assert PLANNER_LLM_MS - 20 <= resp.timings.stages["planner_llm"] <= PLANNER_LLM_MS + 100
+
+
+async def test_a_planner_that_keeps_missing_its_budget_is_held_until_a_probe_finishes_in_time():
+    now = [1000.0]
+    r = Rig(models=models(), settings=settings(hold_after_timeouts=2, probe_every_s=30.0),
+            llm=FakeLm(json.dumps(GOOD), delay=10.0))
+    r.engine._flows.escalation.hold._clock = lambda: now[0]
+    for i in range(2):
+        late = await chat(r, session_id=f"late-{i}")
+        assert late.routing_debug.planner.llm.outcome == "timed_out" and late.timings.escalated
+    t0 = time.perf_counter()
+    held = await chat(r, session_id="held")
+    # held: no wait for the model, the text budget kept, the local decision answered, and said so
+    assert (time.perf_counter() - t0) * 1000 < TEXT_MS and len(r.llm.requests) == 2
+    assert not held.timings.escalated and held.timings.budget_ms == TEXT_MS
+    assert held.timings.degraded == ["planner"] and held.routing_debug.planner.llm.outcome == "held"
+    assert "held" in held.routing_debug.planner.reason and held.workflow is None
+    now[0] += 29.0
+    assert (await chat(r, session_id="still-held")).routing_debug.planner.llm.outcome == "held"
+    # a probe per probe_every_s; one that finishes in time ends the hold
+    now[0] += 2.0
+    r.llm.delay = 0.0
+    probe = await chat(r, session_id="probe")
+    assert probe.routing_debug.planner.llm.outcome == "accepted" and probe.workflow.planner == "llm"
+    after = await chat(r, session_id="after")
+    assert after.routing_debug.planner.llm.outcome == "accepted" and len(r.llm.requests) == 4
 
 
 async def test_a_failing_model_degrades_the_planner():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -45,11 +46,15 @@ def test_timeflow_served_accuracy(timeflow_client, timeflow):
     answers = [timeflow_client.post("/api/v1/agent/chat", json={"user_id": "tf-eval", "text": t}).json() for t, _ in rows]
     accuracy = sum(a["intent"] == gold for a, (_, gold) in zip(answers, rows)) / len(rows)
     # a stage that missed its budget on a busy machine changes the answer by design; judge the models on the
-    # turns that ran every stage, and bound how many did not
-    whole = [(a, gold) for a, (_, gold) in zip(answers, rows) if not a["timings"]["degraded"]]
+    # turns that ran every stage, and bound how many did not. An escalation the LLM planner could not finish in
+    # time keeps the local decision (the intent is the models' own), so it is judged, and bounded by its budget.
+    whole = [(a, gold) for a, (_, gold) in zip(answers, rows) if set(a["timings"]["degraded"]) <= {"planner"}]
+    llm_budget_ms = settings_for("timeflow").budgets.turn_ms["llm"]
+    assert all(a["timings"]["total_ms"] <= llm_budget_ms for a in answers if a["timings"].get("escalated"))
     whole_accuracy = sum(a["intent"] == gold for a, gold in whole) / len(whole)
+    degraded = Counter(stage for a in answers for stage in a["timings"]["degraded"])
     print(f"served timeflow test-split accuracy: {accuracy:.3f} over {len(rows)} rows; "
-          f"{whole_accuracy:.3f} over the {len(whole)} turns with no degraded stage")
+          f"{whole_accuracy:.3f} over the {len(whole)} turns that ran every model stage; degraded: {dict(degraded)}")
     assert len(whole) >= 0.9 * len(rows)
     assert whole_accuracy >= 0.90
 

@@ -291,3 +291,15 @@ def test_held_out_accuracy_of_shipped_packs(shipped):
     accuracy = held_out(pack, settings)["classifier_top1"]
     print(f"\n{pack.name}: classifier top-1 accuracy on the held-out split = {accuracy:.3f} ({len(pack.test_rows())} rows)")
     assert accuracy >= MIN_HELD_OUT_ACCURACY
+
+
+def test_packs_for_a_cluster_are_built_on_its_serve_configs_encoder():
+    """`--serve-config` takes the encoder (and the rest) from the config a cluster deploys; `--device` only moves the
+    build's encoder passes (a CPU build machine for a GPU cluster)."""
+    from engine.settings import load_settings, merged
+    from models.build import serve_overrides
+
+    overrides = serve_overrides(CONFIG_DIR / "serve_gpu.yaml")
+    settings = load_settings(CONFIG_DIR, {}, merged(overrides, {"models": {"device": "cpu"}}))
+    assert settings.encoder_path == Path(overrides["models"]["encoder"]) and settings.models.device == "cpu"
+    assert settings.models.encoder_runtime == overrides["models"]["encoder_runtime"]

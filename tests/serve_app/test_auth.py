@@ -73,7 +73,7 @@ def test_bearer_header_parsing():
 
 
 def test_signing_secret_prefers_env_and_is_generated_once(tmp_path):
-    assert signing_secret(CONFIG, tmp_path, {"TEST_SECRET": "from-env"}) == "from-env"
+    assert signing_secret(CONFIG, tmp_path, {"TEST_SECRET": "e" * 32}) == "e" * 32
     first = signing_secret(CONFIG, tmp_path, {})
     assert len(first) >= 40 and signing_secret(CONFIG, tmp_path, {}) == first
     assert (tmp_path / "auth_secret").stat().st_mode & 0o077 == 0
@@ -98,3 +98,22 @@ def test_an_empty_secret_file_is_a_clear_error(tmp_path):
     (tmp_path / "auth_secret").write_text("", encoding="ascii")
     with pytest.raises(RuntimeError, match="empty"):
         signing_secret(CONFIG, tmp_path, {})
+
+
+def test_a_short_secret_refuses_to_start_wherever_it_comes_from(tmp_path):
+    with pytest.raises(RuntimeError, match="TEST_SECRET has 31 characters; it needs at least 32"):
+        signing_secret(CONFIG, tmp_path, {"TEST_SECRET": "e" * 31})
+    (tmp_path / "auth_secret").write_text("hand-written", encoding="ascii")
+    with pytest.raises(RuntimeError, match="12 characters; it needs at least 32"):
+        signing_secret(CONFIG, tmp_path, {})
+    longer = CONFIG.model_copy(update={"min_secret_chars": 80})
+    with pytest.raises(RuntimeError, match="at least 80"):
+        signing_secret(longer, tmp_path / "fresh", {})  # the generated one (64 characters) is held to the setting too
+
+
+def test_a_cluster_never_generates_a_secret_of_its_own(tmp_path):
+    cluster = CONFIG.model_copy(update={"generate_secret": False})
+    with pytest.raises(RuntimeError, match="TEST_SECRET is not set and auth.generate_secret is false"):
+        signing_secret(cluster, tmp_path, {})
+    assert not (tmp_path / "auth_secret").exists()
+    assert signing_secret(cluster, tmp_path, {"TEST_SECRET": "k" * 40}) == "k" * 40

@@ -128,3 +128,15 @@ def test_per_run_ports_come_from_blocks_no_other_socket_takes_meanwhile():
         assert last - first + 1 == launcher.REPLICA_PORTS and first in launcher.REPLICA_GRPC_PORT_RANGE and last in launcher.REPLICA_GRPC_PORT_RANGE
     ports = launcher.free_ports(3)
     assert len(set(ports)) == 3 and all(p in launcher.LISTENER_PORT_RANGE for p in ports)
+
+
+def test_a_copied_serve_config_still_runs_the_planner_in_the_checkouts_llm_venv(tmp_path):
+    """A benchmark writes its own copy of the Serve config elsewhere; the Planner's interpreter and the path to
+    Baton's packages still name this checkout, not the copy's folder."""
+    copy = tmp_path / "systems" / "baton" / "serve.yaml"
+    copy.parent.mkdir(parents=True)
+    copy.write_text(SERVE_LOCAL.read_text(encoding="utf-8"), encoding="utf-8")
+    planner = next(d for d in load_serve_config(copy, {})["applications"][0]["deployments"] if d["name"] == "Planner")
+    runtime_env = planner["ray_actor_options"]["runtime_env"]
+    assert runtime_env["py_executable"] == str(ROOT / ".venv-llm" / "bin" / "python")
+    assert runtime_env["env_vars"]["PYTHONPATH"] == str(ROOT)

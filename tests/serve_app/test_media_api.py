@@ -137,6 +137,38 @@ async def test_uploads_over_the_limits_are_413(client, rig):
     assert early.json()["error"]["message"].startswith("The request is")
 
 
+def chunked_upload(total: int, chunk: int = 64 * 1024) -> tuple[dict, object, list[int]]:
+    """Headers and an async body streaming a `total`-byte PNG-looking file with no Content-Length (chunked), and
+    a counter of the bytes the server pulled from it."""
+    boundary = "baton-cut-off"
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_type\"\r\n\r\nimage\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.png\"\r\n"
+            f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"\x89PNG\r\n\x1a\n"
+    pulled = [0]
+
+    async def body():
+        yield head
+        block = b"\x00" * chunk
+        while pulled[0] < total:
+            pulled[0] += chunk
+            yield block
+
+    return {"content-type": f"multipart/form-data; boundary={boundary}"}, body(), pulled
+
+
+async def test_a_chunked_upload_is_cut_off_where_it_crosses_the_limit(client, rig):
+    """No Content-Length to refuse early: the body is counted as it arrives and refused the moment it passes the
+    limit (plus the form's framing), not read whole first (here 300 MB offered)."""
+    from serve_app.media_api import FORM_OVERHEAD_BYTES
+
+    limit = max(rig[0].state.serving.uploads.cfg.max_bytes.values())
+    headers, body, pulled = chunked_upload(300 * 1024 * 1024)
+    resp = await client.post(UPLOAD, content=body, headers={**headers, "user-agent": "test"})
+    assert_error(resp, 413, "media_too_large", "file")
+    assert resp.json()["error"]["message"].startswith("The upload passed")
+    assert limit < pulled[0] <= limit + FORM_OVERHEAD_BYTES + 64 * 1024
+
+
 @pytest.mark.parametrize(("form", "files", "field"), [
     ({"user_id": "u1"}, {"file": ("a.png", b"x")}, "file_type"),
     ({"file_type": "image"}, {"file": ("a.png", b"x")}, "user_id"),

@@ -4,112 +4,40 @@ models, the real store on the session's PostgreSQL) finds nothing."""
 from __future__ import annotations
 
 import re
-import socket
 import sys
-import threading
-import time
-from contextlib import asynccontextmanager
-from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
-from test_openai_api import FakeLlm
-from fakes import FakeModelClient, base_settings, pack
+from fakes import base_settings
 from openapi_checks import assert_conforms
+from store_app import served as serve_in_thread
+from store_app import store_app
 
-from engine.media import MediaClient
-from engine.plugins import PluginRegistry
-from engine.session import InMemorySessionStore
-from engine.turn import TurnEngine
 from media.keys import key_from_source_url, new_key
-from media.store import LocalStore, ObjectNotFound
 from media.uploads import MediaUploads
 from protocol.http_chat import ChatStreamLine
-from protocol.media import Recognition, source_url_pattern
+from protocol.media import source_url_pattern
 from protocol.rest import EMAIL_SHAPE, RegisterRequest
 from protocol.strings import NOT_BLANK, WHITESPACE
-from serve_app.admission import Admission
-from serve_app.auth import Auth
 from serve_app.http_api import Serving, create_api
-from serve_app.rest_api import Persistence
-from serve_app.stored_chat import StoredChat
 from store import write_gate
-from store.database import Database
 
 ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
 # the OpenAI-compatible routes: a client's api_key is not a Baton account (local mode)
 TOKEN_FREE = {("/health", "get"), ("/api/v1/auth/register", "post"), ("/api/v1/auth/login", "post"),
-              ("/v1/models", "get"), ("/v1/chat/completions", "post")}
+              ("/api/v1/metrics/summary", "get"), ("/v1/models", "get"), ("/v1/chat/completions", "post")}
 LOCAL_MODE = {("/api/v1/agent/chat", "post"), ("/api/v1/agent/fill-slots", "post"), ("/api/v1/agent/chat-stream", "post"),
               ("/api/v1/media/upload", "post")}
 MEDIA_READ = ("/api/v1/media/{kind}/{file_name}", "get")
 
 
-class StoreMedia(MediaClient):
-    """ASR and OCR answered from the store alone: a missing or foreign object is refused as the recognizers refuse
-    it, an existing one reads as a command (the recognizers themselves are not what these tests are about)."""
-
-    def __init__(self, store: LocalStore) -> None:
-        self.store = store
-
-    async def _recognize(self, object_key: str, user_id: str) -> Recognition:
-        try:
-            owner = self.store.head(object_key).owner
-        except ObjectNotFound:
-            return Recognition(status="not_found", reason="no such object")
-        return Recognition(status="ok", recognized_text="打开车窗") if owner == user_id else Recognition(status="forbidden")
-
-    async def transcribe(self, object_key: str, *, user_id: str, deadline: float) -> Recognition:
-        return await self._recognize(object_key, user_id)
-
-    async def ocr(self, object_key: str, *, user_id: str, deadline: float) -> Recognition:
-        return await self._recognize(object_key, user_id)
-
-
-def _app(dsn: str, media_dir: Path):
-    settings = base_settings()
-    store = LocalStore(media_dir)
-    engine = TurnEngine(pack=pack("cockpit"), settings=settings, models=FakeModelClient(), plugins=PluginRegistry(),
-                        sessions=InMemorySessionStore(ttl_s=settings.session.ttl_s), media=StoreMedia(store))
-    api = create_api()
-    api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.admission),
-                                uploads=MediaUploads(store=store, cfg=settings.media), llm=FakeLlm())
-
-    @asynccontextmanager
-    async def with_store(app):
-        # the pool belongs to uvicorn's event loop, so it opens here
-        db = await Database.open(dsn, settings.store)
-        app.state.serving.persistence = Persistence(db=db, auth=Auth(settings.auth, "openapi-test-secret" * 3),
-                                                    chat=StoredChat(engine, db, settings), settings=settings)
-        try:
-            yield
-        finally:
-            await db.close()
-
-    api.router.lifespan_context = with_store
-    return api, settings
-
-
 @pytest.fixture(scope="module")
 def served(postgres, tmp_path_factory):
     """The app under uvicorn on a free port of 127.0.0.1, in a thread of this process: {"url", "api", "settings"}."""
-    api, settings = _app(postgres["dsn"], tmp_path_factory.mktemp("media"))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(api, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started:
-        assert thread.is_alive() and time.time() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield {"url": f"http://127.0.0.1:{sock.getsockname()[1]}", "api": api, "settings": settings}
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    settings = base_settings()
+    api = store_app(postgres["dsn"], tmp_path_factory.mktemp("media"), settings)
+    with serve_in_thread(api) as url:
+        yield {"url": url, "api": api, "settings": settings}
 
 
 @pytest.fixture(scope="module")

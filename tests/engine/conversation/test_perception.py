@@ -112,3 +112,31 @@ def test_a_move_acts_on_the_time_before_its_marker_and_an_unslotted_time_is_stil
                                  question_id=QUESTION, recent=[], now=NOW)
     assert week.decision.time_range.source == "user_explicit"
     assert week.decision.time_range.start_at == datetime(2026, 11, 30, tzinfo=TZ)
+
+
+EXTRA = {"input": {"client_message_id": "c0"}, "clarification_answer": {"client_message_id": "c2", "reply_to_question_id": QUESTION}, "clarification_question": {"question_status": "answered",
+                                                                           "expires_at": NOW + timedelta(minutes=10)}}
+
+
+def _message(role, kind, text, minutes):
+    return ConversationMessageDTO(id=uuid.uuid4(), user_id=uuid.uuid4(), message_index=minutes + 1, role=role,
+                                  modality="text" if role == "user" else None, raw_content=text, source_url=None,
+                                  metadata=ConversationMessageMetadata(
+                                      message_kind=kind, **EXTRA.get(kind, {})),
+                                  created_at=NOW + timedelta(minutes=minutes))
+
+
+def test_an_answer_completes_the_request_it_answered():
+    """提醒我交房租 asked when; 明天上午十点 answered: the decision reads both, so the agent finds the title."""
+    recent = [_message("user", "input", "提醒我交房租", 0), _message("assistant", "clarification_question", "打算安排在什么时候？", 1),
+              _message("user", "clarification_answer", "明天上午十点", 2)]
+    when = TimeRange(start="2026-12-02T10:00:00+08:00", end="2026-12-02T11:00:00+08:00", text="明天上午十点", all_day=False)
+    result = perception().perceive(decided("schedule_todo_agent", "create", {"when": when.model_dump()}, when),
+                                   raw_input="明天上午十点", source_message_id=SOURCE, question_id=QUESTION, recent=recent,
+                                   now=NOW, reasked=True)
+    assert isinstance(result, Decided) and result.decision.raw_input == "提醒我交房租，明天上午十点"
+    assert result.decision.time_range.start_at == datetime(2026, 12, 2, 10, tzinfo=TZ)
+    plain = perception().perceive(decided("schedule_todo_agent", "create", {"when": when.model_dump()}, when),
+                                  raw_input="明天上午十点提醒我交房租", source_message_id=SOURCE, question_id=QUESTION,
+                                  recent=recent[:1], now=NOW)
+    assert plain.decision.raw_input == "明天上午十点提醒我交房租", "a request said at once is read as said"

@@ -16,7 +16,7 @@ import pytest
 from engine.deadline import Deadline, StageTimeout
 from engine.llm.compaction import CompactionConfig, ContextCompactor
 from engine.llm.hooks import HookChain, HookContext, build_chain
-from engine.llm.lm import LanguageModel, LmReply, LmRequest, abort_quietly, complete_within
+from engine.llm.lm import LanguageModel, LmRequest, abort_quietly, complete_within
 from engine.llm.plan_schema import executable_intents, plan_json_schema
 from engine.llm.plan_validation import RejectedPlan, ValidatedPlan
 from engine.llm.planner import NAME, LlmWorkflowPlanner
