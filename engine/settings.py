@@ -100,6 +100,8 @@ class TuneConfig(Section):
     head_learning_rate: float = Field(gt=0, description="Learning rate of the softmax head the layers are tuned through.")
     batch_size: int = Field(gt=0)
     max_tokens: int = Field(gt=0, description="Texts are cut to this many tokens while tuning (serving reads them whole).")
+    label_smoothing: float = Field(default=0.0, ge=0, lt=1, description="Cross-entropy label smoothing while tuning.")
+    min_steps: int = Field(default=0, ge=0, description="Optimizer steps at least, whatever `epochs` gives a small pack.")
     seed: int = 0
     threads: int = Field(default=0, ge=0, description="Torch threads while tuning; 0 = every core.")
 
