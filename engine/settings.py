@@ -101,7 +101,8 @@ class TuneConfig(Section):
     batch_size: int = Field(gt=0)
     max_tokens: int = Field(gt=0, description="Texts are cut to this many tokens while tuning (serving reads them whole).")
     label_smoothing: float = Field(default=0.0, ge=0, lt=1, description="Cross-entropy label smoothing while tuning.")
-    min_steps: int = Field(default=0, ge=0, description="Optimizer steps at least, whatever `epochs` gives a small pack.")
+    min_steps: int = Field(default=0, ge=0, description="Optimizer steps at least, whatever `epochs` gives a small pack ...")
+    max_epochs: float = Field(default=20.0, gt=0, description="... but never more passes than this over its rows.")
     seed: int = 0
     threads: int = Field(default=0, ge=0, description="Torch threads while tuning; 0 = every core.")
 

@@ -85,7 +85,8 @@ def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, o
     torch.set_num_threads(tune.threads or os.cpu_count() or 1)
     recipe = Recipe(epochs=tune.epochs, frozen_layers=tune.frozen_layers, learning_rate=tune.learning_rate,
                     head_learning_rate=tune.head_learning_rate, batch_size=tune.batch_size, max_tokens=tune.max_tokens,
-                    seed=tune.seed, label_smoothing=tune.label_smoothing, min_steps=tune.min_steps)
+                    seed=tune.seed, label_smoothing=tune.label_smoothing, min_steps=tune.min_steps,
+                    max_epochs=tune.max_epochs)
     label_list = sorted(set(labels))
     y = np.array([label_list.index(lab) for lab in labels])
     started = time.time()

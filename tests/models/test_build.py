@@ -303,3 +303,36 @@ def test_packs_for_a_cluster_are_built_on_its_serve_configs_encoder():
     settings = load_settings(CONFIG_DIR, {}, merged(overrides, {"models": {"device": "cpu"}}))
     assert settings.encoder_path == Path(overrides["models"]["encoder"]) and settings.models.device == "cpu"
     assert settings.models.encoder_runtime == overrides["models"]["encoder_runtime"]
+
+
+# --- (f) the tuned encoder saw the training rows only ---------------------------------------------------------
+
+
+def test_the_shipped_packs_tuned_encoder_saw_their_training_split_only(shipped):
+    """The stamp is the digest of the very (text, label) rows the tuning ran on (models/pack_models.py), so equality
+    with the training split's digest proves no test row took part; the folds' encoders: tests/models/test_selection.py."""
+    from models.finetune import read_stamp, rows_digest
+
+    pack, settings = shipped
+    stamp = read_stamp(settings.artifacts_dir(pack.name) / layout.TUNED_ENCODER)
+    assert stamp is not None, "the shipped pack was built without tuning"
+    train = pack.train_rows()
+    assert stamp["rows"] == len(train)
+    assert stamp["rows_sha256"] == rows_digest([t for t, _ in train], [i for _, i in train])
+    everything = train + pack.test_rows()
+    assert stamp["rows_sha256"] != rows_digest([t for t, _ in everything], [i for _, i in everything])
+
+
+def test_a_pack_from_rows_held_out_figure_comes_from_an_encoder_tuned_without_them(cli_build):
+    """DATA path: the held-out build's encoder saw the training split alone; the served one every row."""
+    from models.finetune import read_stamp, rows_digest
+
+    state, proc = cli_build
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    settings = settings_in(state, CLI_PACK)
+    pack = load_pack(find_pack(CLI_PACK, shipped_dir=settings.packs_dir, state_dir=state))
+    out = settings.artifacts_dir(CLI_PACK)
+    digest = lambda rows: rows_digest([t for t, _ in rows], [i for _, i in rows])  # noqa: E731
+    assert read_stamp(layout.heldout_dir(out) / layout.TUNED_ENCODER)["rows_sha256"] == digest(pack.train_rows())
+    assert read_stamp(out / layout.TUNED_ENCODER)["rows_sha256"] == digest(pack.served_rows())
+    assert pack.test_rows() and not {t for t, _ in pack.test_rows()} & {t for t, _ in pack.train_rows()}

@@ -83,3 +83,24 @@ def test_a_fit_reports_progress(base):
                                              progress=seen.append, what="tuning")
     assert seen and seen[-1].startswith("tuning: step 6/6 (epoch 2.0/2)"), seen
     assert Path(base.path).name == "multilingual-e5-small"
+
+
+def _steps(base: Base, recipe: Recipe) -> str:
+    seen: list[str] = []
+    states = base.states([t for t, _ in ROWS], recipe.frozen_layers)
+    TunedTop(base, recipe.frozen_layers).fit(states, [LABELS.index(i) for _, i in ROWS], len(LABELS), recipe,
+                                             progress=seen.append, what="tuning")
+    return seen[-1].split(" (")[0]
+
+
+def test_a_small_pack_gets_min_steps_but_no_more_than_max_epochs(base):
+    # 24 rows in batches of 8: 3 steps a pass, 6 for the recipe's 2 epochs
+    assert _steps(base, Recipe(**{**RECIPE.__dict__, "min_steps": 10})) == "tuning: step 10/10"
+    assert _steps(base, Recipe(**{**RECIPE.__dict__, "min_steps": 100, "max_epochs": 4})) == "tuning: step 12/12"
+    assert _steps(base, Recipe(**{**RECIPE.__dict__, "min_steps": 4})) == "tuning: step 6/6"
+
+
+def test_label_smoothing_changes_what_is_learned(base):
+    plain, smoothed = tuned(base), tuned(base, recipe=Recipe(**{**RECIPE.__dict__, "label_smoothing": 0.2}))
+    assert not all(np.allclose(x.detach().numpy(), z.detach().numpy())
+                   for x, z in zip(plain.layers.parameters(), smoothed.layers.parameters()))
