@@ -61,7 +61,7 @@ def measure(name: str, data: Path | None, config_dir: Path) -> dict:
     from engine.pack import find_pack, load_pack
     from engine.settings import load_settings
     from models import artifacts as layout
-    from models.build import build, rows_to_pack
+    from models.build import build, pack_settings, rows_to_pack
     from models.evaluate import evaluated_artifacts, held_out
 
     settings = load_settings(config_dir, {**os.environ, "BATON_PACK": name})
@@ -84,7 +84,7 @@ def measure(name: str, data: Path | None, config_dir: Path) -> dict:
         "served": served, "fusion_errors": offline["errors"],
         "build_s": {k: m["build_s"] for k, m in builds.items()}, "timings": {k: m.get("timings", {}) for k, m in builds.items()},
         "rows": {k: m["train_rows"] for k, m in builds.items()}, "selected": chosen.get("selected"),
-        "cross_validation": chosen.get("selection_report"), "finetune": settings.models.finetune,
+        "cross_validation": chosen.get("selection_report"), "finetune": pack_settings(pack, settings).models.finetune,
         "measured_s": round(time.time() - started, 1),
     }
 

@@ -146,6 +146,10 @@ class Pack(Strict):
     responses: dict[str, str] = Field(default_factory=dict, description="Named response templates.")
     intents: list[Intent]
     workflows: Workflows = Workflows()
+    finetune: bool | None = Field(
+        default=None,
+        description="Tune the shared encoder on this pack's rows when it is built (models/finetune.py); None: "
+                    "models.finetune decides. A pack from a user's rows sets it (config/data_pack.yaml).")
     serve_on: Literal["train_split", "all_rows"] = Field(
         default="train_split",
         description="Rows the served models learn from: the training split (the test split stays held out; a shipped "

@@ -125,9 +125,9 @@ class ModelsConfig(Section):
     device: str = Field(default="cpu", pattern=r"^(cpu|cuda(:[0-9]+)?)$",
                         description="Device of the encoder and the text-input heads (cpu, cuda, cuda:1...).")
     heads: dict[str, HeadConfig] = Field(default_factory=dict, description="Per head (classifier, detector, retriever): its input.")
-    finetune: bool = Field(default=True, description="Tune the shared encoder on each pack's rows when the pack is built, choose "
-                                                      "the heads' and fusion's settings on held-out folds; false: the frozen "
-                                                      "encoder and the values below.")
+    finetune: bool = Field(default=False, description="Tune the shared encoder on a pack's rows when the pack is built, choose "
+                                                       "the heads' and fusion's settings on held-out folds; false: the frozen "
+                                                       "encoder and the values below. A pack's own `finetune` wins.")
     tune: TuneConfig
     selection: SelectionConfig
     ngram_weight: float = Field(ge=0, le=1, description="Share of the char n-gram model in the classifier ensemble.")

@@ -94,12 +94,20 @@ def fingerprint(pack: Pack, rows: list[tuple[str, str]], encoder: Path, settings
     return h.hexdigest()
 
 
+def pack_settings(pack: Pack, settings: Settings) -> Settings:
+    """`settings` as this pack is built with: its own `finetune`, when it sets one."""
+    if pack.finetune is None or pack.finetune == settings.models.finetune:
+        return settings
+    return settings.model_copy(update={"models": settings.models.model_copy(update={"finetune": pack.finetune})})
+
+
 def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
     """Build the pack's models into its artifact folder (a no-op when its fingerprint matches).
 
     A pack served on all its rows (one built from a user's rows) is built twice: on its training split alone into
     `heldout/` — the models its held-out figure comes from, and where the settings are chosen — then on every row,
     with those settings, into `models/`."""
+    settings = pack_settings(pack, settings)
     encoder = settings.encoder_path
     if not settings.models.encoder:
         bootstrap_encoder(encoder)

@@ -308,23 +308,18 @@ def test_packs_for_a_cluster_are_built_on_its_serve_configs_encoder():
 # --- (f) the tuned encoder saw the training rows only ---------------------------------------------------------
 
 
-def test_the_shipped_packs_tuned_encoder_saw_their_training_split_only(shipped):
-    """The stamp is the digest of the very (text, label) rows the tuning ran on (models/pack_models.py), so equality
-    with the training split's digest proves no test row took part; the folds' encoders: tests/models/test_selection.py."""
-    from models.finetune import read_stamp, rows_digest
-
+def test_the_shipped_packs_serve_the_frozen_encoder(shipped):
+    """models.finetune is false by default and a shipped pack sets nothing: no tuned folder, the configured values."""
     pack, settings = shipped
-    stamp = read_stamp(settings.artifacts_dir(pack.name) / layout.TUNED_ENCODER)
-    assert stamp is not None, "the shipped pack was built without tuning"
-    train = pack.train_rows()
-    assert stamp["rows"] == len(train)
-    assert stamp["rows_sha256"] == rows_digest([t for t, _ in train], [i for _, i in train])
-    everything = train + pack.test_rows()
-    assert stamp["rows_sha256"] != rows_digest([t for t, _ in everything], [i for _, i in everything])
+    out = settings.artifacts_dir(pack.name)
+    assert pack.finetune is None and not settings.models.finetune
+    assert layout.read_manifest(out)["tuned_encoder"] is None and not (out / layout.TUNED_ENCODER).exists()
 
 
 def test_a_pack_from_rows_held_out_figure_comes_from_an_encoder_tuned_without_them(cli_build):
-    """DATA path: the held-out build's encoder saw the training split alone; the served one every row."""
+    """DATA path (a pack from rows tunes: config/data_pack.yaml): the held-out build's encoder saw the training split
+    alone, the served one every row. A stamp is the digest of the very (text, label) rows its tuning ran on
+    (models/pack_models.py); the folds' encoders: tests/models/test_selection.py."""
     from models.finetune import read_stamp, rows_digest
 
     state, proc = cli_build

@@ -40,8 +40,7 @@ def benchmark(cockpit, tmp_path_factory):
     settings = settings_in(state, PACK)
     # the frozen encoder: this checks the dataset's conversion and a pack built from it; the tuning has tests of its own
     # (tests/models/test_finetune.py, the CLI build), and 40 intents of it would cost minutes of the suite
-    settings = settings.model_copy(update={"models": settings.models.model_copy(update={"finetune": False})})
-    pack = load_pack(rows_to_pack(write_jsonl(base / "train.jsonl", train), PACK, settings))
+    pack = load_pack(rows_to_pack(write_jsonl(base / "train.jsonl", train), PACK, settings)).model_copy(update={"finetune": False})
     build(pack, settings)
     clf = IntentClassifier(artifacts=settings.artifacts_dir(PACK), cfg=settings.models, top_k=1)
     texts = [r["text"] for r in test]
