@@ -13,7 +13,6 @@ import argparse
 import os
 import signal
 import sys
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import uvicorn
@@ -35,11 +34,8 @@ def build_api(config_dir: Path, dsn: str) -> FastAPI:
     from serve_app.admission import Admission
     from serve_app.http_api import Serving, create_api
     from serve_app.auth import Auth, signing_secret
-    from serve_app.conversation import build_conversation
     from serve_app.metrics import TurnMetrics
-    from serve_app.rest_api import Persistence
-    from serve_app.stored_chat import StoredChat
-    from store.database import Database
+    from serve_app.store_lifespan import open_store_on_start
 
     settings = served_settings(load_settings(config_dir, os.environ))
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
@@ -50,19 +46,7 @@ def build_api(config_dir: Path, dsn: str) -> FastAPI:
     api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.admission),
                                 metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s)
 
-    @asynccontextmanager
-    async def with_store(app: FastAPI):
-        # the pool belongs to uvicorn's event loop, so it opens here rather than in build_api
-        db = await Database.open(dsn, settings.store)
-        auth = Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ))
-        app.state.serving.persistence = Persistence(db=db, auth=auth, chat=StoredChat(engine, db, settings), settings=settings)
-        app.state.serving.conversation = build_conversation(app.state.serving)
-        try:
-            yield
-        finally:
-            await db.close()
-
-    api.router.lifespan_context = with_store
+    open_store_on_start(api, dsn, settings, Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ)))
     return api
 
 

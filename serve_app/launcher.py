@@ -15,10 +15,8 @@ import argparse
 import asyncio
 import importlib
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +31,8 @@ import yaml
 from deployments.faults import FAULTS_FILE_ENV, FaultSet
 from serve_app.metrics import MULTIPROC_ENV
 from serve_app.node_env import SECRET_ENV, selected_labels, serve_switches
+from serve_app.ports import (  # noqa: F401 — free_ports re-exported for tests and benchmarks
+    HAPROXY_PORT_RANGE, REPLICA_GRPC_PORT_RANGE, REPLICA_PORTS, free_block, free_ports, free_ports_in)
 from serve_app.reaper import pids_naming
 from store.embedded import EmbeddedPostgres
 
@@ -92,55 +92,6 @@ def haproxy_dir(port: int) -> Path:
     return Path(tempfile.gettempdir()) / f"baton-haproxy-{port}"
 
 
-# Per-run ports come from blocks below the kernel's ephemeral range (32768-60999 here) and above Ray's worker ports
-# (10002-19999): a port found free there stays free until we bind it, where an ephemeral one may be taken by any of
-# the sockets Ray opens meanwhile.
-REPLICA_PORT_RANGE = range(20000, 30000)
-LISTENER_PORT_RANGE = range(30100, 31000)  # Baton's own listeners when chosen per run (tests, benchmarks)
-HAPROXY_PORT_RANGE = range(31000, 32000)
-REPLICA_GRPC_PORT_RANGE = range(32000, 32700)
-
-
-REPLICA_PORTS = 32  # more than the orchestrator replicas one machine runs
-
-
-def _free_block(size: int, within: range = REPLICA_PORT_RANGE) -> tuple[int, int]:
-    """The first and last of `size` consecutive ports inside `within`, all free now, at a random place."""
-    starts = list(range(within.start, within.stop - size + 1, size))
-    random.shuffle(starts)
-    for first in starts:
-        if all(_is_free(port) for port in range(first, first + size)):
-            return first, first + size - 1
-    raise RuntimeError(f"no {size} consecutive free ports in {within.start}-{within.stop - 1}")
-
-
-def _free_ports(count: int, within: range) -> list[int]:
-    """`count` ports of `within` free now, scanning from a random place."""
-    start, found = random.randrange(len(within)), []
-    for i in range(len(within)):
-        port = within[(start + i) % len(within)]
-        if _is_free(port):
-            found.append(port)
-            if len(found) == count:
-                return found
-    raise RuntimeError(f"no {count} free ports in {within.start}-{within.stop - 1}")
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct ports for Baton's listeners (HTTP, metrics) chosen per run, as tests and benchmarks do."""
-    return _free_ports(count, LISTENER_PORT_RANGE)
-
-
-def _is_free(port: int) -> bool:
-    """Free on every interface: HAProxy binds them all."""
-    with socket.socket() as s:
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
-
-
 def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
     """What every Ray worker of this run inherits: the apps' runtime_env variables, the forwarded ones, where
     metrics files go and, in HAProxy mode, Ray Serve's high-throughput switches with this run's own ports and paths."""
@@ -165,13 +116,13 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
             # every listener of this run on a port of its own: Serve's defaults are fixed numbers, and a second
             # Baton's HAProxy would otherwise fall back to the first one's proxy and answer for it
             **dict(zip(("RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_HAPROXY_STATS_PORT", "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT",
-                        "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT"), map(str, _free_ports(4, HAPROXY_PORT_RANGE)))),
+                        "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT"), map(str, free_ports_in(4, HAPROXY_PORT_RANGE)))),
             # the ports replicas serve HTTP on: a block of this run's own, so two Batons on one machine never
             # hand HAProxy each other's replicas
             **dict(zip(("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"),
-                       map(str, _free_block(REPLICA_PORTS)))),
+                       map(str, free_block(REPLICA_PORTS)))),
             **dict(zip(("RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_GRPC_PORT"),
-                       map(str, _free_block(REPLICA_PORTS, REPLICA_GRPC_PORT_RANGE)))),
+                       map(str, free_block(REPLICA_PORTS, REPLICA_GRPC_PORT_RANGE)))),
         })
     return out
 
@@ -237,7 +188,7 @@ def wait_until_healthy(port: int, *, timeout_s: float, replicas: int = 1) -> Non
                     return
                 continue
         except OSError as exc:
-            last = getattr(exc, "read", lambda: str(exc).encode())().decode("utf-8", "replace")[:200]
+            last = (exc.read().decode("utf-8", "replace") if hasattr(exc, "read") else str(exc))[:200]
             green.clear()
         time.sleep(0.5)
     raise TimeoutError(f"Baton did not become healthy on :{port} within {timeout_s:.0f} s (last: {last})")

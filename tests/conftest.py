@@ -101,6 +101,9 @@ def serve_app(cockpit, postgres):
     for deployment in config["applications"][0]["deployments"]:
         if deployment["name"] == "Orchestrator":
             deployment["autoscaling_config"]["min_replicas"] = ORCHESTRATOR_REPLICAS
+    # the tests escalate to the LLM on purpose, one after another, and a base model on this CPU mostly runs out of
+    # time: the hold (llm.hold_after_timeouts, tested in tests/engine) would answer the later ones without asking it
+    config["applications"][0]["args"].setdefault("overrides", {}).setdefault("llm", {})["hold_after_timeouts"] = 0
     try:
         launcher.start(config, env)
         # the Planner loads vLLM and warms its grammar beside the other replicas: minutes on a busy 2-core machine

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
 
 import pytest
 from demo_page import PHONE, DemoPage
 from playwright.sync_api import WebSocketRoute, expect
+from test_conversation_timeflow import local_hm, timeline  # the same REST timeline, read as the user reads it
 from ws_client import Conversation, types
 
 PACK = "timeflow"
-TZ = ZoneInfo("Asia/Shanghai")
 
 
 @pytest.fixture(scope="module")
@@ -38,18 +36,6 @@ def demo(browser, app, user, tmp_path):
     page = DemoPage(browser, app["url"], tmp_path, token=user["token"])
     yield page
     page.close()
-
-
-def timeline(app, user, day_offset: int = 1) -> list[dict]:
-    start = datetime.now(TZ).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=day_offset)
-    resp = app["client"].get("/api/v1/items/timeline", headers=user["headers"],
-                             params={"start_at": start.isoformat(), "end_at": (start + timedelta(days=1)).isoformat()})
-    assert resp.status_code == 200, resp.text
-    return resp.json()["items"]
-
-
-def local_hm(value: str) -> str:
-    return datetime.fromisoformat(value).astimezone(TZ).strftime("%H:%M")
 
 
 def confirm(demo: DemoPage, card) -> None:

@@ -6,7 +6,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 import uvicorn
@@ -23,11 +23,8 @@ from media.uploads import MediaUploads
 from protocol.media import Recognition
 from serve_app.admission import Admission
 from serve_app.auth import Auth
-from serve_app.conversation import build_conversation
 from serve_app.http_api import Serving, create_api
-from serve_app.rest_api import Persistence
-from serve_app.stored_chat import StoredChat
-from store.database import Database
+from serve_app.store_lifespan import open_store_on_start
 
 SECRET = "store-app-test-secret" * 3
 
@@ -62,20 +59,7 @@ def store_app(dsn: str, media_dir: Path, settings: Settings):
     api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.admission),
                                 uploads=MediaUploads(store=store, cfg=settings.media), llm=FakeLlm())
 
-    @asynccontextmanager
-    async def with_store(app):
-        # the pool belongs to uvicorn's event loop, so it opens here
-        db = await Database.open(dsn, settings.store)
-        serving = app.state.serving
-        serving.persistence = Persistence(db=db, auth=Auth(settings.auth, SECRET), chat=StoredChat(engine, db, settings),
-                                          settings=settings)
-        serving.conversation = build_conversation(serving)
-        try:
-            yield
-        finally:
-            await db.close()
-
-    api.router.lifespan_context = with_store
+    open_store_on_start(api, dsn, settings, Auth(settings.auth, SECRET))
     return api
 
 

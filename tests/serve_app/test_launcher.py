@@ -116,18 +116,18 @@ def test_faults_are_set_through_the_runs_file(tmp_path):
 def test_per_run_ports_come_from_blocks_no_other_socket_takes_meanwhile():
     """Below the kernel's ephemeral range (any socket Ray opens may take a port there before we bind it) and inside
     the block asked for (a block that wrapped round once started on Serve's own default)."""
-    from serve_app import launcher
+    from serve_app import launcher, ports
 
     low, _ = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    ranges = [launcher.REPLICA_PORT_RANGE, launcher.LISTENER_PORT_RANGE, launcher.HAPROXY_PORT_RANGE,
-              launcher.REPLICA_GRPC_PORT_RANGE]
+    ranges = [ports.REPLICA_PORT_RANGE, ports.LISTENER_PORT_RANGE, ports.HAPROXY_PORT_RANGE,
+              ports.REPLICA_GRPC_PORT_RANGE]
     assert all(r.stop <= low for r in ranges)
     assert all(a.stop <= b.start for a, b in zip(sorted(ranges, key=lambda r: r.start), sorted(ranges, key=lambda r: r.start)[1:]))
     for _ in range(40):
-        first, last = launcher._free_block(launcher.REPLICA_PORTS, launcher.REPLICA_GRPC_PORT_RANGE)
-        assert last - first + 1 == launcher.REPLICA_PORTS and first in launcher.REPLICA_GRPC_PORT_RANGE and last in launcher.REPLICA_GRPC_PORT_RANGE
-    ports = launcher.free_ports(3)
-    assert len(set(ports)) == 3 and all(p in launcher.LISTENER_PORT_RANGE for p in ports)
+        first, last = ports.free_block(ports.REPLICA_PORTS, ports.REPLICA_GRPC_PORT_RANGE)
+        assert last - first + 1 == ports.REPLICA_PORTS and first in ports.REPLICA_GRPC_PORT_RANGE and last in ports.REPLICA_GRPC_PORT_RANGE
+    picked = launcher.free_ports(3)
+    assert len(set(picked)) == 3 and all(p in ports.LISTENER_PORT_RANGE for p in picked)
 
 
 def test_a_copied_serve_config_still_runs_the_planner_in_the_checkouts_llm_venv(tmp_path):
