@@ -135,8 +135,9 @@ def test_build_again_is_a_no_op(cockpit, capsys):
     assert (out / layout.CLASSIFIER_HEAD).stat().st_mtime_ns == stamp
 
 
-def test_training_split_change_rebuilds_and_test_split_change_does_not(cli_build, tmp_path, capsys):
-    """On a copy of the tiny CLI-built pack: same data is a no-op, a new training row rebuilds, a new test row does not."""
+def test_a_training_row_rebuilds_both_builds_and_a_held_out_row_only_the_served_one(cli_build, tmp_path, capsys):
+    """On a copy of the tiny CLI-built pack (served on every row, its figure from `heldout/`): same data is a no-op; a
+    new training row rebuilds both; a new held-out row reaches the served models only, never the held-out ones."""
     state_a, _ = cli_build
     state = tmp_state(tmp_path / "state", state_a / "encoder" / "multilingual-e5-small")
     shutil.copytree(state_a / "packs" / CLI_PACK, state / "packs" / CLI_PACK)
@@ -144,7 +145,8 @@ def test_training_split_change_rebuilds_and_test_split_change_does_not(cli_build
     source = find_pack(CLI_PACK, shipped_dir=settings.packs_dir, state_dir=state)
     assert source == state / "packs" / CLI_PACK / "source"
     out = settings.artifacts_dir(CLI_PACK)
-    first = layout.read_manifest(out)
+    heldout = layout.heldout_dir(out)
+    first, first_held = layout.read_manifest(out), layout.read_manifest(heldout)
 
     build(load_pack(source), settings)
     assert "up to date" in capsys.readouterr().out
@@ -155,22 +157,26 @@ def test_training_split_change_rebuilds_and_test_split_change_does_not(cli_build
     weather = next(i for i in intents if i["id"] == "check_weather")
     weather["examples"].append("周日出门要不要带雨衣")
     data.write_text(yaml.safe_dump(intents, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    pack = load_pack(source)
-    build(pack, settings)
+    build(load_pack(source), settings)
     assert "built models" in capsys.readouterr().out
-    second = layout.read_manifest(out)
-    assert second["built_at"] > first["built_at"]
+    second, second_held = layout.read_manifest(out), layout.read_manifest(heldout)
+    assert second["built_at"] > first["built_at"] and second_held["built_at"] > first_held["built_at"]
     assert second["fingerprint"] != first["fingerprint"]
-    assert second["train_rows"] == first["train_rows"] + 1
-    rows = json.loads((out / layout.RETRIEVER_ROWS).read_text(encoding="utf-8"))
-    assert {"text": "周日出门要不要带雨衣", "intent": "check_weather"} in rows
+    assert second["train_rows"] == first["train_rows"] + 1 and second_held["train_rows"] == first_held["train_rows"] + 1
+    for folder in (out, heldout):
+        rows = json.loads((folder / layout.RETRIEVER_ROWS).read_text(encoding="utf-8"))
+        assert {"text": "周日出门要不要带雨衣", "intent": "check_weather"} in rows
     assert not list(out.parent.glob(".build-*")), "temporary build folder left behind"
 
     weather["test_examples"].append("下周三会不会刮台风")
     data.write_text(yaml.safe_dump(intents, allow_unicode=True, sort_keys=False), encoding="utf-8")
     build(load_pack(source), settings)
-    assert "up to date" in capsys.readouterr().out
-    assert layout.read_manifest(out) == second
+    assert layout.read_manifest(heldout) == second_held
+    third = layout.read_manifest(out)
+    assert third["train_rows"] == second["train_rows"] + 1
+    row = {"text": "下周三会不会刮台风", "intent": "check_weather"}
+    assert row in json.loads((out / layout.RETRIEVER_ROWS).read_text(encoding="utf-8"))
+    assert row not in json.loads((heldout / layout.RETRIEVER_ROWS).read_text(encoding="utf-8"))
 
 
 # --- (c) rows_to_pack -----------------------------------------------------------------------------------------
@@ -276,9 +282,10 @@ def test_cli_builds_a_pack_from_jsonl_rows(cli_build):
     print(f"\nhand-written CLI pack: held-out accuracy {accuracy:.3f} on {n_test} rows")
     assert n_test == 4 * max(1, round(12 * data_pack_head()["test_share"]))
     assert accuracy >= 0.75
-    manifest = layout.read_manifest(state / "packs" / CLI_PACK / "models")
-    assert manifest["train_rows"] == 4 * 12 - n_test
-    assert sorted(manifest["labels"]) == sorted(HANDWRITTEN) == manifest["detector_labels"]
+    served = layout.read_manifest(state / "packs" / CLI_PACK / "models")
+    held = layout.read_manifest(layout.heldout_dir(state / "packs" / CLI_PACK / "models"))
+    assert held["train_rows"] == 4 * 12 - n_test and served["train_rows"] == 4 * 12  # the served models learn every row
+    assert sorted(served["labels"]) == sorted(HANDWRITTEN) == served["detector_labels"] == held["labels"]
     # the link in the temp state dir was reused, not replaced by a fresh bootstrap
     assert (state / "encoder" / "multilingual-e5-small").is_symlink()
 
