@@ -26,7 +26,7 @@ from engine.settings import Settings, load_settings, merged
 from models import artifacts as layout
 from models.encoder import bootstrap_encoder
 from models.evaluate import confusion_summary, held_out
-from models.pack_models import sentence_encoder, train_models  # noqa: F401 — sentence_encoder re-exported
+from models.pack_models import train_models
 
 SHAPING_CODE = ("models/train.py", "models/build.py", "models/artifacts.py", "models/encoder.py", "models/embedding.py",
                 "models/pack_models.py", "models/finetune.py", "models/selection.py", "engine/fusion.py", "engine/keyword.py")

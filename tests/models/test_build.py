@@ -56,7 +56,7 @@ def shipped(request):
 
 @pytest.fixture(scope="module")
 def embedder(cockpit):
-    from models.build import sentence_encoder
+    from models.pack_models import sentence_encoder
 
     _, settings = cockpit
     return sentence_encoder(settings, settings.encoder_path)

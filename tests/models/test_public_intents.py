@@ -25,7 +25,8 @@ def benchmark(cockpit, tmp_path_factory):
     from deployments.intent_classifier import IntentClassifier
     from engine.pack import load_pack
     from models.artifacts import encoder_for
-    from models.build import build, rows_to_pack, sentence_encoder
+    from models.build import build, rows_to_pack
+    from models.pack_models import sentence_encoder
 
     _, shipped_settings = cockpit
     base = tmp_path_factory.mktemp("public-intents")
