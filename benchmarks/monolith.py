@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8001)
     args = parser.parse_args(argv)
     from engine.settings import load_settings
+    from serve_app.heap import freeze_startup_heap
     from store.embedded import EmbeddedPostgres
 
     database = None
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     try:
         api = build_api(args.config_dir.resolve(), dsn)
+        freeze_startup_heap()  # as Baton's replicas do after their warm-up (serve_app/heap.py)
         uvicorn.run(api, host="127.0.0.1", port=args.port, access_log=False, log_level="warning")
     finally:
         if database is not None:

@@ -30,6 +30,7 @@ from serve_app.app_args import AppArgs
 from serve_app.auth import Auth, signing_secret
 from serve_app.conversation import build_conversation
 from serve_app.handle_client import FusedHandleModels, SplitHandleModels
+from serve_app.heap import freeze_startup_heap
 from serve_app.http_api import Serving, create_api
 from serve_app.llm_client import HandleLanguageModel
 from serve_app.media_client import HandleMedia
@@ -96,7 +97,13 @@ class Orchestrator:
                                  allowed_degraded=frozenset(FaultSet.parse(os.environ.get("BATON_FAULTS", "")).faults))
         self.serving.readiness = readiness
         if not await readiness.until_ready(within_s=CONSTRUCTOR_WARMUP_S):
-            self._warming = asyncio.ensure_future(readiness.until_ready())
+            self._warming = asyncio.ensure_future(self._warm_up(readiness))
+
+    @staticmethod
+    async def _warm_up(readiness: AppReadiness) -> None:
+        """Serve freezes a replica's heap when its constructor returns; what a late warm-up loads is frozen here."""
+        await readiness.until_ready()
+        freeze_startup_heap()
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         api = create_api(replica=self._replica)
