@@ -81,7 +81,7 @@ def fingerprint(pack: Pack, rows: list[tuple[str, str]], encoder: Path, settings
     h.update(json.dumps(sorted(rows), ensure_ascii=False).encode())
     h.update(str(encoder.resolve()).encode())
     h.update(f"{m.ngram_weight}/{m.classifier_c}/{m.encoder_runtime}/{m.finetune}/{extra}".encode())
-    if m.finetune:  # what tuning and the selection read: the recipe, the fusion they choose for, the pack's keywords
+    if m.finetune or m.selection.frozen:  # what tuning and the selection read: the recipe, the fusion they choose for, the keywords
         h.update(json.dumps([m.tune.model_dump(), m.selection.model_dump(), m.retriever_neighbors, settings.top_k,
                              settings.fusion.model_dump(), [(i.id, i.keywords) for i in pack.intents]]).encode())
     for head in ("detector", "retriever"):

@@ -3,8 +3,8 @@
 With `models.finetune` the shared encoder is tuned on the rows (models/finetune.py), the classifier's temperatures
 and n-gram share, the retriever's temperature and the fusion settings are chosen by cross-validation on the same
 rows (models/selection.py, or taken from an earlier selection), and the heads and the index are trained on the
-tuned encoder's vectors, as the encoder deployment will compute them. Without it: today's frozen encoder and the
-configured values.
+tuned encoder's vectors, as the encoder deployment will compute them. Without it the encoder stays frozen and the
+same choice is made on folds that share its vectors (`models.selection.frozen`; off: the configured values).
 """
 from __future__ import annotations
 
@@ -54,6 +54,8 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
     started = time.time()
     embedder = sentence_encoder(settings, encoder)
     vectors = embedder.encode(texts)
+    if not m.finetune and m.selection.frozen and chosen_before is None:
+        selection, report = _select_frozen(pack, texts, labels, vectors, settings, progress, timings)
     chosen = selection or {}
     classes = train_classifier(texts, labels, vectors, out, c=m.classifier_c,
                                head=tuned_head if chosen.get("head", "tuned") == "tuned" else None,
@@ -73,20 +75,60 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
             "selection_report": report, "timings": timings}
 
 
+def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.ndarray, settings: Settings, progress,
+                   timings: dict) -> tuple[dict | None, dict]:
+    """The folds' choice for a pack served on the frozen encoder: its vectors as they are, a head per fold."""
+    from models.selection import FrozenEncoder, out_of_fold
+
+    m, cv = settings.models, settings.models.selection
+    label_list = sorted(set(labels))
+    if len(texts) < cv.min_rows or len(label_list) < 2:
+        return None, {}
+    started = time.time()
+    y = np.array([label_list.index(lab) for lab in labels])
+    oof = out_of_fold(None, texts, y, label_list, states=[None] * len(texts), recipe=_recipe(m.tune), folds=cv.folds,
+                      c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress,
+                      tune=lambda rows, ys: FrozenEncoder(vectors))
+    return _chosen(oof, pack, settings, progress, timings, started)
+
+
+def _chosen(oof, pack: Pack, settings: Settings, progress, timings: dict, started: float) -> tuple[dict, dict]:
+    from models.selection import select
+
+    cv = settings.models.selection
+    chosen = select(oof, KeywordMatcher(pack), settings.fusion, cv, top_k=settings.top_k)
+    selection = {"head": chosen.head, "head_temperature": chosen.head_temperature, "ngram_temperature": chosen.ngram_temperature,
+                 "ngram_weight": chosen.ngram_weight, "retriever_temperature": chosen.retriever_temperature,
+                 "fusion": chosen.fusion}
+    report = chosen.report
+    timings["selection_s"] = round(time.time() - started, 1)
+    progress(f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: the {chosen.head} head, n-gram weight "
+             f"{chosen.ngram_weight}, retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
+             f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier {report['classifier_top1']['chosen']:.3f}, "
+             f"fusion {report['fusion_top1']:.3f}")
+    return selection, report
+
+
+def _recipe(tune):
+    from models.finetune import Recipe
+
+    return Recipe(epochs=tune.epochs, frozen_layers=tune.frozen_layers, learning_rate=tune.learning_rate,
+                  head_learning_rate=tune.head_learning_rate, batch_size=tune.batch_size, max_tokens=tune.max_tokens,
+                  seed=tune.seed, label_smoothing=tune.label_smoothing, min_steps=tune.min_steps,
+                  max_epochs=tune.max_epochs)
+
+
 def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, out: Path, base_path: Path,
           chosen_before: dict | None, progress, timings: dict) -> tuple[dict | None, dict, tuple]:
     import torch
 
     from models.finetune import Base, Recipe, TunedTop, rows_digest
-    from models.selection import out_of_fold, select
+    from models.selection import out_of_fold
 
     m = settings.models
     tune, cv = m.tune, m.selection
     torch.set_num_threads(tune.threads or os.cpu_count() or 1)
-    recipe = Recipe(epochs=tune.epochs, frozen_layers=tune.frozen_layers, learning_rate=tune.learning_rate,
-                    head_learning_rate=tune.head_learning_rate, batch_size=tune.batch_size, max_tokens=tune.max_tokens,
-                    seed=tune.seed, label_smoothing=tune.label_smoothing, min_steps=tune.min_steps,
-                    max_epochs=tune.max_epochs)
+    recipe = _recipe(tune)
     label_list = sorted(set(labels))
     y = np.array([label_list.index(lab) for lab in labels])
     started = time.time()
@@ -102,16 +144,7 @@ def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, o
         fold_states = base.deeper(states, tune.frozen_layers, cv.fold_frozen_layers)
         oof = out_of_fold(base, texts, y, label_list, states=fold_states, recipe=fold_recipe, folds=cv.folds,
                           c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress)
-        chosen = select(oof, KeywordMatcher(pack), settings.fusion, cv, top_k=settings.top_k)
-        selection = {"head": chosen.head, "head_temperature": chosen.head_temperature, "ngram_temperature": chosen.ngram_temperature,
-                     "ngram_weight": chosen.ngram_weight, "retriever_temperature": chosen.retriever_temperature,
-                     "fusion": chosen.fusion}
-        report = chosen.report
-        timings["selection_s"] = round(time.time() - started, 1)
-        progress(f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: the {chosen.head} head, n-gram weight "
-                 f"{chosen.ngram_weight}, retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
-                 f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier {report['classifier_top1']['chosen']:.3f}, "
-                 f"fusion {report['fusion_top1']:.3f}")
+        selection, report = _chosen(oof, pack, settings, progress, timings, started)
     started = time.time()
     top = TunedTop(base, tune.frozen_layers).fit(states, y, len(label_list), recipe, progress=progress, what="tuning the encoder")
     top.save(out / layout.TUNED_ENCODER, {"rows": len(texts), "rows_sha256": rows_digest(texts, labels),

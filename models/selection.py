@@ -1,7 +1,7 @@
 """Model selection on a pack's training rows only: k stratified folds, each scored by models built without it.
 
 Per fold an encoder is tuned on the other folds (the fold recipe: more layers frozen, fewer epochs, so k of them
-fit the build's time), and the classifier head, the n-gram model and the retrieval index are fit on the other
+fit the build's time; a pack served on the frozen encoder reads its vectors as they are), and the classifier head, the n-gram model and the retrieval index are fit on the other
 folds' rows; the fold's own rows are then scored by every stage. From these out-of-fold scores come a temperature
 per classifier model (least log-loss, so a probability means the same in every pack), the n-gram share of the
 ensemble, the retriever's vote temperature, and the fusion settings — the retriever's weight and the score at which
@@ -37,7 +37,7 @@ class OutOfFold:
     y: np.ndarray
     labels: list[str]
     head_logits: np.ndarray  # the logistic head refit on the fold encoder's vectors
-    tuned_logits: np.ndarray  # the softmax head the fold encoder was tuned through
+    tuned_logits: np.ndarray | None  # the softmax head the fold encoder was tuned through (None: a frozen encoder)
     ngram_logits: np.ndarray
     sims: np.ndarray         # the nearest other-fold rows' similarities, best first
     neighbors: np.ndarray    # their label indices
@@ -68,6 +68,20 @@ def fold_ids(y: np.ndarray, k: int, seed: int) -> np.ndarray:
     return ids
 
 
+class FrozenEncoder:
+    """The folds' "tuner" for a pack served on the frozen encoder: every fold reads the same vectors and has no
+    head of its own, so the folds choose among the logistic head and the n-gram model only."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self._vectors = vectors
+
+    def embed(self, states: list) -> np.ndarray:
+        return self._vectors
+
+    def head_weights(self) -> None:
+        return None
+
+
 def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], *, states: list, recipe: Recipe,
                 folds: int, c: float, neighbors: int, progress: Progress,
                 tune: Callable[..., TunedTop] | None = None) -> OutOfFold:
@@ -88,8 +102,10 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
         vectors = top.embed(states)
         present = np.unique(y[train])
         remap = np.searchsorted(present, y[train])
-        weight, bias = top.head_weights()
-        joint[np.ix_(held, present)] = (vectors[held] @ weight.T + bias)[:, present]
+        tuned = top.head_weights()
+        if tuned is not None:
+            weight, bias = tuned
+            joint[np.ix_(held, present)] = (vectors[held] @ weight.T + bias)[:, present]
         if len(present) > 1:
             weight, bias = fit_head(vectors[train], remap, c)
             head[np.ix_(held, present)] = vectors[held] @ weight.T + bias
@@ -100,10 +116,11 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
         order = np.argsort(-s, axis=1)[:, :k]
         sims[held] = np.take_along_axis(s, order, axis=1)
         near[held] = y[train][order]
-        progress(f"fold {fold + 1}/{folds}: out-of-fold top-1 of the tuned head {np.mean(joint[held].argmax(1) == y[held]):.3f}, "
-                 f"of the refit one {np.mean(head[held].argmax(1) == y[held]):.3f} on {len(held)} rows")
-    return OutOfFold(texts=texts, y=y, labels=labels, head_logits=head, tuned_logits=joint, ngram_logits=ngram, sims=sims,
-                     neighbors=near, fold=ids)
+        own = f"of the tuned head {np.mean(joint[held].argmax(1) == y[held]):.3f}, " if tuned is not None else ""
+        progress(f"fold {fold + 1}/{folds}: out-of-fold top-1 {own}of the refit one {np.mean(head[held].argmax(1) == y[held]):.3f} "
+                 f"on {len(held)} rows")
+    return OutOfFold(texts=texts, y=y, labels=labels, head_logits=head, tuned_logits=joint if tuned is not None else None,
+                     ngram_logits=ngram, sims=sims, neighbors=near, fold=ids)
 
 
 def temperature(logits: np.ndarray, y: np.ndarray) -> float:
@@ -125,7 +142,7 @@ def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: 
            top_k: int) -> Selection:
     t_ngram = temperature(oof.ngram_logits, oof.y)
     p_ngram = softmax(oof.ngram_logits / t_ngram)
-    heads = {"tuned": oof.tuned_logits, "refit": oof.head_logits}
+    heads = {name: logits for name, logits in (("tuned", oof.tuned_logits), ("refit", oof.head_logits)) if logits is not None}
     t_heads = {name: temperature(logits, oof.y) for name, logits in heads.items()}
     mixed = {(name, w): _mix(softmax(heads[name] / t_heads[name]), p_ngram, w) for name in heads for w in cfg.ngram_weights}
     accuracy = {key: float(np.mean(p.argmax(1) == oof.y)) for key, p in mixed.items()}
@@ -148,7 +165,7 @@ def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: 
     plain = fusion.model_copy(update={"weights": {**fusion.weights, "retriever": best["retriever_weight"]}, "classifier_decides_at": None})
     report = {
         "folds": int(oof.fold.max()) + 1, "rows": len(gold),
-        "classifier_top1": {"tuned_head": float(np.mean(oof.tuned_logits.argmax(1) == oof.y)),
+        "classifier_top1": {"tuned_head": float(np.mean(oof.tuned_logits.argmax(1) == oof.y)) if oof.tuned_logits is not None else None,
                             "refit_head": float(np.mean(oof.head_logits.argmax(1) == oof.y)),
                             "ngram": float(np.mean(p_ngram.argmax(1) == oof.y)), "chosen": accuracy[(head, ngram_weight)],
                             "by_head_and_ngram_weight": [{"head": h, "ngram_weight": w, "top1": a} for (h, w), a in accuracy.items()]},

@@ -12,7 +12,7 @@ import pytest
 from engine.keyword import KeywordMatcher
 from engine.pack import Intent, Pack
 from models.artifacts import softmax
-from models.selection import OutOfFold, fold_ids, out_of_fold, select, temperature, votes
+from models.selection import FrozenEncoder, OutOfFold, fold_ids, out_of_fold, select, temperature, votes
 
 from conftest import settings_for
 
@@ -132,3 +132,23 @@ def test_votes_sum_to_one_over_the_neighbours_labels():
     v = votes(oof, 0.05)
     assert np.allclose(v.sum(1), 1.0)
     assert v[0].argmax() == 0 and v[1, 0] == 0.0
+
+
+def test_a_frozen_encoders_folds_choose_among_the_logistic_head_and_the_n_gram_model():
+    """A pack served on the frozen encoder: every fold reads the same vectors, no fold has a tuned head, and the choice
+    (head temperature, n-gram share, fusion) is made from the refit head's out-of-fold scores."""
+    settings = settings_for("cockpit")
+    rng = np.random.default_rng(2)
+    n = 60
+    y = np.arange(n) % 3
+    centers = rng.normal(size=(3, 16))
+    vectors = (centers[y] + 0.8 * rng.normal(size=(n, 16))).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    texts = [f"{LABELS[k]}{i}" for i, k in enumerate(y)]
+    oof = out_of_fold(None, texts, y, LABELS, states=[None] * n, recipe=_recipe(), folds=4, c=10.0, neighbors=5,
+                      progress=lambda _: None, tune=lambda rows, ys: FrozenEncoder(vectors))
+    assert oof.tuned_logits is None and np.isfinite(oof.head_logits).all()
+    chosen = select(oof, KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5)
+    assert chosen.head == "refit" and chosen.report["classifier_top1"]["tuned_head"] is None
+    assert chosen.report["classifier_top1"]["refit_head"] > 0.8  # the clusters are separable: the folds saw it
+    assert chosen.report["fusion_top1"] >= chosen.report["classifier_top1"]["chosen"] - 1e-9
