@@ -109,9 +109,11 @@ def report(result: dict) -> str:
                   f"- Chosen on held-out folds of the training rows: {json.dumps(p['selected'], ensure_ascii=False)}."]
         cv = p.get("cross_validation") or {}
         if cv:
-            lines.append(f"- Out-of-fold top-1 ({cv['folds']} folds, {cv['rows']} rows): classifier {cv['classifier_top1']['chosen']:.3f} "
-                         f"(tuned head {cv['classifier_top1']['tuned_head']:.3f}, refit head {cv['classifier_top1']['refit_head']:.3f}, "
-                         f"n-gram {cv['classifier_top1']['ngram']:.3f}), retriever {cv['retriever_top1']:.3f}, fusion {cv['fusion_top1']:.3f}.")
+            top1 = cv["classifier_top1"]
+            tuned = f"tuned head {top1['tuned_head']:.3f}, " if top1["tuned_head"] is not None else ""
+            lines.append(f"- Out-of-fold top-1 ({cv['folds']} folds, {cv['rows']} rows): classifier {top1['chosen']:.3f} "
+                         f"({tuned}refit head {top1['refit_head']:.3f}, n-gram {top1['ngram']:.3f}), "
+                         f"retriever {cv['retriever_top1']:.3f}, fusion {cv['fusion_top1']:.3f}.")
             lines.append(f"- Where the weighted sum disagreed with the classifier (by the classifier's score): "
                          f"{json.dumps(cv['confident_disagreements'])}.")
         served = p["served"]
