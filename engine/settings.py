@@ -114,8 +114,8 @@ class SelectionConfig(Section):
     fold_epochs: float = Field(gt=0, description="Tuning passes of each fold's encoder.")
     fold_frozen_layers: int = Field(ge=0, description="Frozen lower layers of each fold's encoder (at least tune.frozen_layers).")
     min_rows: int = Field(default=40, gt=0, description="Fewer training rows: no selection, the configured values serve.")
-    frozen: bool = Field(default=True, description="Choose for a pack served on the frozen encoder too (its folds share the "
-                                                   "encoder's vectors: a logistic head per fold, seconds).")
+    frozen: bool = Field(default=False, description="Choose for a pack served on the frozen encoder too (its folds share the "
+                                                    "encoder's vectors: a logistic head per fold, seconds).")
     ngram_weights: list[float] = Field(min_length=1, description="Shares of the n-gram model in the classifier ensemble tried.")
     retriever_weights: list[float] = Field(min_length=1, description="Fusion weights of the retriever tried.")
     classifier_decides_at: list[float | None] = Field(min_length=1, description="Scores at which a confident classifier decides tried (None: never).")

@@ -13,7 +13,6 @@ from protocol.rest import WriteRequestCreate
 from store import users, write_gate
 from store.errors import AlreadyDecided, NotFound, PayloadChanged, RequestExpired, StaleVersion, UnsupportedWrite
 
-NOW = datetime.now(timezone.utc)
 ITEM = {"item_type": "schedule", "title": "牙医复诊", "start_at": "2026-12-01T15:00:00+08:00", "end_at": "2026-12-01T16:00:00+08:00"}
 
 
@@ -25,7 +24,8 @@ async def _user(db):
 async def _create(db, user_id, body=None, *, key=None, ttl_s=900, now=None):
     body = body or WriteRequestCreate(action="create", target_type="task_item", payload=ITEM, preview_text="新建日程：牙医复诊")
     async with db.transaction() as conn:
-        return await write_gate.create(conn, user_id, body, idempotency_key=key or uuid.uuid4().hex, ttl_s=ttl_s, now=now or NOW)
+        return await write_gate.create(conn, user_id, body, idempotency_key=key or uuid.uuid4().hex, ttl_s=ttl_s,
+                                       now=now or datetime.now(timezone.utc))
 
 
 async def _decide(db, user_id, request_id, decision="confirmed", key="k1", payload_hash=None):
@@ -83,7 +83,7 @@ async def test_creation_idempotency_key_returns_the_same_request(db):
 
 async def test_expired_request_is_refused_and_marked_expired(db):
     user = await _user(db)
-    created = await _create(db, user, ttl_s=1, now=NOW - timedelta(seconds=5))
+    created = await _create(db, user, ttl_s=1, now=datetime.now(timezone.utc) - timedelta(seconds=5))
     with pytest.raises(RequestExpired):
         await _decide(db, user, created.write_request_id)
     assert await _count(db, "SELECT status FROM write_requests WHERE id = $1", created.write_request_id) == "expired"

@@ -14,7 +14,6 @@ from protocol.store import ConversationMessageMetadata
 from store import conversation, users, write_gate
 from store.errors import NotFound, StaleVersion, UnsupportedWrite
 
-NOW = datetime.now(timezone.utc)
 START = datetime(2026, 12, 1, 7, 0, tzinfo=timezone.utc)
 
 
@@ -39,7 +38,7 @@ async def _message(db, user_id):
 async def _create(db, user_id, action, target_type, payload, *, source_message_id=None, **extra):
     body = WriteRequestCreate(action=action, target_type=target_type, payload=payload, preview_text="预览", **extra)
     async with db.transaction() as conn:
-        return await write_gate.create(conn, user_id, body, idempotency_key=uuid.uuid4().hex, ttl_s=900, now=NOW,
+        return await write_gate.create(conn, user_id, body, idempotency_key=uuid.uuid4().hex, ttl_s=900, now=datetime.now(timezone.utc),
                                        source_message_id=source_message_id)
 
 
