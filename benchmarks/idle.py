@@ -6,6 +6,7 @@ import asyncio
 import random
 import time
 import uuid
+from collections.abc import Callable
 
 import aiohttp
 
@@ -43,10 +44,11 @@ async def _turns(url: str, name: str, texts: list[str], *, warmup: bool, tag: st
 
 
 async def run_idle(urls: dict[str, str], texts: list[str], spec: Idle, *, seed: int, timeout_s: float,
-                   log=print) -> tuple[dict, dict[str, list[Sample]]]:
+                   log=print, focus: Callable[[str], object] = lambda name: None) -> tuple[dict, dict[str, list[Sample]]]:
     """Warm every system with `spec.warmup_turns` turns (kept, marked warm-up), then the interleaved blocks.
 
     Returns (the idle section of results.json, every system's samples); `urls` maps system name → base URL.
+    `focus(name)` runs before each system's warm-up and blocks (benchmarks.foreground).
     """
     names, tag, t0 = list(urls), uuid.uuid4().hex[:8], time.perf_counter()
     blocks, pause_s = block_texts(texts, spec, seed), spec.pause_ms / 1000.0
@@ -54,12 +56,14 @@ async def run_idle(urls: dict[str, str], texts: list[str], spec: Idle, *, seed: 
     common = dict(tag=tag, pause_s=pause_s, timeout_s=timeout_s, t0=t0, kind=spec.kind)
     await asyncio.sleep(spec.settle_s)
     for name in names:
+        focus(name)
         warm = [blocks[0][i % len(blocks[0])] for i in range(spec.warmup_turns)]
         samples[name] += await _turns(urls[name], name, warm, warmup=True, block=-1, **common)
     order = block_order(names, spec.rounds)
     by_block: dict[str, list[list[Sample]]] = {name: [] for name in names}
     for rnd, systems in enumerate(order):
         for name in systems:
+            focus(name)
             block = await _turns(urls[name], name, blocks[rnd], warmup=False, block=rnd, **common)
             samples[name] += block
             by_block[name].append(block)

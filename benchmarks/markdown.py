@@ -174,6 +174,16 @@ def _bursts(result: dict) -> list[str]:
     return lines
 
 
+def _isolation(result: dict) -> list[str]:
+    iso = result.get("isolation") or {}
+    if iso.get("background_nice") is None:
+        return [f"Every system kept its CPU priority while another was measured ({iso.get('reason', 'no isolation recorded')}).", ""]
+    return [f"While one system was measured, the others this run started ({', '.join(iso['systems'])}) waited at nice "
+            f"{iso['background_nice']}: all stay started and warm, but an idle system's housekeeping (a Baton's Serve "
+            "controller, GCS, raylet and replicas: about a quarter of one core) takes CPU only when the measured one "
+            "leaves it.", ""]
+
+
 def render(result: dict) -> str:
     sc, machine = result["scenario"], result["machine"]
     lines = [
@@ -184,7 +194,7 @@ def render(result: dict) -> str:
         f"({result['started_at']} → {result['finished_at']}). Arrivals: {sc['arrival']['process']}; "
         f"SLO: HTTP 200 within {result['budget_ms']:g} ms client wall time; capacity = highest level with goodput "
         f"≥ {sc['slo']['goodput_target']:.0%}. The machine is shared (see the load average per level): trust the "
-        "interleaved ratios more than absolute times.", "",
+        "interleaved ratios more than absolute times.", "", *_isolation(result),
         *_encoder(result), *_idle(result), *_comparisons(result), *_main_sweep(result), *_open_loop(result), *_bursts(result),
     ]
     return "\n".join(lines) + "\n"

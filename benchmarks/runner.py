@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchmarks import encoder_alone
 from benchmarks.driver import Window, run_window
+from benchmarks.foreground import BACKGROUND_NICE, Foreground
 from benchmarks.idle import run_idle
 from benchmarks.report import burst_summary, capacity, derive
 from benchmarks.scenario import Arrival, Load, Mix, Process, Scenario, kind_texts
@@ -83,6 +84,24 @@ class Runner:
         if not self.specs:
             raise ValueError(f"none of {list(urls)} is a system of scenario {scenario.name!r}")
         self.raw = out / "raw"
+        self._foreground: Foreground | None = None
+
+    def _isolate(self, systems: list[RunningSystem]) -> dict:
+        """While one system is measured the others this run started wait at nice 19 (benchmarks.foreground). Raising
+        a system back to its own priority needs CAP_SYS_NICE; without it every system keeps its priority."""
+        roots = {s.spec.name: s.process.pid for s in systems if s.process is not None}
+        if len(roots) < 2:
+            return {"background_nice": None, "reason": "fewer than two systems started here"}
+        if os.geteuid() != 0:
+            return {"background_nice": None, "reason": "not root: a reniced system could not be raised again"}
+        self._foreground = Foreground(roots)
+        threads = self._foreground.focus(None)
+        _log(f"isolation: while one system is measured the others wait at nice {BACKGROUND_NICE} (threads: {threads})")
+        return {"background_nice": BACKGROUND_NICE, "systems": sorted(roots)}
+
+    def _focus(self, name: str | None) -> None:
+        if self._foreground is not None and self._foreground.focused != name:
+            self._foreground.focus(name)
 
     def _start(self) -> list[RunningSystem]:
         systems = []
@@ -121,8 +140,10 @@ class Runner:
         encoder = {"start": self._encoder_alone("start")} if phases and self.scenario.encoder_alone else None
         systems = self._start()
         try:
+            isolation = self._isolate(systems)
             measured = asyncio.run(self._phases(systems, phases))
         finally:
+            self._focus(None)
             for system in systems:
                 _log(f"stopping {system.spec.name}")
                 system.stop()
@@ -151,6 +172,7 @@ class Runner:
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "budget_ms": self.scenario.slo.budget_ms,
             "encoder_alone": encoder,
+            "isolation": isolation,
             **measured,
         }
         return {**result, **derive(result)}
@@ -161,17 +183,18 @@ class Runner:
         if phases and sc.idle:
             _log(f"idle phase: {sc.idle.rounds} rounds x {sc.idle.turns_per_block} turns per system")
             idle, samples = await run_idle(urls, kind_texts(self.mix, sc.idle.kind), sc.idle, seed=sc.seed,
-                                           timeout_s=sc.client_timeout_s, log=_log)
+                                           timeout_s=sc.client_timeout_s, log=_log, focus=self._focus)
             for name, rows in samples.items():
                 write_raw(self.raw, f"idle-{name}", rows)
         idle_more = {}
         for extra in sc.idle_more if phases else []:
             _log(f"idle phase ({extra.kind}): {extra.rounds} rounds x {extra.turns_per_block} turns per system")
             idle_more[extra.kind], samples = await run_idle(urls, kind_texts(self.mix, extra.kind), extra, seed=sc.seed,
-                                                            timeout_s=sc.client_timeout_s, log=_log)
+                                                            timeout_s=sc.client_timeout_s, log=_log, focus=self._focus)
             for name, rows in samples.items():
                 write_raw(self.raw, f"idle-{extra.kind}-{name}", rows)
-        common = dict(mix=self.mix, budget_ms=sc.slo.budget_ms, timeout_s=sc.client_timeout_s, raw=self.raw, log=_log)
+        common = dict(mix=self.mix, budget_ms=sc.slo.budget_ms, timeout_s=sc.client_timeout_s, raw=self.raw, log=_log,
+                      focus=self._focus)
         _log(f"main sweep ({sc.arrival.process.value}): levels {self.load.levels} x {self.load.repeats} rounds")
         main = await interleaved_sweep(urls, load=self.load, arrival=sc.arrival, seed_base=sc.seed * 1000, **common)
         open_loop = None
@@ -202,6 +225,7 @@ class Runner:
         arrival = sc.open_loop.arrival if sc.open_loop else (sc.arrival if sc.arrival.process != Process.closed else Arrival())
         load = Load(levels=[rate], ramp_up_s=0, warmup_s=0, duration_s=burst.duration_s)
         _log(f"burst on {name}: {rate}/s for {burst.duration_s:g} s (capacity at SLO {cap}, from {source})")
+        self._focus(name)
         window: Window = await run_window(system.url, mix=self.mix, load=load, arrival=arrival, level=rate,
                                           seed=sc.seed * 1000 + 999, timeout_s=sc.client_timeout_s)
         write_raw(self.raw, f"burst-{name}", window.samples)

@@ -182,6 +182,12 @@ class Machine(Strict):
     loadavg_at_end: list[float]
 
 
+class Isolation(Strict):
+    background_nice: int | None = Field(description="The niceness the systems not being measured waited at; None: no isolation.")
+    systems: list[str] = Field(default_factory=list, description="The systems the run started and isolated.")
+    reason: str | None = Field(default=None, description="Why there was no isolation.")
+
+
 class Result(Strict):
     scenario: dict[str, Any]
     mode: str
@@ -201,6 +207,7 @@ class Result(Strict):
     ratios: list[Ratio]
     bursts: list[BurstSummary]
     encoder_alone: EncoderAloneReport | None = None
+    isolation: Isolation | None = None
     idle: IdleReport | None = None
     idle_more: dict[str, IdleReport] = Field(default_factory=dict, description="Further idle phases by mix kind.")
     open_loop: OpenLoopReport | None = None

@@ -41,11 +41,12 @@ def _log_line(name: str, summary: dict) -> str:
 async def interleaved_sweep(urls: dict[str, str], *, mix: Mix, load: Load, arrival: Arrival, seed_base: int,
                             budget_ms: float, timeout_s: float, raw: Path, prefix: str = "",
                             log: Callable[[str], None] = print,
-                            window: Callable[..., Awaitable[Window]] = run_window) -> dict:
+                            window: Callable[..., Awaitable[Window]] = run_window,
+                            focus: Callable[[str], object] = lambda name: None) -> dict:
     """Run `load` on every system of `urls` (name → base URL); returns {"runs": [...], "levels": {name: {level: summary}}}.
 
     Raw samples go to `raw/<prefix><system>-<level>-<round>.jsonl`; the seed of a (level, round) is the same for
-    every system, so each sees the same requests.
+    every system, so each sees the same requests. `focus(name)` runs before each window (benchmarks.foreground).
     """
     runs: list[dict] = []
     windows: dict[str, dict[float, list[Window]]] = {name: {} for name in urls}
@@ -55,6 +56,7 @@ async def interleaved_sweep(urls: dict[str, str], *, mix: Mix, load: Load, arriv
             seed = seed_base + rnd * 100 + index
             for name in names if rnd % 2 == 0 else list(reversed(names)):
                 label = f"{prefix}{name}-{level:g}-{rnd}"
+                focus(name)
                 result = await window(urls[name], mix=mix, load=load, arrival=arrival, level=level, seed=seed,
                                       timeout_s=timeout_s)
                 write_raw(raw, label, result.samples)

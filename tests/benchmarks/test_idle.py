@@ -87,3 +87,11 @@ async def test_run_idle_sends_the_same_texts_to_every_system_one_fresh_user_each
     assert [b["text"] for b in seen["a"]] == [b["text"] for b in seen["b"]]
     assert section["systems"]["a"]["stages_p50_ms"] == {"encoder": 5.0}
     assert section["systems"]["b"]["stages_p50_ms"] == {"encoder": 1.0}
+
+
+async def test_each_system_is_focused_before_its_warm_up_and_each_of_its_blocks(two_systems):
+    urls, _ = two_systems
+    spec = Idle(rounds=2, turns_per_block=1, warmup_turns=1, pause_ms=0, settle_s=0)
+    focused: list[str] = []
+    await run_idle(urls, ["一", "二"], spec, seed=5, timeout_s=5, log=lambda _: None, focus=focused.append)
+    assert focused == ["a", "b", "a", "b", "b", "a"]

@@ -1,0 +1,73 @@
+"""One system measured at a time: the others' whole process trees wait at nice 19, then get their priority back."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmarks.foreground import BACKGROUND_NICE, Foreground, tree
+
+# a parent that starts a child and both sleep: a system's process tree in small
+FAMILY = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+
+
+def test_a_tree_is_the_root_and_its_descendants_only():
+    parents = {1: 0, 10: 1, 11: 10, 12: 11, 20: 1, 21: 20, 30: 1}
+    assert tree(10, parents) == {10, 11, 12}
+    assert tree(20, parents) == {20, 21}
+    assert tree(99, parents) == set()  # gone: nothing
+
+
+def _nice(pid: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, pid)
+
+
+def _family() -> tuple[subprocess.Popen, int]:
+    parent = subprocess.Popen([sys.executable, "-c", FAMILY])
+    for _ in range(100):
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == parent.pid]
+        if children:
+            return parent, children[0]
+        time.sleep(0.05)
+    raise AssertionError("the child did not start")
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+@pytest.fixture
+def families():
+    made = [_family(), _family()]
+    yield made
+    for parent, child in made:
+        for pid in (child, parent.pid):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        parent.wait()
+
+
+def test_the_measured_system_keeps_its_priority_and_every_process_of_the_others_waits(families):
+    (a, a_child), (b, b_child) = families
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    fg = Foreground({"a": a.pid, "b": b.pid})
+    counts = fg.focus("a")
+    assert counts["a"] >= 2 and counts["b"] >= 2  # every thread of parent and child
+    assert (_nice(a.pid), _nice(a_child)) == (own, own)
+    assert (_nice(b.pid), _nice(b_child)) == (BACKGROUND_NICE, BACKGROUND_NICE)
+    if os.geteuid() != 0:
+        return  # raising a process again needs CAP_SYS_NICE: the runner does not isolate without it
+    fg.focus("b")
+    assert (_nice(a.pid), _nice(a_child)) == (BACKGROUND_NICE, BACKGROUND_NICE)
+    assert (_nice(b.pid), _nice(b_child)) == (own, own)
+    fg.focus(None)
+    assert {_nice(p) for p in (a.pid, a_child, b.pid, b_child)} == {own}
