@@ -1,0 +1,31 @@
+"""Shadow users against a real PostgreSQL: made once per local user_id, committed without waiting for the WAL flush,
+and nothing else on the connection inherits that."""
+from __future__ import annotations
+
+import uuid
+
+from store import users
+
+
+async def _setting(conn) -> str:
+    return await conn.fetchval("SHOW synchronous_commit")
+
+
+async def test_a_shadow_user_is_made_once_and_the_connection_keeps_waiting_for_its_flushes(db):
+    name = uuid.uuid4().hex
+    async with db.connection() as conn:
+        before = await _setting(conn)
+        first = await users.shadow(conn, name)
+        assert await _setting(conn) == before == "on"  # SET LOCAL ended with the insert's transaction
+        again = await users.shadow(conn, name)
+    assert first.id == again.id and first.business_user_id == again.business_user_id
+    async with db.connection() as other:
+        assert await other.fetchval("SELECT count(*) FROM users WHERE id = $1", first.id) == 1
+
+
+async def test_inside_a_callers_transaction_the_callers_commit_is_left_as_it_was(db):
+    async with db.connection() as conn:
+        async with conn.transaction():
+            user = await users.shadow(conn, uuid.uuid4().hex)
+            assert await _setting(conn) == "on"
+        assert await conn.fetchval("SELECT count(*) FROM users WHERE id = $1", user.id) == 1
