@@ -81,6 +81,7 @@ class StoredChat:
                     create: bool, new_state: Callable[[], SessionState] | None, run: EngineRun,
                     listener: TurnListener | None = None) -> ChatResponse:
         budgets = self._settings.budgets
+        token = uuid.uuid4()
         try:
             stored = await self._stored(user_id, client_message_id, deadline)
             if stored is not None:
@@ -89,8 +90,12 @@ class StoredChat:
             # little longer, so a statement in flight at that moment does not turn the answer into a timeout
             async with deadline.phase("lease", budgets.stage_s("lease") + LEASE_SLACK_S):
                 lease = await sessions.acquire(self._db, session_id, user_id, ttl_s=self._settings.session.ttl_s, create=create,
-                                               wait_until=deadline.stage_at(budgets.stage_s("lease")))
+                                               wait_until=deadline.stage_at(budgets.stage_s("lease")), token=token)
         except StageTimeout as exc:
+            if exc.stage == "lease":
+                # the statement may have leased the session as the phase gave up: hand the lease back, or every
+                # retry of this turn would meet session_busy until the lease lapsed (seconds)
+                await self._release_quietly(session_id, token)
             raise Overloaded(f"The turn's budget ran out waiting for the database ({exc.stage}); nothing ran, retry.") from exc
         committed = False
         try:
@@ -131,6 +136,12 @@ class StoredChat:
         finally:
             if lease is not None and not committed:
                 await asyncio.wait_for(sessions.release(self._db, lease), RELEASE_TIMEOUT_S)
+
+    async def _release_quietly(self, session_id: str, token: UUID) -> None:
+        try:
+            await asyncio.wait_for(sessions.release_token(self._db, session_id, token), RELEASE_TIMEOUT_S)
+        except Exception:  # the turn is answered 503 either way; a lease not handed back lapses on its own
+            logger.warning("could not hand back the lease of session %s", session_id, exc_info=True)
 
     async def _commit(self, user_id, session_id, lease, state, response, said, client_message_id, world,
                       deadline: Deadline) -> UUID:

@@ -34,16 +34,17 @@ class SessionLease:
 
 
 async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float, create: bool = True,
-                  wait_until: float | None = None) -> SessionLease | None:
+                  wait_until: float | None = None, token: UUID | None = None) -> SessionLease | None:
     """Lease the session for one turn, waiting up to `session_busy_wait_ms` — and never past `wait_until`
     (epoch seconds: the turn's own lease deadline) — for a running turn to finish. The same statement expires
     the user's stale clarification questions and returns the session's open one (`SessionLease.question`).
 
     Returns None when `create` is False and no such session exists. Raises SessionForbidden when the id
-    belongs to another user and SessionBusy when the wait runs out.
+    belongs to another user and SessionBusy when the wait runs out. `token` (default: a new one) names the lease,
+    so a caller that gave up waiting for this call can still `release_token` what it may have leased.
     """
     config: StoreConfig = db.config
-    token = uuid.uuid4()
+    token = token or uuid.uuid4()
     give_up = time.time() + config.session_busy_wait_ms / 1000.0
     if wait_until is not None:
         give_up = min(give_up, wait_until)
@@ -81,6 +82,11 @@ async def commit(conn: asyncpg.Connection, lease: SessionLease, state: dict[str,
 
 async def release(db: Database, lease: SessionLease) -> None:
     """End the lease without saving (the turn failed); the session keeps its last committed state."""
+    await release_token(db, lease.session_id, lease.token)
+
+
+async def release_token(db: Database, session_id: str, token: UUID) -> None:
+    """End the lease named `token`, if the session holds it (a no-op otherwise)."""
     async with db.connection() as conn:
         await conn.execute("UPDATE sessions SET lease_token = NULL, lease_until = NULL WHERE id = $1 AND lease_token = $2",
-                           lease.session_id, lease.token)
+                           session_id, token)

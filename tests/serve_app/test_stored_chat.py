@@ -62,3 +62,25 @@ async def test_no_time_left_for_the_commit_saves_nothing(db, rig, monkeypatch):
     with pytest.raises(Overloaded, match="commit"):
         await chat.chat(ChatRequest(user_id="u", text="打开车窗", client_message_id="m2"), user.id, deadline)
     assert await _stored(db, user.id, "m2") is None
+
+
+async def test_a_lease_taken_as_its_phase_timed_out_is_handed_back(db, rig, monkeypatch):
+    """The lease statement lands just after the lease phase gave up: the turn is shed, and its retry finds the
+    session free instead of session_busy until the lease lapses."""
+    real = stored_chat.sessions.acquire
+    late_s = rig.settings.budgets.stage_s("lease") + stored_chat.LEASE_SLACK_S + 0.1
+
+    async def late_acquire(*args, **kwargs):
+        lease = await real(*args, **kwargs)
+        await asyncio.sleep(late_s)  # taken, but the phase stops waiting meanwhile
+        return lease
+
+    user = await _user(db)
+    sid = f"late-{uuid.uuid4().hex[:8]}"
+    chat = StoredChat(rig.engine, db, rig.settings)
+    monkeypatch.setattr(stored_chat.sessions, "acquire", late_acquire)
+    with pytest.raises(Overloaded, match="lease"):
+        await chat.chat(ChatRequest(user_id="u", session_id=sid, text="打开车窗"), user.id, rig.engine.deadline("text"))
+    monkeypatch.setattr(stored_chat.sessions, "acquire", real)
+    retried = await chat.chat(ChatRequest(user_id="u", session_id=sid, text="打开车窗"), user.id, rig.engine.deadline("text"))
+    assert retried.session_id == sid
