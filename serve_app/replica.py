@@ -113,7 +113,8 @@ class ModelReplica:
         return await self._body.call((vectors, item) if self._pairs else item, deadline)
 
     async def stats(self) -> dict[str, Any]:
-        return self._body.stats()
+        """This replica's counters; `pid` tells replicas apart, since a handle reaches one of them per call."""
+        return {**self._body.stats(), "pid": os.getpid()}
 
     def check_health(self) -> None:
         """This replica's own state only: another deployment still loading must not get it restarted."""
