@@ -19,6 +19,7 @@ import uvicorn
 from fastapi import FastAPI
 
 ROOT = Path(__file__).resolve().parent.parent
+MODEL_WORKERS = 1  # one pass at a time, as one model replica would run them unbatched
 
 
 def build_api(config_dir: Path, dsn: str) -> FastAPI:
@@ -38,8 +39,7 @@ def build_api(config_dir: Path, dsn: str) -> FastAPI:
 
     settings = served_settings(load_settings(config_dir, os.environ))
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
-    # unbatched passes on as many threads as a model replica runs batches at once: the same cores for the models
-    models = InProcessModels(build_nlu(settings), workers=settings.models.max_concurrent_batches)  # built warm
+    models = InProcessModels(build_nlu(settings), workers=MODEL_WORKERS)  # built warm
     engine = TurnEngine(pack=pack, settings=settings, models=models,
                         sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry())
     api = create_api()
