@@ -167,6 +167,7 @@ class AdmissionConfig(Section):
     smoothing: float = Field(gt=0, le=1, description="Weight of each finished turn in the moving averages: its depth's service time and what one turn ahead adds.")
     stale_s: float = Field(gt=0, description="A depth's average service time counts this long after its last turn; older, the depth is predicted from the ones below.")
     min_samples: int = Field(ge=1, description="A depth's average counts once this many recent turns measured it; before, the depth is predicted from the ones below.")
+    outlier: float = Field(gt=1, description="A finished turn moves a moving average as if it took at most this many times that average.")
 
 
 class ServingConfig(Section):

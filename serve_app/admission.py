@@ -9,9 +9,11 @@ is the fastest recent service time, which rises by `drift` per finished turn so 
 
 Measured per depth, the prediction holds whatever the batching does: a batched model replica takes a few turns
 ahead nearly as fast as one, which a straight line through R_m would overrate at every depth. A depth's average
-counts once `min_samples` turns measured it (one slow turn, a pause of the machine, would otherwise shut every
-deeper queue for `stale_s`) and only while it is recent (`stale_s`): a queue that shed at depth n measures nothing there, so after a
-while depth n is predicted again from the depths below and one turn probes it. Q_m counts only while recent
+counts once `min_samples` turns measured it, starting from their median (one slow turn, a pause of the machine,
+would otherwise shut every deeper queue for `stale_s`), and only while it is recent (`stale_s`). A finished turn
+moves an average as if it took at most `outlier` x that average: a stall that makes the turns in flight take
+seconds cannot lift a depth past its threshold on its own. A queue that sheds at depth n measures nothing there,
+so after `stale_s` depth n is predicted again from the depths below and one turn probes it. Q_m counts only while recent
 too: a queue forming after a quiet spell is not judged by what a turn ahead cost in a burst long past. A turn is shed (503 +
 Retry-After) when the prediction exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its turn
 budget, or less, the model stage budgets it queues under — a turn admitted to wait past its encoder's budget
@@ -24,10 +26,23 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from statistics import median
 
 from engine.deadline import Deadline
 from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
+
+
+@dataclass
+class _Depth:
+    """Turns admitted with k ahead: the median of the first `min_samples` service times, then a moving average."""
+    at: float  # last update
+    first: list[float]
+    average: float | None = None  # set once min_samples turns measured the depth
+
+    @property
+    def turns(self) -> int:
+        return len(self.first)
 
 
 @dataclass
@@ -36,7 +51,7 @@ class _Load:
     fast_ms: float | None = None       # R
     per_turn_ms: float | None = None   # Q
     per_turn_at: float = float("-inf")  # when Q was last updated
-    by_depth: dict[int, tuple[float, float, int]] = field(default_factory=dict)  # k ahead -> (average ms, last update, turns)
+    by_depth: dict[int, _Depth] = field(default_factory=dict)  # k ahead
 
 
 class Admission:
@@ -52,8 +67,8 @@ class Admission:
         if load is None or load.fast_ms is None:
             return 0.0
         n, now = load.in_flight, self._clock()
-        recent = {k: ms for k, (ms, at, turns) in load.by_depth.items()
-                  if k <= n and now - at <= self.cfg.stale_s and turns >= self.cfg.min_samples}
+        recent = {k: depth.average for k, depth in load.by_depth.items()
+                  if k <= n and now - depth.at <= self.cfg.stale_s and depth.average is not None}
         per_turn = (load.per_turn_ms or 0.0) if now - load.per_turn_at <= self.cfg.stale_s else 0.0
         if not recent:
             return load.fast_ms + n * per_turn
@@ -100,14 +115,26 @@ class Admission:
         """Learn from one finished turn of `modality` admitted with `ahead` turns in flight."""
         cfg, load = self.cfg, self._loads.setdefault(modality, _Load())
         load.fast_ms = service_ms if load.fast_ms is None else min(service_ms, load.fast_ms * (1 + cfg.drift))
-        now, previous = self._clock(), load.by_depth.get(ahead)
-        fresh = previous is not None and now - previous[1] <= cfg.stale_s
-        if fresh:
-            load.by_depth[ahead] = (previous[0] + cfg.smoothing * (service_ms - previous[0]), now, previous[2] + 1)
+        now, depth = self._clock(), load.by_depth.get(ahead)
+        if depth is None or now - depth.at > cfg.stale_s:
+            depth = load.by_depth[ahead] = _Depth(at=now, first=[])
+        depth.at = now
+        if depth.average is not None:
+            depth.average = self._blend(depth.average, service_ms)
         else:
-            load.by_depth[ahead] = (service_ms, now, 1)
+            depth.first.append(service_ms)
+            if depth.turns >= cfg.min_samples:
+                depth.average = median(depth.first)
         if ahead:
             sample = max(0.0, service_ms - load.fast_ms) / ahead
             q = load.per_turn_ms
-            load.per_turn_ms = sample if q is None else q + cfg.smoothing * (sample - q)
+            load.per_turn_ms = sample if q is None else self._blend(q, sample)
             load.per_turn_at = now
+
+    def _blend(self, average: float, sample: float) -> float:
+        """One step of a moving average whose sample counts as at most `outlier` x the average: a stall that makes a
+        few turns take seconds moves it by a bounded step, so it cannot lift a depth past its threshold on its own
+        (and shedding there would keep it there: a shed depth measures nothing). A lasting change still moves it,
+        by at most `smoothing` x (`outlier` - 1) of itself per turn."""
+        capped = min(sample, self.cfg.outlier * average) if average > 0 else sample
+        return average + self.cfg.smoothing * (capped - average)

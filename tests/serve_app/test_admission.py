@@ -10,7 +10,7 @@ from engine.errors import Overloaded
 from engine.settings import AdmissionConfig
 from serve_app.admission import Admission
 
-CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3)
+CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3)
 
 
 async def hold(admission: Admission, seconds: float, budget_ms: float = 600) -> None:
@@ -63,7 +63,7 @@ async def test_a_turn_that_would_wait_past_its_budget_is_shed_with_a_reason():
 
 
 async def test_the_hard_cap_holds_whatever_the_estimate():
-    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3))
+    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3))
     holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(Overloaded, match="limit 2"):
@@ -84,7 +84,8 @@ async def test_modalities_are_estimated_apart():
 async def test_slow_turns_under_overload_do_not_inflate_the_unloaded_time():
     """Once the replica has answered fast, a stretch of slow turns does not shut the door on the next ones."""
     admission = Admission(CFG)
-    await hold(admission, 0.02)
+    for _ in range(CFG.min_samples):
+        await hold(admission, 0.02)
     for _ in range(5):
         await hold(admission, 0.5)  # overloaded: every turn took half a second
     assert admission.predict_ms() < 0.8 * 600
@@ -204,6 +205,53 @@ async def test_one_slow_turn_does_not_shut_a_depth_until_more_confirm_it():
         assert admission.refusal(600) is not None
 
 
+async def test_a_stall_of_a_few_turns_does_not_shut_a_depth_it_was_measured_fast_at():
+    """A database stall makes every turn in flight take seconds. A shed depth measures nothing, so an average such a
+    stall lifted past the threshold would shed every turn at that depth until it went stale."""
+    clock = Clock()
+    admission = Admission(CFG, clock=clock)
+    for depth in range(4):
+        for _ in range(10):
+            admission.record("text", depth, 60 + 10 * depth)
+    for depth in range(4):
+        for _ in range(3):
+            admission.record("text", depth, 2500)  # the stall
+    async with AsyncExitStack() as stack:
+        await _in_flight(admission, stack, 3)
+        assert admission.refusal(300) is None  # a text turn may queue for its encoder's 300 ms
+        assert admission.predict_ms() < 0.5 * 300
+
+
+async def test_a_lasting_slowdown_still_sheds_within_a_few_turns():
+    clock = Clock()
+    admission = Admission(CFG, clock=clock)
+    for depth in range(4):
+        for _ in range(10):
+            admission.record("text", depth, 60 + 10 * depth)
+    async with AsyncExitStack() as stack:
+        await _in_flight(admission, stack, 3)
+        slow = 0
+        while admission.refusal(600) is None:
+            admission.record("text", 3, 1000)  # depth 3 now takes a second, turn after turn
+            slow += 1
+        assert slow <= 25
+
+
+async def test_a_depth_measured_afresh_starts_from_the_median_of_its_first_turns():
+    """After a quiet spell a depth is measured again; one stalled turn among its first ones does not set its average."""
+    clock = Clock()
+    admission = Admission(CFG, clock=clock)
+    for depth in range(3):
+        for _ in range(CFG.min_samples):
+            admission.record("text", depth, 60 + 10 * depth)
+    for sample in (2500, 95, 90):
+        admission.record("text", 3, sample)
+    assert admission._loads["text"].by_depth[3].average == pytest.approx(95)
+    async with AsyncExitStack() as stack:
+        await _in_flight(admission, stack, 4)
+        assert admission.refusal(600) is None
+
+
 async def test_a_turn_that_escalated_to_the_llm_planner_teaches_nothing_about_the_queue():
     """Seconds waiting on the LLM say nothing of how long the model stages take: learning them would shed text
     turns that would have met their budget."""
@@ -220,4 +268,4 @@ async def test_a_turn_that_escalated_to_the_llm_planner_teaches_nothing_about_th
     async with admission.turn(600, deadline=Deadline(600)):  # not escalated: learnt
         clock.now += 0.09
     assert admission.predict_ms("text") < 600 * CFG.headroom
-    assert admission._loads["text"].by_depth[0][2] == 1, "only the plain turn was measured at depth 0"
+    assert admission._loads["text"].by_depth[0].turns == 1, "only the plain turn was measured at depth 0"

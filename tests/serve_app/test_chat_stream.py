@@ -11,7 +11,7 @@ from serve_app.http_api import Serving, create_api
 
 from fakes import FakeModelClient, Rig
 
-ADMIT = AdmissionConfig(max_in_flight_turns=8, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3)
+ADMIT = AdmissionConfig(max_in_flight_turns=8, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3)
 
 
 def rig() -> Rig:

@@ -14,7 +14,7 @@ from serve_app.http_api import Serving, create_api
 from serve_app.metrics import TurnMetrics
 
 
-ONE_AT_A_TIME = AdmissionConfig(max_in_flight_turns=1, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3)
+ONE_AT_A_TIME = AdmissionConfig(max_in_flight_turns=1, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3)
 
 
 class HeldEngine:

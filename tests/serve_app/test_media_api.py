@@ -22,7 +22,7 @@ from serve_app.admission import Admission
 from serve_app.http_api import Serving, create_api
 
 UPLOAD, CHAT = "/api/v1/media/upload", "/api/v1/agent/chat"
-ADMIT = AdmissionConfig(max_in_flight_turns=8, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3)
+ADMIT = AdmissionConfig(max_in_flight_turns=8, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3)
 
 
 class WindowModels(ModelClient):
