@@ -31,6 +31,8 @@ def run(cockpit, tmp_path_factory) -> dict:
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((out / "multinode.json").read_text(encoding="utf-8"))
+    samples = [json.loads(line) for line in (out / "raw" / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    result["slowest"] = max(samples, key=lambda s: s.get("server_total_ms") or 0.0)
     print(f"multi-node quick run: {result['wall_s']} s in all, {result['startup_s']} s to green, recoveries "
           f"{[f['recovered_s'] for f in result['faults']]} s, load average {result['machine']['loadavg_1m']}")
     return result
@@ -66,7 +68,8 @@ def test_no_turn_is_lost_failed_or_late_in_the_whole_run(run):
     total = run["phases"]["total"]
     assert total["sent"] == sum(run["phases"][p]["sent"] for p in run["phases"] if p != "total") > 50
     assert total["lost"] == 0 and total["other_5xx"] == 0 and total["client_4xx"] == 0
-    assert total["server_ms"]["max"] <= run["budget_ms"] + STARVED_MARGIN_MS, "a degraded turn answers at its deadline"
+    assert total["server_ms"]["max"] <= run["budget_ms"] + STARVED_MARGIN_MS, \
+        f"a degraded turn answers at its deadline; the slowest: {run['slowest']}, load average {run['machine']}"
     assert total["answered"] + total["shed"] == total["sent"]
 
 

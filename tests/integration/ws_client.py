@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -21,14 +22,24 @@ class Conversation:
         self._connection = connect(ws_url, additional_headers=headers if headers is not None else {"Authorization": f"Bearer {token}"},
                                    open_timeout=10, max_size=2 ** 22)
         self.ws = self._connection.__enter__()
+        self.retried = 0
 
     def send(self, type_: str, payload: dict) -> None:
         self.ws.send(json.dumps({"type": type_, "timestamp": datetime.now(TZ).isoformat(), "payload": payload}, ensure_ascii=False))
 
-    def turn(self, type_: str, payload: dict, *, timeout: float = 20.0) -> list[dict]:
-        """Send a frame and read its events up to the one that ends the turn."""
-        self.send(type_, payload)
-        return self.read_turn(timeout)
+    def turn(self, type_: str, payload: dict, *, timeout: float = 20.0, tries: int = 3) -> list[dict]:
+        """Send a frame and read its events up to the one that ends the turn. Like the demo page, an error that names
+        `retry_after_s` (the server shed the turn, or its session was busy; nothing ran) is retried with the same
+        frame after that wait, up to `tries` sends in all; `self.retried` counts those retries."""
+        for attempt in range(tries):
+            self.send(type_, payload)
+            events = self.read_turn(timeout)
+            wait = events[-1]["payload"].get("retry_after_s") if events[-1]["type"] == "dialogue.error" else None
+            if wait is None or attempt == tries - 1:
+                return events
+            self.retried += 1
+            time.sleep(wait)
+        raise AssertionError("unreachable")
 
     def read_turn(self, timeout: float = 20.0) -> list[dict]:
         events = []
