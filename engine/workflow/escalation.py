@@ -1,6 +1,7 @@
 """Escalation to the LLM planner, the last planner of the local-first chain (seed 003 §15.2, §18).
 
-It runs only when the local planners ran inside their budget and did not accept. The caller grows the turn's
+It runs only when the local planners ran inside their budget and did not accept, and the turn's encoder answered
+(without it no head has evidence to ground a plan in, and its lateness means the machine is out of time). The caller grows the turn's
 budget first (budgets.turn_ms.llm) and tells a streaming client; the LLM then gets min(stages_ms.planner_llm, time
 left). Its plan runs only once validated against the catalog (engine.llm.plan_validation) and grounded in the
 clauses' evidence (engine.llm.grounding); otherwise the turn keeps the fusion decision, and a timeout or failure
@@ -20,6 +21,7 @@ from datetime import datetime
 from engine.deadline import Deadline
 from engine.llm.grounding import Extract, ungrounded
 from engine.llm.planner import NAME, PLANNER, LlmPlanOutcome, LlmWorkflowPlanner
+from engine.model_client import ENCODER
 from engine.pack import Pack
 from engine.settings import Settings
 from engine.workflow.planners import Plan
@@ -63,6 +65,12 @@ class LlmEscalation:
         """The local planners ran inside their budget and did not accept, and escalation is not held; a held one
         is said in `debug` and degrades `planner` (the turn keeps the local decision without waiting)."""
         if plan.accepted or debug.degraded or plan.analysis is None:
+            return False
+        if ENCODER in deadline.degraded:
+            # every head lost its input: no model evidence to ground a plan in, and a turn whose encoder missed its
+            # deadline is on a machine that is out of time already; the LLM would add seconds of its work
+            said = f"{NAME}: not asked, the encoder was degraded"
+            debug.reason = f"{debug.reason}; {said}" if debug.reason else said
             return False
         if self.hold.admit():
             return True

@@ -196,3 +196,15 @@ async def test_a_slow_memory_does_not_hold_the_turn_up():
     assert resp.workflow.planner == "llm" and "never" not in r.llm.requests[0].messages[0]["content"]
     assert time.perf_counter() - t0 < 0.5 and 40 <= resp.timings.stages["store"] <= 150
 
+
+
+async def test_a_turn_whose_encoder_was_lost_keeps_the_local_decision_without_asking_the_llm():
+    """The encoder late or down (a replica overloaded or gone) degrades every head: the clauses have no model evidence
+    to ground a plan in, and on a busy machine the LLM would add seconds to a turn already out of time."""
+    fake = models()
+    fake.errors["encoder"] = "replica gone"
+    r = Rig(models=fake, settings=settings(), llm=FakeLm(json.dumps(GOOD)))
+    resp = await chat(r)
+    assert r.llm.requests == [] and not resp.timings.escalated and resp.timings.budget_ms == TEXT_MS
+    assert resp.timings.degraded[0] == "encoder" and "planner_llm" not in resp.timings.stages
+    assert "encoder" in resp.routing_debug.planner.reason
