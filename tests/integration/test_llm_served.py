@@ -9,7 +9,6 @@ import json
 import time
 from pathlib import Path
 
-import httpx
 import jsonschema
 import openai
 import pytest
@@ -20,6 +19,7 @@ from serve_app import launcher
 from serve_app.app_args import PLANNER
 
 from ws_client import Conversation
+from http_client import served_client
 
 CHAT, STREAM = "/api/v1/agent/chat", "/api/v1/agent/chat-stream"
 MODEL = "baton-planner"
@@ -32,7 +32,7 @@ SCHEMA = {"type": "object", "properties": {"room": {"type": "string", "enum": ["
 
 @pytest.fixture(scope="module")
 def client(serve_app):
-    with httpx.Client(base_url=serve_app["url"], timeout=30.0) as c:
+    with served_client(serve_app["url"], 30.0) as c:
         yield c
 
 
@@ -113,7 +113,7 @@ def test_a_turn_the_local_planners_reject_escalates_to_the_llm_inside_its_budget
 
 
 def test_chat_stream_says_it_escalated_before_waiting_on_the_llm(serve_app):
-    with httpx.Client(base_url=serve_app["url"], timeout=30.0) as c, \
+    with served_client(serve_app["url"], 30.0) as c, \
             c.stream("POST", STREAM, json={"user_id": "llm-stream", "text": VAGUE}) as resp:
         events = [json.loads(line) for line in resp.iter_lines() if line]
     assert events[0]["event"] == "ack" and events[0]["escalated"] and events[0]["budget_ms"] == 3000

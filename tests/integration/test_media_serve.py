@@ -5,13 +5,14 @@ import httpx
 import pytest
 
 from benchmarks.media_samples import available_fonts, blank_png, render_text, silence_wav, speak
+from http_client import served_client
 
 UPLOAD, CHAT = "/api/v1/media/upload", "/api/v1/agent/chat"
 
 
 @pytest.fixture(scope="module")
 def client(serve_app):
-    with httpx.Client(base_url=serve_app["url"], timeout=30.0) as c:
+    with served_client(serve_app["url"], 30.0) as c:
         yield c
 
 

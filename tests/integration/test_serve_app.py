@@ -8,6 +8,7 @@ import pytest
 
 from conftest import until_fault_shows
 from serve_app import launcher
+from http_client import served_client
 
 CHAT = "/api/v1/agent/chat"
 FILL = "/api/v1/agent/fill-slots"
@@ -16,7 +17,7 @@ MARGIN_MS = 50
 
 @pytest.fixture(scope="module")
 def client(serve_app):
-    with httpx.Client(base_url=serve_app["url"], timeout=10.0) as c:
+    with served_client(serve_app["url"], 10.0) as c:
         yield c
 
 

@@ -12,6 +12,7 @@ import yaml
 from serve_app import launcher
 
 from conftest import until_fault_shows, CONFIG_DIR
+from http_client import served_client
 
 APP, PREFIX = "baton_split", "/split"
 HEADS = ("classifier", "detector", "retriever")
@@ -33,7 +34,7 @@ def split_client(serve_app):
     launcher.start({**config, "applications": [app]})
     url = f"{serve_app['url']}{PREFIX}"
     try:
-        with httpx.Client(base_url=url, timeout=15.0) as client:
+        with served_client(url, 15.0) as client:
             deadline, health = time.time() + 240, None
             while True:
                 try:

@@ -8,6 +8,7 @@ import uuid
 
 import httpx
 import pytest
+from http_client import served_client
 
 
 CHAT = "/api/v1/agent/chat"
@@ -15,7 +16,7 @@ CHAT = "/api/v1/agent/chat"
 
 @pytest.fixture(scope="module")
 def client(serve_app):
-    with httpx.Client(base_url=serve_app["url"], timeout=15.0) as c:
+    with served_client(serve_app["url"], 15.0) as c:
         yield c
 
 

@@ -11,6 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from serve_app import launcher
+from http_client import served_client
 
 CHAT = "/api/v1/agent/chat"
 PHASES = ("auth", "lease", "store", "encoder", "classifier", "detector", "retriever", "fusion", "commit")
@@ -18,7 +19,7 @@ PHASES = ("auth", "lease", "store", "encoder", "classifier", "detector", "retrie
 
 @pytest.fixture(scope="module")
 def client(serve_app):
-    with httpx.Client(base_url=serve_app["url"], timeout=15.0) as c:
+    with served_client(serve_app["url"], 15.0) as c:
         yield c
 
 

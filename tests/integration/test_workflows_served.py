@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
 import pytest
 
 from conftest import until_fault_shows
 from serve_app import launcher
 from serve_app.turns import REPLICA_HEADER
+from http_client import served_client
 
 CHAT, FILL, STREAM = "/api/v1/agent/chat", "/api/v1/agent/fill-slots", "/api/v1/agent/chat-stream"
 PENDING = ("A12345", "C2024", "A10002", "A20003")  # sha256(id) % 3 -> pending_shipment
@@ -18,7 +18,7 @@ MARGIN_MS = 50
 
 @pytest.fixture(scope="module")
 def client(serve_app):
-    with httpx.Client(base_url=serve_app["url"], timeout=10.0) as c:
+    with served_client(serve_app["url"], 10.0) as c:
         yield c
 
 
@@ -51,7 +51,7 @@ def test_a_slot_paused_workflow_resumes_through_fill_slots(client):
 
 
 def test_chat_stream_sends_the_ack_before_the_first_plugin_result_then_the_final_response(serve_app):
-    with httpx.Client(base_url=serve_app["url"], timeout=10.0) as c, \
+    with served_client(serve_app["url"], 10.0) as c, \
             c.stream("POST", STREAM, json={"user_id": "wf-stream", "text": "打开车窗然后把空调调到22度"}) as resp:
         assert resp.status_code == 200 and resp.headers["content-type"].startswith("application/x-ndjson")
         events = [json.loads(line) for line in resp.iter_lines() if line]
