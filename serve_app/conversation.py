@@ -155,7 +155,9 @@ class ConversationAgent:
             question_id=question_id, question_type="long_task_split", reason=request.reason, mode="batch",
             questions=request.questions, expires_at=expires_at, original_agent_name=request.original_agent_name,
             original_function_name=request.original_function_name,
-            turn=summary("waiting_slot", text, deadline, response)), message)
+            turn=summary("waiting_slot", text, deadline, response)), message, after_commit=True)
+        # held until the frame's commit: that commit logs the question (or rewrites the turn's reply into it), and a
+        # client answering the moment it hears the question must find it
         if replaces is not None:
             out.rewrites.append(out.messages.pop())
 

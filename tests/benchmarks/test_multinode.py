@@ -20,6 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # cluster (load averages of 50 were seen: asyncio timers fire late); a turn left waiting on a dead replica instead of
 # degrading at its stage deadline would show the seconds Ray takes to declare the replica dead.
 STARVED_MARGIN_MS = 1000
+# A commit is never cut off once its statement is sent (a saved turn must never be answered "nothing was saved"), so
+# a database stall lengthens it past the budget: in one run the node loss's stall held three commits 2.0-2.9 s while
+# the ingress answered sheds in 3-8 ms. Only the statement timeout bounds it.
+COMMIT_BOUND_MS = 5000 + STARVED_MARGIN_MS  # config/baton.yaml store.command_timeout_s
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +36,9 @@ def run(cockpit, tmp_path_factory) -> dict:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((out / "multinode.json").read_text(encoding="utf-8"))
     samples = [json.loads(line) for line in (out / "raw" / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
-    result["slowest"] = max(samples, key=lambda s: s.get("server_total_ms") or 0.0)
+    answered = [s for s in samples if s.get("server_total_ms") is not None]
+    result["slowest"] = max(answered, key=before_commit, default=None)
+    result["slowest_commit"] = max(answered, key=lambda s: s["stages"].get("commit", 0.0), default=None)
     print(f"multi-node quick run: {result['wall_s']} s in all, {result['startup_s']} s to green, recoveries "
           f"{[f['recovered_s'] for f in result['faults']]} s, load average {result['machine']['loadavg_1m']}")
     return result
@@ -68,9 +74,16 @@ def test_no_turn_is_lost_failed_or_late_in_the_whole_run(run):
     total = run["phases"]["total"]
     assert total["sent"] == sum(run["phases"][p]["sent"] for p in run["phases"] if p != "total") > 50
     assert total["lost"] == 0 and total["other_5xx"] == 0 and total["client_4xx"] == 0
-    assert total["server_ms"]["max"] <= run["budget_ms"] + STARVED_MARGIN_MS, \
-        f"a degraded turn answers at its deadline; the slowest: {run['slowest']}, load average {run['machine']}"
+    slowest, commit = run["slowest"], run["slowest_commit"]
+    assert before_commit(slowest) <= run["budget_ms"] + STARVED_MARGIN_MS, \
+        f"a degraded turn reaches its commit by its deadline; the slowest: {slowest}, machine {run['machine']}"
+    assert commit["stages"]["commit"] <= COMMIT_BOUND_MS, f"the slowest commit: {commit}, machine {run['machine']}"
     assert total["answered"] + total["shed"] == total["sent"]
+
+
+def before_commit(sample: dict) -> float:
+    """Server time up to the commit: every phase the turn's deadline cuts off (auth, lease, models, planning)."""
+    return sample["server_total_ms"] - sample["stages"].get("commit", 0.0)
 
 
 def sample(t: float, status: int, *, degraded=(), retry_after=None, total_ms=50.0, wall_ms=60.0) -> Sample:
