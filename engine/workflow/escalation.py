@@ -1,9 +1,9 @@
 """Escalation to the LLM planner, the last planner of the local-first chain (seed 003 §15.2, §18).
 
 It runs only when the local planners ran inside their budget and did not accept, and the turn's encoder answered
-(without it no head has evidence to ground a plan in, and its lateness means the machine is out of time). The caller grows the turn's
-budget first (budgets.turn_ms.llm) and tells a streaming client; the LLM then gets min(stages_ms.planner_llm, time
-left). Its plan runs only once validated against the catalog (engine.llm.plan_validation) and grounded in the
+(without it no head has evidence to ground a plan in, and its lateness means the machine is out of time). The
+caller grows the turn's budget first (budgets.turn_ms.llm) and tells a streaming client; the LLM then gets
+min(stages_ms.planner_llm, time left). Its plan runs only once validated against the catalog (engine.llm.plan_validation) and grounded in the
 clauses' evidence (engine.llm.grounding); otherwise the turn keeps the fusion decision, and a timeout or failure
 degrades `planner`.
 

@@ -14,12 +14,11 @@ import httpx
 
 
 class RetryAfter(httpx.BaseTransport):
-    """Resends a request answered 503 `overloaded` with `Retry-After`, up to `tries` sends in all; `retried` counts."""
+    """Resends a request answered 503 `overloaded` with `Retry-After`, up to `tries` sends in all."""
 
     def __init__(self, tries: int = 3) -> None:
         self._inner = httpx.HTTPTransport()
         self._tries = tries
-        self.retried = 0
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         for attempt in range(self._tries):
@@ -35,7 +34,6 @@ class RetryAfter(httpx.BaseTransport):
             if code != "overloaded":
                 return response
             response.close()
-            self.retried += 1
             time.sleep(float(wait))
         raise AssertionError("unreachable")
 

@@ -22,7 +22,6 @@ class Conversation:
         self._connection = connect(ws_url, additional_headers=headers if headers is not None else {"Authorization": f"Bearer {token}"},
                                    open_timeout=10, max_size=2 ** 22)
         self.ws = self._connection.__enter__()
-        self.retried = 0
 
     def send(self, type_: str, payload: dict) -> None:
         self.ws.send(json.dumps({"type": type_, "timestamp": datetime.now(TZ).isoformat(), "payload": payload}, ensure_ascii=False))
@@ -30,14 +29,13 @@ class Conversation:
     def turn(self, type_: str, payload: dict, *, timeout: float = 20.0, tries: int = 3) -> list[dict]:
         """Send a frame and read its events up to the one that ends the turn. Like the demo page, an error that names
         `retry_after_s` (the server shed the turn, or its session was busy; nothing ran) is retried with the same
-        frame after that wait, up to `tries` sends in all; `self.retried` counts those retries."""
+        frame after that wait, up to `tries` sends in all."""
         for attempt in range(tries):
             self.send(type_, payload)
             events = self.read_turn(timeout)
             wait = events[-1]["payload"].get("retry_after_s") if events[-1]["type"] == "dialogue.error" else None
             if wait is None or attempt == tries - 1:
                 return events
-            self.retried += 1
             time.sleep(wait)
         raise AssertionError("unreachable")
 
