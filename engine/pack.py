@@ -65,6 +65,10 @@ class Rules(Strict):
     social_patterns: dict[str, list[str]] = Field(
         default_factory=dict, description="Social category (greeting, thanks, bye, capability) → regexes; reply is responses['social_<category>']."
     )
+    keyword_negations: list[str] = Field(
+        default_factory=list, description="Words that take back a keyword said right after them (不用提醒我 asks no reminder): "
+                                          "that occurrence is no keyword hit."
+    )
 
 
 class Condition(Strict):

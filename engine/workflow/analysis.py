@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.keyword import KeywordMatcher
 from engine.pack import SPECIAL_INTENTS, Intent, Pack
 from engine.settings import PlannerConfig
 from protocol.http_chat import Candidate
@@ -39,7 +40,8 @@ class ClauseAnalyzer:
         self._cfg = cfg
         self._slot_values = slot_values or (lambda text: set())
         self._intents = [i for i in pack.intents if i.id not in SPECIAL_INTENTS]
-        self._keywords = [(kw.lower(), i.id) for i in self._intents for kw in i.keywords if kw]
+        self._keywords = KeywordMatcher(pack)
+        self._task_ids = {i.id for i in self._intents}
         # the training examples' character bigrams, indexed by bigram: a clause meets only the examples it shares one with
         self._sizes: list[tuple[str, int]] = []
         self._by_gram: dict[str, list[int]] = {}
@@ -135,13 +137,8 @@ class ClauseAnalyzer:
         return found
 
     def _keyword_spans(self, text: str) -> dict[str, tuple[int, int]]:
-        """Per intent, where its longest keyword occurs in `text`."""
-        lowered, spans = text.lower(), {}
-        for kw, intent_id in self._keywords:
-            at = lowered.find(kw)
-            if at >= 0 and (intent_id not in spans or len(kw) > spans[intent_id][1] - spans[intent_id][0]):
-                spans[intent_id] = (at, at + len(kw))
-        return spans
+        """Per task intent, where its longest keyword occurs in `text` (not right after a negation)."""
+        return {i: span for i, span in self._keywords.spans(text).items() if i in self._task_ids}
 
 
 def intent_label(intent: Intent | None) -> str:

@@ -22,3 +22,10 @@ def test_a_single_clause_is_its_own_clause_and_adds_nothing_to_embed():
 def test_fragments_too_short_are_not_clauses():
     assert SPLIT.clauses("嗯，打开车窗") == ["打开车窗"]
     assert SPLIT.extra("嗯，打开车窗") == ()
+
+
+def test_haiyou_joins_requests_but_not_a_question_about_what_is_left():
+    assert SPLIT.clauses("打开空调还有把车窗关上") == ["打开空调", "把车窗关上"]
+    assert SPLIT.clauses("下午四点后我还有啥安排") == ["下午四点后我还有啥安排"]
+    assert SPLIT.clauses("今晚还有事吗") == ["今晚还有事吗"]
+    assert SPLIT.clauses("离考试还有两个月") == ["离考试还有两个月"]

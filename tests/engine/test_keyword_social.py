@@ -56,6 +56,22 @@ def test_timeflow_keywords() -> None:
     assert KeywordMatcher(TIMEFLOW).match("打开车窗") == []
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("不用提醒我挪车了，删了呗", ["schedule_delete"]),   # 提醒我 taken back: only the deletion is asked
+    ("不要再提醒我喝水了", []),
+    ("记得提醒我别迟到", ["schedule_create"]),          # the negation follows the keyword: it is the reminder's content
+    ("明天下午三点提醒我开会", ["schedule_create"]),
+])
+def test_a_keyword_right_after_a_negation_is_no_hit(text, expected) -> None:
+    assert [c.intent for c in KeywordMatcher(TIMEFLOW).match(text)] == expected
+
+
+def test_a_keyword_inside_a_negated_one_is_no_hit_either() -> None:
+    assert hits("别打开空调") == []                       # neither 打开空调 nor the 开空调 inside it
+    assert [i for i, _ in hits("打开空调，别开车窗")] == ["cabin_ac_on"]
+    assert KeywordMatcher(COCKPIT).spans("先关车窗，别打开空调") == KeywordMatcher(COCKPIT).spans("先关车窗")
+
+
 def test_special_intents_have_no_keywords() -> None:
     assert all(i not in {"__social__", "__out_of_scope__"} for _, i in KEYWORDS._keywords)
 
