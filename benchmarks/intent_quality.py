@@ -6,7 +6,10 @@ path: its held-out split, scored by the models built on the training split alone
 served — a turn through the real TurnEngine on the real models in-process (the monolith path: rewrite, social,
 planner and fusion decide the answered intent as they do over HTTP; the stage budgets are widened so a busy machine
 measures the models, not its load). With each pack: its build times (tuning, selection, heads) and the remaining
-errors grouped by (expected, answered). Writes `results.json` and `report.md` under `--out`.
+errors grouped by (expected, answered). A shipped pack's test split was written with its training examples and
+shares their phrasing; `--phrasings pack=rows.jsonl` (default: `benchmarks/data/phrasings_<pack>.jsonl` where one
+exists) also scores the served models on utterances written apart from the pack, the way users talk. Writes
+`results.json` and `report.md` under `--out`.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "intent_quality"
+PHRASINGS = ROOT / "benchmarks" / "data"
 BUDGET_SCALE = 20.0
 
 
@@ -57,7 +61,13 @@ def served_top1(pack, settings, artifacts, rows) -> dict:
             "errors": [{"expected": g, "answered": a, "rows": k} for (g, a), k in errors.most_common()]}
 
 
-def measure(name: str, data: Path | None, config_dir: Path) -> dict:
+def read_rows(path: Path) -> list[tuple[str, str]]:
+    """`{"text": …, "intent": …}` per line."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [(r["text"], r["intent"]) for r in rows]
+
+
+def measure(name: str, data: Path | None, config_dir: Path, phrasings: Path | None = None) -> dict:
     from engine.pack import find_pack, load_pack
     from engine.settings import load_settings
     from models import artifacts as layout
@@ -77,6 +87,7 @@ def measure(name: str, data: Path | None, config_dir: Path) -> dict:
     offline = held_out(pack, settings)
     served = served_top1(pack, settings, artifacts, pack.test_rows())
     chosen = builds.get("held_out", builds["served"])
+    fresh = served_top1(pack, settings, artifacts, read_rows(phrasings)) if phrasings else None
     return {
         "pack": name, "source": str(data) if data else "shipped", "intents": len(pack.intents),
         "served_on": pack.serve_on, "held_out_rows": offline["rows"],
@@ -85,6 +96,8 @@ def measure(name: str, data: Path | None, config_dir: Path) -> dict:
         "build_s": {k: m["build_s"] for k, m in builds.items()}, "timings": {k: m.get("timings", {}) for k, m in builds.items()},
         "rows": {k: m["train_rows"] for k, m in builds.items()}, "selected": chosen.get("selected"),
         "cross_validation": chosen.get("selection_report"), "finetune": pack_settings(pack, settings).models.finetune,
+        "phrasings": {"source": str(phrasings.relative_to(ROOT) if phrasings.is_relative_to(ROOT) else phrasings),
+                      "rows": sum(fresh["statuses"].values()), **fresh} if fresh else None,
         "measured_s": round(time.time() - started, 1),
     }
 
@@ -96,12 +109,14 @@ def report(result: dict) -> str:
              "at the end (the machine was shared). Every figure is top-1 on rows the scoring models never saw: a shipped "
              "pack's test split; for a pack built from rows, its held-out split scored by the models built on its training "
              "split alone (the served models then learn from every row).", "",
-             "| pack | intents | held-out rows | classifier alone | fusion top-1 | served (turn engine) | build time (served / held-out) |",
-             "|---|---|---|---|---|---|---|"]
+             "| pack | intents | held-out rows | classifier alone | fusion top-1 | served (turn engine) | fresh phrasings, served (rows) | build time (served / held-out) |",
+             "|---|---|---|---|---|---|---|---|"]
     for p in result["packs"]:
         build = " / ".join(f"{p['build_s'][k]:.0f} s" for k in ("served", "held_out") if k in p["build_s"])
+        fresh = p.get("phrasings")
+        phrased = f"{fresh['top1']:.3f} ({fresh['rows']})" if fresh else "–"
         lines.append(f"| {p['pack']} | {p['intents']} | {p['held_out_rows']} | {p['classifier_top1']:.3f} | {p['fusion_top1']:.3f} | "
-                     f"{p['served_top1']:.3f} | {build} |")
+                     f"{p['served_top1']:.3f} | {phrased} | {build} |")
     lines += ["", "## Per pack", ""]
     for p in result["packs"]:
         lines += [f"### {p['pack']}", "",
@@ -119,7 +134,13 @@ def report(result: dict) -> str:
         served = p["served"]
         lines.append(f"- Served: {served['degraded_turns']} degraded turns; statuses {json.dumps(served['statuses'])}.")
         errors = "; ".join(f"{e['expected']} → {e['answered']} ×{e['rows']}" for e in served["errors"][:12]) or "none"
-        lines += [f"- Remaining served errors (expected → answered): {errors}.", ""]
+        lines.append(f"- Remaining served errors (expected → answered): {errors}.")
+        fresh = p.get("phrasings")
+        if fresh:
+            errors = "; ".join(f"{e['expected']} → {e['answered']} ×{e['rows']}" for e in fresh["errors"][:16]) or "none"
+            lines.append(f"- Fresh phrasings (`{fresh['source']}`, {fresh['rows']} rows): served top-1 {fresh['top1']:.3f}; "
+                         f"errors: {errors}.")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -127,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.intent_quality", description=__doc__.splitlines()[0])
     parser.add_argument("--pack", action="append", default=None, help="a shipped pack (default: cockpit and timeflow)")
     parser.add_argument("--data", action="append", default=[], metavar="NAME=ROWS.jsonl", help="a pack built from rows")
+    parser.add_argument("--phrasings", action="append", default=[], metavar="PACK=ROWS.jsonl",
+                        help="utterances written apart from a shipped pack (default: benchmarks/data/phrasings_<pack>.jsonl)")
     parser.add_argument("--config-dir", type=Path, default=ROOT / "config")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
@@ -134,7 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = {"loadavg": [round(x, 2) for x in os.getloadavg()], "at": time.time()}
-    packs = [measure(name, None, args.config_dir) for name in (args.pack or ["cockpit", "timeflow"])]
+    phrasings = {name: Path(path) for name, _, path in (spec.partition("=") for spec in args.phrasings)}
+    shipped = args.pack or ["cockpit", "timeflow"]
+    for name in shipped:
+        if name not in phrasings and (PHRASINGS / f"phrasings_{name}.jsonl").exists():
+            phrasings[name] = PHRASINGS / f"phrasings_{name}.jsonl"
+    packs = [measure(name, None, args.config_dir, phrasings.get(name)) for name in shipped]
     for spec in args.data:
         name, _, path = spec.partition("=")
         packs.append(measure(name, Path(path), args.config_dir))
