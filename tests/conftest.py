@@ -48,6 +48,15 @@ def timeflow():
     return built_pack("timeflow")
 
 
+@pytest.fixture(scope="module")
+def module_dir(tmp_path_factory, request):
+    """A temporary folder for one test module's model copies (hundreds of MB each), removed when the module ends:
+    the suite holds one module's copies at a time, not every module's until the session ends."""
+    path = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """A real PostgreSQL for the whole session: DATABASE_URL when set, else an embedded server in a temp folder.

@@ -263,10 +263,10 @@ def test_malformed_line_exits_with_its_line_number(tmp_path, bad):
 
 
 @pytest.fixture(scope="module")
-def cli_build(cockpit, tmp_path_factory):
+def cli_build(cockpit, module_dir):
     """`python -m models.build --pack handwritten --data rows.jsonl` into a fresh state dir, run once."""
     _, settings = cockpit
-    base = tmp_path_factory.mktemp("cli")
+    base = module_dir
     state = tmp_state(base / "state", settings.encoder_path)
     rows = write_jsonl(base / "rows.jsonl", [{"text": t, "intent": i, "source": "handwritten"} for i, ts in HANDWRITTEN.items() for t in ts])
     proc = run_module(["models.build", "--pack", CLI_PACK, "--data", str(rows)], state_dir=state)

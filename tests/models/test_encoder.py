@@ -81,8 +81,8 @@ def no_network_attempts(offline: None) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, offline: None) -> Path:
-    return bootstrap_encoder(tmp_path_factory.mktemp("encoder") / "multilingual-e5-small")
+def model_dir(module_dir: Path, offline: None) -> Path:
+    return bootstrap_encoder(module_dir / "multilingual-e5-small")
 
 
 @pytest.fixture(scope="module")

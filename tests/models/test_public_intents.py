@@ -21,7 +21,7 @@ PACK = "ha_public_zh"
 
 
 @pytest.fixture(scope="module")
-def benchmark(cockpit, tmp_path_factory):
+def benchmark(cockpit, module_dir):
     from deployments.intent_classifier import IntentClassifier
     from engine.pack import load_pack
     from models.artifacts import encoder_for
@@ -29,7 +29,7 @@ def benchmark(cockpit, tmp_path_factory):
     from models.pack_models import sentence_encoder
 
     _, shipped_settings = cockpit
-    base = tmp_path_factory.mktemp("public-intents")
+    base = module_dir
     proc = run_module(["benchmarks.public_intents", "--out", str(base / "rows.jsonl"), "--per-intent", str(PER_INTENT)], timeout=120)
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in (base / "rows.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
