@@ -7,8 +7,9 @@ served — a turn through the real TurnEngine on the real models in-process (the
 planner and fusion decide the answered intent as they do over HTTP; the stage budgets are widened so a busy machine
 measures the models, not its load). With each pack: its build times (tuning, selection, heads) and the remaining
 errors grouped by (expected, answered). A shipped pack's test split was written with its training examples and
-shares their phrasing; `--phrasings pack=rows.jsonl` (default: `benchmarks/data/phrasings_<pack>.jsonl` where one
-exists) also scores the served models on utterances written apart from the pack, the way users talk. Writes
+shares their phrasing; `--phrasings pack=rows.jsonl` (repeatable; default: every `benchmarks/data/phrasings_<pack>*.jsonl`)
+also scores the served models on sets of utterances written apart from the pack, the way users talk — each set
+reported on its own, the later sets written after the earlier ones had been studied for errors. Writes
 `results.json` and `report.md` under `--out`.
 """
 from __future__ import annotations
@@ -61,13 +62,18 @@ def served_top1(pack, settings, artifacts, rows) -> dict:
             "errors": [{"expected": g, "answered": a, "rows": k} for (g, a), k in errors.most_common()]}
 
 
+def phrasing_sets(pack: str) -> list[Path]:
+    """The shipped sets of fresh phrasings for `pack`, in the order they were written."""
+    return sorted(PHRASINGS.glob(f"phrasings_{pack}*.jsonl"), key=lambda p: (len(p.name), p.name))
+
+
 def read_rows(path: Path) -> list[tuple[str, str]]:
     """`{"text": …, "intent": …}` per line."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [(r["text"], r["intent"]) for r in rows]
 
 
-def measure(name: str, data: Path | None, config_dir: Path, phrasings: Path | None = None) -> dict:
+def measure(name: str, data: Path | None, config_dir: Path, phrasings: list[Path] = ()) -> dict:
     from engine.pack import find_pack, load_pack
     from engine.settings import load_settings
     from models import artifacts as layout
@@ -87,7 +93,7 @@ def measure(name: str, data: Path | None, config_dir: Path, phrasings: Path | No
     offline = held_out(pack, settings)
     served = served_top1(pack, settings, artifacts, pack.test_rows())
     chosen = builds.get("held_out", builds["served"])
-    fresh = served_top1(pack, settings, artifacts, read_rows(phrasings)) if phrasings else None
+    fresh = [(path, served_top1(pack, settings, artifacts, read_rows(path))) for path in phrasings]
     return {
         "pack": name, "source": str(data) if data else "shipped", "intents": len(pack.intents),
         "served_on": pack.serve_on, "held_out_rows": offline["rows"],
@@ -96,8 +102,8 @@ def measure(name: str, data: Path | None, config_dir: Path, phrasings: Path | No
         "build_s": {k: m["build_s"] for k, m in builds.items()}, "timings": {k: m.get("timings", {}) for k, m in builds.items()},
         "rows": {k: m["train_rows"] for k, m in builds.items()}, "selected": chosen.get("selected"),
         "cross_validation": chosen.get("selection_report"), "finetune": pack_settings(pack, settings).models.finetune,
-        "phrasings": {"source": str(phrasings.relative_to(ROOT) if phrasings.is_relative_to(ROOT) else phrasings),
-                      "rows": sum(fresh["statuses"].values()), **fresh} if fresh else None,
+        "phrasings": [{"source": str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),
+                       "rows": sum(scored["statuses"].values()), **scored} for path, scored in fresh],
         "measured_s": round(time.time() - started, 1),
     }
 
@@ -109,12 +115,11 @@ def report(result: dict) -> str:
              "at the end (the machine was shared). Every figure is top-1 on rows the scoring models never saw: a shipped "
              "pack's test split; for a pack built from rows, its held-out split scored by the models built on its training "
              "split alone (the served models then learn from every row).", "",
-             "| pack | intents | held-out rows | classifier alone | fusion top-1 | served (turn engine) | fresh phrasings, served (rows) | build time (served / held-out) |",
+             "| pack | intents | held-out rows | classifier alone | fusion top-1 | served (turn engine) | fresh phrasings, served (rows; per set) | build time (served / held-out) |",
              "|---|---|---|---|---|---|---|---|"]
     for p in result["packs"]:
         build = " / ".join(f"{p['build_s'][k]:.0f} s" for k in ("served", "held_out") if k in p["build_s"])
-        fresh = p.get("phrasings")
-        phrased = f"{fresh['top1']:.3f} ({fresh['rows']})" if fresh else "–"
+        phrased = " / ".join(f"{f['top1']:.3f} ({f['rows']})" for f in p.get("phrasings") or []) or "–"
         lines.append(f"| {p['pack']} | {p['intents']} | {p['held_out_rows']} | {p['classifier_top1']:.3f} | {p['fusion_top1']:.3f} | "
                      f"{p['served_top1']:.3f} | {phrased} | {build} |")
     lines += ["", "## Per pack", ""]
@@ -135,8 +140,7 @@ def report(result: dict) -> str:
         lines.append(f"- Served: {served['degraded_turns']} degraded turns; statuses {json.dumps(served['statuses'])}.")
         errors = "; ".join(f"{e['expected']} → {e['answered']} ×{e['rows']}" for e in served["errors"][:12]) or "none"
         lines.append(f"- Remaining served errors (expected → answered): {errors}.")
-        fresh = p.get("phrasings")
-        if fresh:
+        for fresh in p.get("phrasings") or []:
             errors = "; ".join(f"{e['expected']} → {e['answered']} ×{e['rows']}" for e in fresh["errors"][:16]) or "none"
             lines.append(f"- Fresh phrasings (`{fresh['source']}`, {fresh['rows']} rows): served top-1 {fresh['top1']:.3f}; "
                          f"errors: {errors}.")
@@ -157,12 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = {"loadavg": [round(x, 2) for x in os.getloadavg()], "at": time.time()}
-    phrasings = {name: Path(path) for name, _, path in (spec.partition("=") for spec in args.phrasings)}
+    phrasings: dict[str, list[Path]] = {}
+    for name, _, path in (spec.partition("=") for spec in args.phrasings):
+        phrasings.setdefault(name, []).append(Path(path))
     shipped = args.pack or ["cockpit", "timeflow"]
-    for name in shipped:
-        if name not in phrasings and (PHRASINGS / f"phrasings_{name}.jsonl").exists():
-            phrasings[name] = PHRASINGS / f"phrasings_{name}.jsonl"
-    packs = [measure(name, None, args.config_dir, phrasings.get(name)) for name in shipped]
+    packs = [measure(name, None, args.config_dir, phrasings.get(name, phrasing_sets(name))) for name in shipped]
     for spec in args.data:
         name, _, path = spec.partition("=")
         packs.append(measure(name, Path(path), args.config_dir))
