@@ -10,8 +10,8 @@ shaped like `engine.llm.lm.LmRequest` / `LmReply`:
     reply:   {"text": str, "finish_reason": "stop" | "length" | "abort" | ..., "prompt_tokens": int,
               "completion_tokens": int, "ttft_ms": float | None, "e2e_ms": float}
 
-`stream(request)` yields the same reply shape as deltas: each item's `text` is the new text since the last,
-and the last item carries the finish reason and the totals. A caller that stops iterating (or is cancelled)
+`stream(request)` yields the same reply shape as deltas: one item per step that decoded tokens, its `text` the new
+text since the last ("" while a token is not text yet: a special token, part of a character), and the last item carries the finish reason and the totals. A caller that stops iterating (or is cancelled)
 aborts the request inside vLLM: decoding stops and its KV cache is freed. `abort(request_id)` does the same from
 outside; the pending call then returns at once with finish_reason "abort". It is a no-op for an unknown or
 finished id.
@@ -122,8 +122,9 @@ class VllmEngine:
                                                       priority=int(request.get("priority", 0))):
                 if output.prompt_token_ids is not None:
                     totals["prompt_tokens"] = len(output.prompt_token_ids)
-                text = ""
+                text, fresh = "", 0
                 for completion in output.outputs[:1]:
+                    fresh = len(completion.token_ids)
                     if completion.token_ids and totals["ttft_ms"] is None:
                         totals["ttft_ms"] = (time.monotonic() - started) * 1000.0
                     totals["completion_tokens"] += len(completion.token_ids)
@@ -133,7 +134,7 @@ class VllmEngine:
                     finish_reason = "abort"
                 if output.finished:
                     break
-                if text:
+                if fresh:  # text may be "" (a special token, half a character): the token count still moves
                     yield {"text": text, "finish_reason": None, **totals, "e2e_ms": (time.monotonic() - started) * 1000.0}
         finally:
             self._active.discard(request_id)

@@ -132,24 +132,30 @@ def test_the_websocket_says_it_is_planning_first(serve_app):
 
 
 def test_a_slow_planner_is_aborted_mid_decode_and_the_turn_answers_inside_its_budget(serve_app, client):
-    before = planner_stats()
+    """A turn whose local stages ran long on a loaded machine can reach the engine with too little time left to
+    decode a single token (aborted during its prefill): such a turn is sent again, at most three turns in all."""
     launcher.set_faults(serve_app["config"], "planner_llm:tokens=2000")  # 2000 tokens: a minute of decoding here
     try:
-        t0 = time.perf_counter()
-        body, _ = until_fault_shows(lambda: client.post(CHAT, json={"user_id": "llm-slow", "text": VAGUE}).json(),
-                                    lambda b: b["timings"]["degraded"] == ["planner"])
-        wall_ms = (time.perf_counter() - t0) * 1000
+        for _ in range(3):
+            before = planner_stats()
+            t0 = time.perf_counter()
+            body, _ = until_fault_shows(lambda: client.post(CHAT, json={"user_id": "llm-slow", "text": VAGUE}).json(),
+                                        lambda b: b["timings"]["degraded"] == ["planner"])
+            wall_ms = (time.perf_counter() - t0) * 1000
+            timings = body["timings"]
+            assert timings["degraded"] == ["planner"] and body["routing_debug"]["planner"]["llm"]["outcome"] == "timed_out"
+            assert timings["total_ms"] <= timings["budget_ms"] + 50 and wall_ms < 2 * (timings["budget_ms"] + 1000)
+            assert body["workflow"] is None, "the turn keeps the local decision"
+            deadline = time.time() + 10
+            while (after := planner_stats())["aborted"] == before["aborted"] and time.time() < deadline:
+                time.sleep(0.2)
+            aborted = [a for a in after["recent_aborts"] if a not in before["recent_aborts"]]
+            assert aborted, "the deadline aborted the request inside the engine"
+            if aborted[-1]["completion_tokens"] > 0:
+                break
     finally:
         launcher.set_faults(serve_app["config"], "")
-    timings = body["timings"]
-    assert timings["degraded"] == ["planner"] and body["routing_debug"]["planner"]["llm"]["outcome"] == "timed_out"
-    assert timings["total_ms"] <= timings["budget_ms"] + 50 and wall_ms < 2 * (timings["budget_ms"] + 1000)
-    assert body["workflow"] is None, "the turn keeps the local decision"
-    deadline = time.time() + 10
-    while (after := planner_stats())["aborted"] == before["aborted"] and time.time() < deadline:
-        time.sleep(0.2)
-    aborted = [a for a in after["recent_aborts"] if a not in before["recent_aborts"]]
-    assert aborted and aborted[-1]["completion_tokens"] > 0, "the engine was decoding when the deadline aborted it"
+    assert aborted[-1]["completion_tokens"] > 0, f"the engine was decoding when the deadline aborted it: {aborted}"
     assert after["in_flight"] == 0
 
 
