@@ -43,15 +43,6 @@ def rewrite(text: str, *, current_intent: str | None, memory: dict, max_chars: i
     return Rewrite(text, False)
 
 
-def may_rewrite(text: str, *, max_chars: int = 16) -> bool:
-    """Whether some session could have `text` rewritten (the session decides whether it is): False means the text
-    is routed as it was said, whatever the session holds."""
-    stripped = text.strip()
-    return len(stripped) <= max_chars and any(
-        p.search(stripped) if p in (_NEXT, _PREV, _ROUTE_PREF) else p.match(stripped)
-        for p in (_AC_STEP, _AC_FEEL, _NEXT, _PREV, _ROUTE_PREF))
-
-
 def _rewrite_ac(text: str, memory: dict) -> Rewrite | None:
     last = memory.get("last_temperature")
     if last is None:

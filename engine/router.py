@@ -33,20 +33,6 @@ class Route:
         return len(self.detected) >= 2
 
 
-@dataclass
-class Understanding:
-    """A text-model call started for `text` (`Router.start`): its stage deadlines, when it started, its clauses."""
-
-    text: str
-    call: NluCall
-    deadlines: dict[str, float]
-    started: float
-    clauses: tuple[str, ...]
-
-    def cancel(self) -> None:
-        self.call.cancel()
-
-
 class Router:
     def __init__(self, *, settings: Settings, keywords: KeywordMatcher, models: ModelClient, clauses: ClauseSplitter) -> None:
         self._settings = settings
@@ -54,29 +40,18 @@ class Router:
         self._models = models
         self._clauses = clauses
 
-    def start(self, text: str, deadline: Deadline) -> Understanding:
-        """Start the turn's one model call for `text`: the encoder gets min(its budget, time left), each head its
-        own budget after that."""
+    async def route(self, text: str, deadline: Deadline) -> Route:
+        """One model call per turn; a late or failed stage degrades instead of failing the turn.
+
+        The encoder gets min(its budget, time left); each head its own budget after that. When the encoder
+        misses, the call is cancelled at once and every head that needed its vectors degrades with it.
+        """
         budgets = self._settings.budgets
         extra = self._clauses.extra(text)
         encoder_at = deadline.stage_at(budgets.stage_s(ENCODER))
         deadlines = {ENCODER: encoder_at, **{h: deadline.stage_at(budgets.stage_s(h), after=encoder_at) for h in HEADS}}
         started = time.time()
         call = self._models.understand(NluRequest(text=text, clauses=extra, deadlines=deadlines))
-        return Understanding(text=text, call=call, deadlines=deadlines, started=started, clauses=extra)
-
-    async def route(self, text: str, deadline: Deadline, ahead: Understanding | None = None) -> Route:
-        """One model call per turn; a late or failed stage degrades instead of failing the turn.
-
-        `ahead`: the call already started for this text (`start`, while the caller did other work); one for
-        another text is cancelled and a new one started. When the encoder misses, the call is cancelled at once
-        and every head that needed its vectors degrades with it.
-        """
-        if ahead is not None and ahead.text != text:
-            ahead.cancel()
-            ahead = None
-        started_call = ahead or self.start(text, deadline)
-        call, deadlines, started, extra = started_call.call, started_call.deadlines, started_call.started, started_call.clauses
         try:
             with deadline.measure("keyword"):
                 keyword_hits = self._keywords.match(text)

@@ -140,8 +140,6 @@ class ModelsConfig(Section):
     encode_batch_size: int = Field(gt=0, description="Texts per forward pass when a batch is larger.")
     max_batch_size: int = Field(gt=0, description="Turns one replica batch may hold (1 = no batching).")
     max_concurrent_batches: int = Field(default=1, gt=0, description="Batches a replica runs at once (each on its own thread).")
-    start_on_arrival: bool = Field(default=True, description="Call the text models on a text turn's words as it arrives, "
-                                                             "while auth and the session lease run; false: after them.")
     noop: bool = Field(default=False, description="Benchmark only: every model call answers at once with no candidates.")
 
     @model_validator(mode="after")

@@ -21,8 +21,8 @@ from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
 from engine.plugins import InMemoryWorlds, PluginRegistry, Worlds
 from engine.replies import decision, reply
 from engine.responses import ResponsePolicy
-from engine.rewrite import may_rewrite, rewrite
-from engine.router import Route, Router, Understanding
+from engine.rewrite import rewrite
+from engine.router import Route, Router
 from engine.session import SessionState, SessionStatus, SessionStore
 from engine.settings import Settings
 from engine.slots import SlotLimits
@@ -86,15 +86,6 @@ class TurnEngine:
         budgets = self._settings.budgets
         return Deadline(budgets.turn_ms[modality], reserve_ms=budgets.stages_ms["commit"],
                         **({"started": arrived} if arrived is not None else {}))
-
-    def understand_ahead(self, text: str | None, deadline: Deadline) -> Understanding | None:
-        """Start the text models on a text turn's words at arrival, while the caller authenticates and leases the
-        session; the turn routes with the call if it routes these words (else it is cancelled). None for words that
-        are invalid, social, or that a session could rewrite: those wait for the session."""
-        words = (text or "").strip()
-        if not self._settings.models.start_on_arrival or not words or len(text or "") > self._settings.max_text_chars or may_rewrite(words) or self._social.route(words):
-            return None
-        return self._router.start(words, deadline)
 
     def admission_ms(self, modality: str) -> float:
         """How long a `modality` turn may take, queueing included, and still answer inside every budget."""
@@ -169,7 +160,7 @@ class TurnEngine:
             return await self._social_reply(session, category, text=text, ctx=ctx)
 
         rewritten = rewrite(text, current_intent=session.current_intent, memory=session.memory)
-        route = await self._router.route(rewritten.text, ctx.deadline, ahead=ctx.ahead)
+        route = await self._router.route(rewritten.text, ctx.deadline)
         ctx.vector = route.vector
         debug = RoutingDebug(
             rewrite=RewriteDebug(applied=rewritten.applied, original_text=text, rewritten_text=rewritten.text, reason=rewritten.reason),

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from engine.deadline import Deadline
 from engine.events import ClientGone, TurnListener
 from engine.plugins import TurnWorld
-from engine.router import Understanding
 from protocol.http_chat import Timings, Workflow, WorkflowStep
 
 Recall = Callable[[tuple[float, ...], str], Awaitable[list[str]]]  # (vector, the turn's text) -> earlier messages
@@ -26,7 +25,6 @@ class TurnContext:
     # caller recalls the user's earlier messages near a vector (None: no memory, e.g. in-process sessions)
     vector: tuple[float, ...] | None = None
     recall: Recall | None = None
-    ahead: Understanding | None = None  # the text models' call started at arrival (`TurnEngine.understand_ahead`)
 
     async def ack(self, reply: str, workflow: Workflow | None = None) -> None:
         if self.listener is not None and not self.acked:

