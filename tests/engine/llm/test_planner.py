@@ -113,6 +113,23 @@ async def test_the_request_carries_the_catalog_schema_priority_and_rendered_prom
 
 
 @pytest.mark.parametrize("name", ["cockpit", "timeflow"])
+async def test_what_changes_between_calls_comes_after_the_unchanging_prompt(name):
+    """The engine keeps a prompt's unchanged beginning cached: the time (by the minute) and recalled messages go
+    last, so two calls at different times, one with memory, share everything up to the time."""
+    pack, _, _ = shipped(name)
+    lm = FakeLm(json.dumps({"type": "single", "steps": [step(executable_intents(pack)[0])]}))
+    p = planner(lm, pack_name=name)
+    later = NOW.replace(hour=18, minute=47)
+    await p.plan("随便说一句", deadline=Deadline(budget_ms=10_000), budget_s=2.0, now=NOW)
+    await p.plan("随便说一句", deadline=Deadline(budget_ms=10_000), budget_s=2.0, now=later, memory=["上次说过的话"])
+    first, second = (r.messages[0]["content"] for r in lm.requests)
+    shared = first.index("# 当前时间")
+    assert first[:shared] == second[:shared] and "只输出一个 JSON 对象" in first[:shared]
+    assert all(f"（{i['id']}）" in first[:shared] for i in catalog_of(pack))
+    assert "09:00" in first[shared:] and "18:47" in second[shared:] and "上次说过的话" in second[shared:]
+
+
+@pytest.mark.parametrize("name", ["cockpit", "timeflow"])
 async def test_every_shipped_pack_renders_the_planning_prompt_over_its_catalog(name):
     pack, _, _ = shipped(name)
     first = executable_intents(pack)[0]
