@@ -1,7 +1,8 @@
 """Escalation to the LLM planner, the last planner of the local-first chain (seed 003 §15.2, §18).
 
-It runs only when the local planners ran inside their budget and did not accept, and the turn's encoder answered
-(without it no head has evidence to ground a plan in, and its lateness means the machine is out of time). The
+It runs only when the local planners ran inside their budget and did not accept, the turn's encoder answered
+(without it no head has evidence to ground a plan in, and its lateness means the machine is out of time), and
+more than the detector says there is a second request (a request said with its reason is not planned). The
 caller grows the turn's budget first (budgets.turn_ms.llm) and tells a streaming client; the LLM then gets
 min(stages_ms.planner_llm, time left). Its plan runs only once validated against the catalog (engine.llm.plan_validation) and grounded in the
 clauses' evidence (engine.llm.grounding); otherwise the turn keeps the fusion decision, and a timeout or failure
@@ -65,6 +66,13 @@ class LlmEscalation:
         """The local planners ran inside their budget and did not accept, and escalation is not held; a held one
         is said in `debug` and degrades `planner` (the turn keeps the local decision without waiting)."""
         if plan.accepted or debug.degraded or plan.analysis is None:
+            return False
+        if debug.trigger == "detector" and len(plan.analysis.matched()) == 1:
+            # only the detector read two requests; nothing in the words joins two, and the clauses name one: a
+            # request said with its reason (空调关了吧，冷死了). The LLM would be asked to split what was said once,
+            # and the turn would wait seconds for it; the fusion decision stands
+            said = f"{NAME}: not asked, one clause names a request and nothing in the words joins a second"
+            debug.reason = f"{debug.reason}; {said}" if debug.reason else said
             return False
         if ENCODER in deadline.degraded:
             # every head lost its input: no model evidence to ground a plan in, and a turn whose encoder missed its

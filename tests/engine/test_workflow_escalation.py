@@ -208,3 +208,22 @@ async def test_a_turn_whose_encoder_was_lost_keeps_the_local_decision_without_as
     assert r.llm.requests == [] and not resp.timings.escalated and resp.timings.budget_ms == TEXT_MS
     assert resp.timings.degraded[0] == "encoder" and "planner_llm" not in resp.timings.stages
     assert "encoder" in resp.routing_debug.planner.reason
+
+
+async def test_a_request_said_with_its_reason_keeps_the_local_decision_without_asking_the_llm():
+    """Only the detector reads two requests (the reason sounds like the opposite one); the clauses name one and no
+    connective joins a second: the turn answers at once, nothing degraded, and the model is never asked."""
+    text = "空调关了吧，冷死了"
+    fake = FakeModelClient()
+    fake.on(text, classifier=[("cabin_ac_off", 0.9)], retriever=[("cabin_ac_off", 0.85)],
+            detector=[("cabin_ac_off", 0.99), ("cabin_ac_on", 0.8)])
+    fake.on("空调关了吧", classifier=[("cabin_ac_off", 0.95)], detector=[("cabin_ac_off", 0.99)])
+    fake.on("冷死了", classifier=[("cabin_ac_on", 0.3)])
+    lm = FakeLm(json.dumps(GOOD))
+    r = Rig(models=fake, settings=settings(), llm=lm)
+    resp = await chat(r, text=text)
+    debug = resp.routing_debug.planner
+    assert debug is not None and debug.trigger == "detector", debug
+    assert lm.requests == [] and debug.llm is None and "not asked" in debug.reason
+    assert resp.intent == "cabin_ac_off" and resp.workflow is None
+    assert not resp.timings.escalated and resp.timings.degraded == []
