@@ -69,6 +69,12 @@ class Rules(Strict):
         default_factory=list, description="Words that take back a keyword said right after them (不用提醒我 asks no reminder): "
                                           "that occurrence is no keyword hit."
     )
+    ceasing: list[str] = Field(
+        default_factory=list, description="Regexes of a request said as stopping its opposite (天窗别开着了, 座椅加热歇会儿, "
+                                          "声音别那么大): the words name the 'on' side, the request is the 'off' side.")
+    opposites: dict[str, str] = Field(
+        default_factory=dict, description="'On' intent → its 'off' intent, for `ceasing`: a turn whose words say ceasing and "
+                                          "whose fused top is an 'on' intent is read as its 'off' intent.")
 
 
 class Condition(Strict):
@@ -169,6 +175,9 @@ class Pack(Strict):
         unknown = sorted(self.workflows.intent_ids() - set(ids))
         if unknown:
             raise ValueError(f"workflows.yaml names unknown intents: {unknown}")
+        unknown = sorted({*self.rules.opposites, *self.rules.opposites.values()} - set(ids))
+        if unknown:
+            raise ValueError(f"rules.opposites names unknown intents: {unknown}")
         return self
 
     def intent(self, intent_id: str) -> Intent | None:

@@ -10,7 +10,8 @@ from engine.deadline import Deadline
 from engine.fusion import FusionResult, fuse, stage_debug
 from engine.keyword import KeywordMatcher
 from engine.model_client import ENCODER, HEADS, ModelClient, NluCall, NluRequest, StageError
-from engine.pack import SPECIAL_INTENTS
+from engine.pack import SPECIAL_INTENTS, Rules
+from engine.polarity import Polarity
 from engine.settings import Settings
 from protocol.http_chat import Candidate, StageDebug
 
@@ -34,8 +35,10 @@ class Route:
 
 
 class Router:
-    def __init__(self, *, settings: Settings, keywords: KeywordMatcher, models: ModelClient, clauses: ClauseSplitter) -> None:
+    def __init__(self, *, settings: Settings, keywords: KeywordMatcher, models: ModelClient, clauses: ClauseSplitter,
+                 polarity: Polarity | None = None) -> None:
         self._settings = settings
+        self._polarity = polarity or Polarity(Rules())
         self._keywords = keywords
         self._models = models
         self._clauses = clauses
@@ -72,7 +75,7 @@ class Router:
         for name in MATCHERS:
             stages[name] = results[name]
         with deadline.measure("fusion"):
-            fusion = fuse(stages, cfg)
+            fusion = self._polarity.read(text, fuse(stages, cfg))
 
         detector, det = results["detector"], self._settings.detector
         need = det.threshold if extra else det.single_clause_threshold

@@ -19,6 +19,7 @@ from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
 from engine.plugins import InMemoryWorlds, PluginRegistry, Worlds
+from engine.polarity import Polarity
 from engine.replies import decision, reply
 from engine.responses import ResponsePolicy
 from engine.rewrite import rewrite
@@ -64,7 +65,8 @@ class TurnEngine:
         self._clock = clock or (lambda: datetime.now(self._tz))
         self._keywords = KeywordMatcher(pack)
         self.clauses = ClauseSplitter(settings.clauses)
-        self._router = Router(settings=settings, keywords=self._keywords, models=models, clauses=self.clauses)
+        self._router = Router(settings=settings, keywords=self._keywords, models=models, clauses=self.clauses,
+                              polarity=Polarity(pack.rules))
         self._social = SocialRouter(pack.rules, self._keywords)
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)

@@ -1,0 +1,55 @@
+"""A request said as stopping its opposite (the cockpit pack's `rules.ceasing` and `rules.opposites`), through
+TurnEngine with the real pack and scripted models that read the words as the "on" request."""
+from __future__ import annotations
+
+import pytest
+
+from engine.fusion import FusionResult, RouteDecision
+from engine.pack import Pack, Rules
+from engine.polarity import Polarity
+from protocol.http_chat import Candidate, ChatRequest, TurnStatus
+
+from fakes import FakeModelClient, Rig, pack
+
+
+async def said(text: str, on: str) -> tuple:
+    rig = Rig(models=FakeModelClient().sure(text, on))
+    resp = await rig.engine.chat(ChatRequest(user_id="u1", session_id="s1", text=text))
+    return resp, rig
+
+
+@pytest.mark.parametrize(("text", "on", "off"), [
+    ("天窗别开着了", "cabin_sunroof_open", "cabin_sunroof_close"),
+    ("座椅加热歇会儿", "cabin_seat_heat_on", "cabin_seat_heat_off"),
+    ("声音别那么大", "cabin_volume_up", "cabin_volume_down"),
+    ("氛围灯别亮了", "cabin_lights_on", "cabin_lights_off"),
+])
+async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
+    resp, _ = await said(text, on)
+    assert resp.intent == off and resp.status == TurnStatus.completed
+    fusion = resp.routing_debug.fusion
+    assert fusion.ranked[0].intent == off and on not in [c.intent for c in fusion.ranked[:1]]
+    assert "said as ceasing" in fusion.reason
+
+
+@pytest.mark.parametrize(("text", "intent"), [
+    ("风别这么小，加两档", "cabin_fan_up"),      # the negated state is the "off" side: the request is "on"
+    ("打开天窗", "cabin_sunroof_open"),           # no ceasing words
+    ("天窗别开着了", "cabin_sunroof_close"),      # already the "off" side
+    ("音乐歇一会儿", "cabin_music_next"),         # not an intent with an opposite
+])
+async def test_everything_else_keeps_the_models_reading(text, intent):
+    resp, _ = await said(text, intent)
+    assert resp.intent == intent and "said as ceasing" not in resp.routing_debug.fusion.reason
+
+
+def test_a_pack_naming_an_unknown_opposite_does_not_load():
+    cockpit = pack("cockpit")
+    rules = cockpit.rules.model_copy(update={"opposites": {"cabin_ac_on": "cabin_ac_offf"}})
+    with pytest.raises(ValueError, match="cabin_ac_offf"):
+        Pack(**{**cockpit.model_dump(), "rules": rules.model_dump()})
+
+
+def test_without_rules_nothing_changes():
+    fused = FusionResult(RouteDecision.execute, "r", [Candidate(intent="cabin_ac_on", score=0.9)])
+    assert Polarity(Rules()).read("空调歇会儿", fused) is fused
