@@ -11,10 +11,10 @@ shaped like `engine.llm.lm.LmRequest` / `LmReply`:
               "completion_tokens": int, "ttft_ms": float | None, "e2e_ms": float}
 
 `stream(request)` yields the same reply shape as deltas: one item per step that decoded tokens, its `text` the new
-text since the last ("" while a token is not text yet: a special token, part of a character), and the last item carries the finish reason and the totals. A caller that stops iterating (or is cancelled)
-aborts the request inside vLLM: decoding stops and its KV cache is freed. `abort(request_id)` does the same from
-outside; the pending call then returns at once with finish_reason "abort". It is a no-op for an unknown or
-finished id.
+text since the last ("" while a token is not text yet: a special token, part of a character), and the last item
+carries the finish reason and the totals. A caller that stops iterating (or is cancelled) aborts the request
+inside vLLM: decoding stops and its KV cache is freed. `abort(request_id)` does the same from outside; the pending
+call then returns at once with finish_reason "abort". It is a no-op for an unknown or finished id.
 
 With `json_schema` the output is constrained to it by vLLM structured outputs (xgrammar backend, compact
 JSON: `disable_any_whitespace`). The model (google/gemma-3-270m, converted by `models.llm`) is a base model

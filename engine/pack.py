@@ -1,6 +1,7 @@
 """Domain pack schema and loader: intents, slots, rules and response templates as validated data."""
 from __future__ import annotations
 
+import re
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +76,15 @@ class Rules(Strict):
     opposites: dict[str, str] = Field(
         default_factory=dict, description="'On' intent → its 'off' intent, for `ceasing`: a turn whose words say ceasing and "
                                           "whose fused top is an 'on' intent is read as its 'off' intent.")
+
+    @model_validator(mode="after")
+    def _ceasing_compiles(self) -> "Rules":
+        for pattern in self.ceasing:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"rules.ceasing: {pattern!r} is not a valid regex: {exc}") from exc
+        return self
 
 
 class Condition(Strict):

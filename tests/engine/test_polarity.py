@@ -53,3 +53,8 @@ def test_a_pack_naming_an_unknown_opposite_does_not_load():
 def test_without_rules_nothing_changes():
     fused = FusionResult(RouteDecision.execute, "r", [Candidate(intent="cabin_ac_on", score=0.9)])
     assert Polarity(Rules()).read("空调歇会儿", fused) is fused
+
+
+def test_a_ceasing_pattern_that_is_no_regex_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"rules.ceasing: '别\(开着' is not a valid regex"):
+        Rules(ceasing=["别(开着"])
