@@ -29,3 +29,21 @@ async def test_inside_a_callers_transaction_the_callers_commit_is_left_as_it_was
             user = await users.shadow(conn, uuid.uuid4().hex)
             assert await _setting(conn) == "on"
         assert await conn.fetchval("SELECT count(*) FROM users WHERE id = $1", user.id) == 1
+
+
+async def test_racing_first_uses_of_one_local_user_id_all_get_the_one_user(db):
+    """The first turns of a new local user arrive together: every one gets the same user, none an error. (The
+    email's unique index is no arbiter of the insert's ON CONFLICT, so a racing insert used to fail on it.)"""
+    import asyncio
+
+    for _ in range(200):
+        name = uuid.uuid4().hex
+
+        async def first_use():
+            async with db.connection() as conn:
+                return await users.shadow(conn, name)
+
+        made = await asyncio.gather(*(first_use() for _ in range(6)))
+        assert len({user.id for user in made}) == 1
+    async with db.connection() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM users WHERE business_user_id = $1", users.SHADOW_PREFIX + name) == 1
