@@ -59,28 +59,16 @@ async def by_id(conn: asyncpg.Connection, user_id: UUID) -> User | None:
 
 
 async def shadow(conn: asyncpg.Connection, local_user_id: str) -> User:
-    """The user behind a token-less chat's `user_id` (local mode), created on first use.
+    """The user behind a token-less chat's `user_id` (local mode), created on first use, in one round trip
+    (`baton_shadow_user`, migration 0007).
 
-    A known user costs one read. A new one is inserted without waiting for the WAL flush: this runs inside a turn's
-    150 ms auth budget, and one fsync on a busy disk took longer than that here (the turn was shed before anything
-    ran). Nothing is lost by it: the turn's own commit waits for the flush, which covers every earlier WAL record,
-    this row included; a crash before that loses only a row no stored reply refers to yet, made again on the next
-    call. First uses that race all get the one row: the insert yields to a conflict on any unique index (the
-    email's too, which an ON CONFLICT naming one column would not), and the loser reads the winner's row."""
-    business_id = SHADOW_PREFIX + local_user_id
-    select = f"SELECT {_COLUMNS} FROM users WHERE business_user_id = $1"
-    row = await conn.fetchrow(select, business_id)
-    if row is not None:
-        return _user(row)
+    A new user is committed without waiting for the WAL flush: this runs inside a turn's 150 ms auth budget, and one
+    fsync on a busy disk took longer than that here (the turn was shed before anything ran). Nothing is lost by it:
+    the turn's own commit waits for the flush, which covers every earlier WAL record, this row included; a crash
+    before that loses only a row no stored reply refers to yet, made again on the next call. Inside a caller's
+    transaction the caller's commit decides. First uses that race all get the one row."""
     digest = hashlib.sha256(local_user_id.encode("utf-8")).hexdigest()[:32]
-    outer = conn.is_in_transaction()  # then the caller's commit decides: SET LOCAL would reach all of it
-    async with conn.transaction():
-        if not outer:
-            await conn.execute("SET LOCAL synchronous_commit TO off")
-        row = await conn.fetchrow(
-            f"INSERT INTO users (business_user_id, email, password_hash, display_name) VALUES ($1, $2, $3, $4)"
-            f" ON CONFLICT DO NOTHING RETURNING {_COLUMNS}",
-            business_id, f"{digest}@shadow.invalid", UNUSABLE_PASSWORD, local_user_id[:64])
-    if row is None:  # a racing first use committed it (the insert waited for that commit before yielding)
-        row = await conn.fetchrow(select, business_id)
+    row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM baton_shadow_user($1, $2, $3, $4, $5)",
+                              SHADOW_PREFIX + local_user_id, f"{digest}@shadow.invalid", UNUSABLE_PASSWORD,
+                              local_user_id[:64], not conn.is_in_transaction())
     return _user(row)
