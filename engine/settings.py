@@ -137,6 +137,10 @@ class ModelsConfig(Section):
     retriever_neighbors: int = Field(gt=0, description="Nearest training examples that vote in retrieval.")
     retriever_temperature: float = Field(gt=0, description="Softmax temperature over neighbour similarities.")
     threads: int = Field(gt=0, description="Intra-op threads of the encoder runtime in each model replica.")
+    idle_threads: int = Field(default=0, ge=0, description="onnx: intra-op threads of a pass that finds its replica quiet "
+                                                           "(one turn, no pass for `idle_after_ms`); 0 = always `threads`.")
+    idle_after_ms: float = Field(default=75.0, ge=0, description="How long the encoder must have been without a pass for "
+                                                                "the next single-turn pass to count as quiet.")
     encode_batch_size: int = Field(gt=0, description="Texts per forward pass when a batch is larger.")
     max_batch_size: int = Field(gt=0, description="Turns one replica batch may hold (1 = no batching).")
     max_concurrent_batches: int = Field(default=1, gt=0, description="Batches a replica runs at once (each on its own thread).")

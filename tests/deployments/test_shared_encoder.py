@@ -69,3 +69,26 @@ def test_a_running_torch_pass_stops_at_the_next_layer(encoders):
     worker.join(10)
     assert errors, "the pass ran to completion"
     assert time.perf_counter() - t0 < 2.0
+
+
+def test_a_pass_that_finds_the_replica_quiet_uses_the_idle_threads_and_gives_the_same_vectors(cockpit):
+    _, settings = cockpit
+    cfg = settings.models.model_copy(update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_after_ms": 50.0})
+    encoder = Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir)
+    time.sleep(0.06)
+    quiet = encoder.encode([TEXTS[:2]])[0]
+    assert encoder.counts["quiet_passes"] == 1, "one turn after a quiet spell runs on the idle threads"
+    busy = encoder.encode([TEXTS[:2]])[0]  # right after a pass: the replica is not quiet
+    assert encoder.counts["quiet_passes"] == 1
+    time.sleep(0.06)
+    encoder.encode([TEXTS[:1], TEXTS[1:2]])  # a batch of two turns is load, not quiet
+    assert encoder.counts["quiet_passes"] == 1 and encoder.counts["passes"] == 3
+    assert float(np.min(np.sum(quiet * busy, axis=1))) > 0.9999
+
+
+def test_torch_has_no_quiet_session_and_runs_every_pass_on_its_threads(encoders):
+    assert encoders["torch"]._model.has_quiet_session is False
+    before = encoders["torch"].counts["quiet_passes"]
+    time.sleep(0.1)
+    encoders["torch"].encode([TEXTS[:1]])
+    assert encoders["torch"].counts["quiet_passes"] == before
