@@ -183,6 +183,9 @@ class ServingConfig(Section):
     http_ingress: Literal["haproxy", "proxy"] = Field(
         description="haproxy: Ray Serve's high-throughput mode (HAProxy in front of replicas serving HTTP themselves); "
                     "proxy: Serve's Python HTTP proxy.")
+    model_calls: Literal["grpc", "actor"] = Field(
+        default="grpc", description="How the orchestrator calls the text models: grpc, straight to the replica's "
+                                    "inter-deployment gRPC server (by value); actor, as a Ray actor task (by reference).")
 
 
 class StoreConfig(Section):

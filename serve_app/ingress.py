@@ -48,7 +48,13 @@ CONSTRUCTOR_WARMUP_S = 300.0
 
 
 def model_client(models: dict[str, DeploymentHandle], settings: Settings) -> ModelClient:
-    """The layout's client: one NLU handle (fused) or the Encoder and head handles (split)."""
+    """The layout's client: one NLU handle (fused) or the Encoder and head handles (split).
+
+    `serving.model_calls: grpc` sends each call by value over the replica's gRPC server instead of as a Ray actor
+    task: idle, a call to a replica took 2.9 against 5.0 ms here (config/TUNING.md), and a turn's text models are
+    called on every turn. A split layout's encoder response is then resolved by the orchestrator and sent on."""
+    if settings.serving.model_calls == "grpc":
+        models = {name: handle.options(_by_reference=False) for name, handle in models.items()}
     if "nlu" in models:
         return FusedHandleModels(models["nlu"])
     return SplitHandleModels(encoder=models[ENCODER], heads={h: models[h] for h in HEADS}, shared=shared_heads(settings.models))

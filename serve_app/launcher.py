@@ -158,8 +158,10 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         os.environ.update(variables)
         # address="local": always a Ray of our own, never one a `ray start` left registered on this machine
         # one machine plays every role: it carries every node label the deployments select
+        # the node on loopback: one machine's Ray (and the replicas' gRPC and HTTP servers) never reaches for an
+        # outside interface
         session = ray.init(address="local", num_cpus=num_cpus, labels=selected_labels(config), include_dashboard=False,
-                           log_to_driver=False).address_info["session_dir"]
+                           log_to_driver=False, _node_ip_address="127.0.0.1").address_info["session_dir"]
         serve.start(http_options=config.get("http_options"), proxy_location=config.get("proxy_location"),
                     logging_config=config.get("logging_config"))
     else:
