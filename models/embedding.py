@@ -218,7 +218,7 @@ class SentenceEncoder:
                 raise PassStopped("stopped before the pass")
             try:
                 return session.run(None, {"input_ids": batch["input_ids"].astype(np.int64),
-                                                "attention_mask": batch["attention_mask"].astype(np.int64)}, options)[0]
+                                          "attention_mask": batch["attention_mask"].astype(np.int64)}, options)[0]
             except Exception as exc:
                 if control.stopped.is_set():
                     raise PassStopped("stopped during the pass") from exc
