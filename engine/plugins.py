@@ -209,10 +209,12 @@ class PluginRegistry:
 
 
 class TurnWorld:
-    """A user's World for one turn, loaded on first use only (most turns run no plugin)."""
+    """A user's World for one turn, loaded on first use only (most turns run no plugin). `at_hand`: loading reads
+    nothing from the store (the world came with the session lease), so it is no phase of its own."""
 
-    def __init__(self, load: Callable[[], Awaitable[World]]) -> None:
+    def __init__(self, load: Callable[[], Awaitable[World]], *, at_hand: bool = False) -> None:
         self._load = load
+        self.at_hand = at_hand
         self.world: World | None = None
         self.changed = False
 

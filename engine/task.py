@@ -98,7 +98,7 @@ class SingleTask:
 
     async def _execute_plugin(self, intent: Intent, slots: dict[str, Any], ctx: TurnContext) -> PluginResult:
         ctx.before_plugin()
-        if ctx.world.world is None:
+        if ctx.world.world is None and not ctx.world.at_hand:
             try:  # a quick read; it may use the commit's reserve rather than fail a turn whose models ran late
                 async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store"), final=True):
                     await ctx.world.get()

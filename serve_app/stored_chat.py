@@ -110,11 +110,13 @@ class StoredChat:
             loaded: list[worlds.Versioned] = []
 
             async def load_world():
-                loaded.append(await worlds.load(self._db, user_id))
+                # the lease brought the world along; a turn without a lease (fill-slots on an unknown session) reads it
+                loaded.append(worlds.leased(lease.world, lease.world_version) if lease is not None
+                              else await worlds.load(self._db, user_id))
                 return loaded[0].world
 
-            ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world), listener=listener,
-                              recall=self._recaller(user_id))
+            ctx = TurnContext(deadline=deadline, world=TurnWorld(load_world, at_hand=lease is not None),
+                              listener=listener, recall=self._recaller(user_id))
             response = await run(state, ctx)
             # the commit starts only inside the budget (its reserve was held back from the models), and once its
             # statement is sent it is not cut off: a commit cancelled in flight may still land, and a turn that

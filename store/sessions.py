@@ -31,6 +31,10 @@ class SessionLease:
     state: dict[str, Any] | None  # None: a new session, or one idle past its time to live
     version: int
     question: ConversationMessageDTO | None = None  # the session's open clarification question, if any
+    # the user's world as the lease found it (None: no row yet) and its version (0: none), parsed only by a turn that
+    # runs a plugin; store.worlds.leased reads it
+    world: dict[str, Any] | None = None
+    world_version: int = 0
 
 
 async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float, create: bool = True,
@@ -42,6 +46,9 @@ async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float,
     Returns None when `create` is False and no such session exists. Raises SessionForbidden when the id
     belongs to another user and SessionBusy when the wait runs out. `token` (default: a new one) names the lease,
     so a caller that gave up waiting for this call can still `release_token` what it may have leased.
+
+    The statement also returns the user's world (`SessionLease.world`), and commits without waiting for the WAL
+    flush (migration 0008 says why), so it must not run inside a caller's transaction: it has its own connection.
     """
     config: StoreConfig = db.config
     token = token or uuid.uuid4()
@@ -49,13 +56,14 @@ async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float,
     if wait_until is not None:
         give_up = min(give_up, wait_until)
     while True:
-        # one statement: stale questions expired, the session leased, its state and open question returned
+        # one statement: stale questions expired, the session leased, its state, open question and the user's world returned
         async with db.connection() as conn:
             row = await conn.fetchrow("SELECT * FROM baton_begin_turn($1, $2, $3, $4, $5, $6)", session_id, user_id, token,
                                       float(config.session_lease_s), float(ttl_s), create)
         if row["leased"]:
             question = ConversationMessageDTO.model_validate(row["question"]) if row["question"] else None
-            return SessionLease(session_id, user_id, token, None if row["fresh"] else row["state"], row["version"], question)
+            return SessionLease(session_id, user_id, token, None if row["fresh"] else row["state"], row["version"], question,
+                                row["world"], row["world_version"])
         owner = row["owner"]
         if owner is None and not create:
             return None

@@ -1,4 +1,4 @@
-"""Each user's simulated world (car and order book) in PostgreSQL: read when a turn first runs a plugin, saved with its commit."""
+"""Each user's simulated world (car and order book) in PostgreSQL: brought along by the session lease, saved with its commit."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,6 +21,11 @@ class WorldChanged(SessionBusy):
 class Versioned:
     world: World
     version: int  # 0: no row yet
+
+
+def leased(state: dict | None, version: int) -> Versioned:
+    """The world a session lease returned with the lease (store.sessions.acquire)."""
+    return Versioned(World.model_validate(state), version) if state is not None else Versioned(World(), 0)
 
 
 async def load(db: Database, user_id: UUID) -> Versioned:

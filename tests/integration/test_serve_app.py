@@ -65,8 +65,9 @@ def test_turn_response_contract(client):
     assert body["status"] == "completed" and body["intent"] == "cabin_set_ac"
     assert body["slots"]["temperature"] == 22
     stages = body["timings"]["stages"]
-    assert {"auth", "lease", "store", "keyword", "encoder", "classifier", "retriever", "detector", "fusion", "slots",
+    assert {"auth", "lease", "keyword", "encoder", "classifier", "retriever", "detector", "fusion", "slots",
             "execute", "commit"} <= stages.keys()
+    assert "store" not in stages  # the plugin's world came with the session lease
     assert all(v > 0 for k, v in stages.items() if k in ("encoder", "classifier", "retriever", "detector", "commit"))
     assert body["timings"]["budget_ms"] == 600 and body["timings"]["degraded"] == []
     debug = body["routing_debug"]

@@ -14,7 +14,7 @@ from serve_app import launcher
 from http_client import served_client
 
 CHAT = "/api/v1/agent/chat"
-PHASES = ("auth", "lease", "store", "encoder", "classifier", "detector", "retriever", "fusion", "commit")
+PHASES = ("auth", "lease", "encoder", "classifier", "detector", "retriever", "fusion", "commit")
 
 
 @pytest.fixture(scope="module")

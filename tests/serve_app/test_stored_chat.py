@@ -11,7 +11,7 @@ from protocol.http_chat import ChatRequest
 from serve_app import stored_chat
 from serve_app.stored_chat import StoredChat
 from store import conversation, users
-from tests.engine.fakes import Rig, with_budgets
+from tests.engine.fakes import FakeModelClient, Rig, with_budgets
 
 TURN_MS = 600.0
 
@@ -84,3 +84,20 @@ async def test_a_lease_taken_as_its_phase_timed_out_is_handed_back(db, rig, monk
     monkeypatch.setattr(stored_chat.sessions, "acquire", real)
     retried = await chat.chat(ChatRequest(user_id="u", session_id=sid, text="打开车窗"), user.id, rig.engine.deadline("text"))
     assert retried.session_id == sid
+
+
+async def test_a_plugin_turn_reads_the_world_its_lease_brought_and_nothing_else(db, monkeypatch):
+    async def no_read(*args, **kwargs):
+        raise AssertionError("the world came with the lease: no read of its own")
+
+    monkeypatch.setattr(stored_chat.worlds, "load", no_read)
+    models = FakeModelClient().sure("打开车窗", "cabin_window_open").sure("关闭车窗", "cabin_window_close")
+    rig = Rig(models=models, settings=with_budgets(turn_ms=TURN_MS))
+    user = await _user(db)
+    chat = StoredChat(rig.engine, db, rig.settings)
+    opened = await chat.chat(ChatRequest(user_id="u", text="打开车窗"), user.id, rig.engine.deadline("text"))
+    assert opened.result["data"]["window_open"] is True
+    assert "store" not in opened.timings.stages and "execute" in opened.timings.stages
+    closed = await chat.chat(ChatRequest(user_id="u", session_id=opened.session_id, text="关闭车窗"), user.id,
+                             rig.engine.deadline("text"))
+    assert closed.result["data"]["window_open"] is False  # the saved world, brought back by the next lease

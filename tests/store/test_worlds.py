@@ -56,3 +56,21 @@ def test_an_order_seen_first_gets_the_status_its_id_hashes_to():
     for order in ("A12345", "B777", "order-9"):
         expected = ORDER_STATUSES[int(hashlib.sha256(order.encode()).hexdigest(), 16) % 3]
         assert World().order_status(order) == expected
+
+
+async def test_the_session_lease_brings_the_users_world_along(db):
+    from store import sessions
+
+    user = await _user(db)
+    lease = await sessions.acquire(db, uuid.uuid4().hex, user, ttl_s=600)
+    fresh = worlds.leased(lease.world, lease.world_version)
+    assert lease.world is None and fresh.version == 0 and fresh.world == World()
+    await sessions.release(db, lease)
+    fresh.world.vehicle.window_open = True
+    async with db.transaction() as conn:
+        await worlds.save(conn, user, fresh)
+    again = await sessions.acquire(db, lease.session_id, user, ttl_s=600)
+    seen = worlds.leased(again.world, again.world_version)
+    assert seen.version == 1 and seen.world.vehicle.window_open is True
+    assert seen == await worlds.load(db, user)
+    await sessions.release(db, again)
