@@ -139,6 +139,8 @@ class ModelsConfig(Section):
     threads: int = Field(gt=0, description="Intra-op threads of the encoder runtime in each model replica.")
     idle_threads: int = Field(default=0, ge=0, description="onnx: intra-op threads of a pass that finds its replica quiet "
                                                            "(one turn, no pass for `idle_after_ms`); 0 = always `threads`.")
+    idle_nice: int = Field(default=19, ge=0, le=19, description="onnx, Linux: niceness of the quiet session's worker "
+                                                               "threads, which spin for tens of ms after a pass.")
     idle_after_ms: float = Field(default=75.0, ge=0, description="How long the encoder must have been without a pass for "
                                                                 "the next single-turn pass to count as quiet.")
     encode_batch_size: int = Field(gt=0, description="Texts per forward pass when a batch is larger.")

@@ -19,6 +19,7 @@ import numpy as np
 
 from models.devices import onnx_providers, torch_device
 from models.encoder import QUERY_PREFIX
+from models.thread_priority import lower_priority, started_threads
 
 Runtime = Literal["torch", "onnx"]
 ONNX_FILE = "model.onnx"
@@ -141,9 +142,10 @@ class SentenceEncoder:
     """`encode(texts)` → L2-normalized float32 vectors, with the query prefix of the folder (`query_prefix`)."""
 
     def __init__(self, path: str | Path, *, runtime: Runtime = "torch", threads: int | None = None, batch_size: int = 32,
-                 state_dir: Path | None = None, device: str = "cpu", idle_threads: int = 0) -> None:
+                 state_dir: Path | None = None, device: str = "cpu", idle_threads: int = 0, idle_nice: int = 0) -> None:
         """`idle_threads` (onnx only; more than `threads`): a second session of that many threads for
-        `encode(..., quiet=True)` — a pass that may use every core because nothing else runs."""
+        `encode(..., quiet=True)` — a pass that may use every core because nothing else runs; its worker threads
+        run at niceness `idle_nice` (Linux; `quiet_workers` names them)."""
         from transformers import AutoTokenizer
 
         # the device first: a GPU config on a machine without one stops here, before anything loads
@@ -151,6 +153,7 @@ class SentenceEncoder:
         device = torch_device(device, "models.device") if runtime == "torch" else device
         self.path = Path(path)
         self.runtime = runtime
+        self.quiet_workers: list[int] = []  # the quiet session's own worker threads (Linux thread ids)
         self._batch_size = batch_size
         self._max_length = max_length(self.path)
         self._tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
@@ -168,11 +171,14 @@ class SentenceEncoder:
             if idle_threads > (threads or 0) > 0:
                 # its workers spin between the graph's ops (onnxruntime's default): without spinning two threads were no
                 # faster than one at batch 1 here (13.7 against 13.5 ms), as each op waited for a worker to wake. They
-                # spin ~35 ms after a pass, which is why only a quiet replica's pass uses this session.
+                # spin ~35 ms after a pass, which is why only a quiet replica's pass uses this session, and why they
+                # run at `idle_nice`: that spin then takes only CPU the rest of the turn does not want.
                 quiet = ort.SessionOptions()
                 quiet.intra_op_num_threads = idle_threads
                 quiet.inter_op_num_threads = 1
-                self._quiet_session = ort.InferenceSession(str(model), quiet, providers=providers)
+                self._quiet_session, workers = started_threads(
+                    lambda: ort.InferenceSession(str(model), quiet, providers=providers))
+                self.quiet_workers = lower_priority(workers, idle_nice) if idle_nice else workers
             self.dim = int(self._session.get_outputs()[0].shape[-1] or self._probe_dim())
         elif runtime == "torch":
             import torch

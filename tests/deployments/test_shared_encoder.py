@@ -92,3 +92,18 @@ def test_torch_has_no_quiet_session_and_runs_every_pass_on_its_threads(encoders)
     time.sleep(0.1)
     encoders["torch"].encode([TEXTS[:1]])
     assert encoders["torch"].counts["quiet_passes"] == before
+
+
+def test_the_quiet_sessions_workers_run_at_the_configured_niceness_and_no_other_thread_does(cockpit):
+    import os
+
+    _, settings = cockpit
+    cfg = settings.models.model_copy(update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_nice": 17})
+    encoder = Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir)
+    workers = encoder._model.quiet_workers
+    assert len(workers) == 1, "two intra-op threads: the caller's and one worker of the session's own"
+    assert os.getpriority(os.PRIO_PROCESS, workers[0]) == 17
+    assert os.getpriority(os.PRIO_PROCESS, 0) == 0 and os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0
+    time.sleep(0.1)
+    encoder.encode([TEXTS[:1]])
+    assert encoder.counts["quiet_passes"] == 1

@@ -1,0 +1,29 @@
+"""Naming the threads a call started and lowering their priority (Linux)."""
+from __future__ import annotations
+
+import os
+import threading
+
+from models.thread_priority import lower_priority, started_threads
+
+
+def test_only_the_threads_the_call_started_are_named_and_set():
+    stop = threading.Event()
+
+    def start_two():
+        threads = [threading.Thread(target=stop.wait) for _ in range(2)]
+        for t in threads:
+            t.start()
+        return threads
+
+    elsewhere = threading.Thread(target=stop.wait)
+    elsewhere.start()  # already running: not the call's
+    try:
+        threads, tids = started_threads(start_two)
+        assert sorted(t.native_id for t in threads) == tids
+        assert lower_priority(tids, 11) == tids
+        assert [os.getpriority(os.PRIO_PROCESS, tid) for tid in tids] == [11, 11]
+        assert os.getpriority(os.PRIO_PROCESS, elsewhere.native_id) == 0
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0
+    finally:
+        stop.set()
