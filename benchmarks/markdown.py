@@ -176,12 +176,13 @@ def _bursts(result: dict) -> list[str]:
 
 def _isolation(result: dict) -> list[str]:
     iso = result.get("isolation") or {}
-    if iso.get("background_nice") is None:
+    if iso.get("background_nice") is None and iso.get("background") is None:
         return [f"Every system kept its CPU priority while another was measured ({iso.get('reason', 'no isolation recorded')}).", ""]
-    return [f"While one system was measured, the others this run started ({', '.join(iso['systems'])}) waited at nice "
-            f"{iso['background_nice']}: all stay started and warm, but an idle system's housekeeping (a Baton's Serve "
-            "controller, GCS, raylet and replicas: about a quarter of one core) takes CPU only when the measured one "
-            "leaves it.", ""]
+    how = (f"under {iso['background']} (the measured system's threads preempt theirs on waking)" if iso.get("background")
+           else f"at nice {iso['background_nice']}")
+    return [f"While one system was measured, the others this run started ({', '.join(iso['systems'])}) waited {how}: "
+            "all stay started and warm, but an idle system's housekeeping (a Baton's Serve controller, GCS, raylet and "
+            "replicas: about a fifth of one core) takes CPU only when the measured one leaves it.", ""]
 
 
 def render(result: dict) -> str:

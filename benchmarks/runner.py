@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks import encoder_alone
 from benchmarks.driver import Window, run_window
-from benchmarks.foreground import BACKGROUND_NICE, Foreground
+from benchmarks.foreground import BACKGROUND_POLICY, Foreground
 from benchmarks.idle import run_idle
 from benchmarks.report import burst_summary, capacity, derive
 from benchmarks.scenario import Arrival, Load, Mix, Process, Scenario, kind_texts
@@ -87,17 +87,17 @@ class Runner:
         self._foreground: Foreground | None = None
 
     def _isolate(self, systems: list[RunningSystem]) -> dict:
-        """While one system is measured the others this run started wait at nice 19 (benchmarks.foreground). Raising
-        a system back to its own priority needs CAP_SYS_NICE; without it every system keeps its priority."""
+        """While one system is measured the others this run started wait under SCHED_IDLE (benchmarks.foreground).
+        Taking a system back out of it needs CAP_SYS_NICE; without it every system keeps its priority."""
         roots = {s.spec.name: s.process.pid for s in systems if s.process is not None}
         if len(roots) < 2:
             return {"background_nice": None, "reason": "fewer than two systems started here"}
         if os.geteuid() != 0:
-            return {"background_nice": None, "reason": "not root: a reniced system could not be raised again"}
+            return {"background_nice": None, "reason": "not root: a system put in the background could not be raised again"}
         self._foreground = Foreground(roots)
         threads = self._foreground.focus(None)
-        _log(f"isolation: while one system is measured the others wait at nice {BACKGROUND_NICE} (threads: {threads})")
-        return {"background_nice": BACKGROUND_NICE, "systems": sorted(roots)}
+        _log(f"isolation: while one system is measured the others wait under {BACKGROUND_POLICY} (threads: {threads})")
+        return {"background_nice": None, "background": BACKGROUND_POLICY, "systems": sorted(roots)}
 
     def _focus(self, name: str | None) -> None:
         if self._foreground is not None and self._foreground.focused != name:

@@ -183,7 +183,10 @@ class Machine(Strict):
 
 
 class Isolation(Strict):
-    background_nice: int | None = Field(description="The niceness the systems not being measured waited at; None: no isolation.")
+    background_nice: int | None = Field(description="Runs before SCHED_IDLE: the niceness the systems not being measured "
+                                                    "waited at; None: not by niceness.")
+    background: str | None = Field(default=None, description="The scheduling policy the systems not being measured waited "
+                                                             "under (SCHED_IDLE); None with background_nice None: no isolation.")
     systems: list[str] = Field(default_factory=list, description="The systems the run started and isolated.")
     reason: str | None = Field(default=None, description="Why there was no isolation.")
 

@@ -1,4 +1,5 @@
-"""One system measured at a time: the others' whole process trees wait at nice 19, then get their priority back."""
+"""One system measured at a time: the others' whole process trees wait under SCHED_IDLE, then get their policy back,
+each thread keeping its niceness."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,7 @@ import time
 
 import pytest
 
-from benchmarks.foreground import BACKGROUND_NICE, Foreground, tree
+from benchmarks.foreground import Foreground, tree
 
 # a parent that starts a child and both sleep: a system's process tree in small
 FAMILY = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
@@ -23,6 +24,10 @@ def test_a_tree_is_the_root_and_its_descendants_only():
 
 def _nice(pid: int) -> int:
     return os.getpriority(os.PRIO_PROCESS, pid)
+
+
+def _policy(pid: int) -> int:
+    return os.sched_getscheduler(pid)
 
 
 def _family() -> tuple[subprocess.Popen, int]:
@@ -58,16 +63,17 @@ def families():
 
 def test_the_measured_system_keeps_its_priority_and_every_process_of_the_others_waits(families):
     (a, a_child), (b, b_child) = families
-    own = os.getpriority(os.PRIO_PROCESS, 0)
+    os.setpriority(os.PRIO_PROCESS, b_child, 7)  # a thread a system lowered itself keeps its niceness throughout
     fg = Foreground({"a": a.pid, "b": b.pid})
     counts = fg.focus("a")
     assert counts["a"] >= 2 and counts["b"] >= 2  # every thread of parent and child
-    assert (_nice(a.pid), _nice(a_child)) == (own, own)
-    assert (_nice(b.pid), _nice(b_child)) == (BACKGROUND_NICE, BACKGROUND_NICE)
+    assert (_policy(a.pid), _policy(a_child)) == (os.SCHED_OTHER, os.SCHED_OTHER)
+    assert (_policy(b.pid), _policy(b_child)) == (os.SCHED_IDLE, os.SCHED_IDLE)
     if os.geteuid() != 0:
-        return  # raising a process again needs CAP_SYS_NICE: the runner does not isolate without it
+        return  # leaving SCHED_IDLE needs CAP_SYS_NICE: the runner does not isolate without it
     fg.focus("b")
-    assert (_nice(a.pid), _nice(a_child)) == (BACKGROUND_NICE, BACKGROUND_NICE)
-    assert (_nice(b.pid), _nice(b_child)) == (own, own)
+    assert (_policy(a.pid), _policy(a_child)) == (os.SCHED_IDLE, os.SCHED_IDLE)
+    assert (_policy(b.pid), _policy(b_child)) == (os.SCHED_OTHER, os.SCHED_OTHER)
     fg.focus(None)
-    assert {_nice(p) for p in (a.pid, a_child, b.pid, b_child)} == {own}
+    assert {_policy(p) for p in (a.pid, a_child, b.pid, b_child)} == {os.SCHED_OTHER}
+    assert (_nice(a.pid), _nice(a_child), _nice(b.pid), _nice(b_child)) == (0, 0, 0, 7)
