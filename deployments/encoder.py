@@ -24,7 +24,7 @@ class Encoder:
     def __init__(self, *, path: Path, cfg: ModelsConfig, state_dir: Path) -> None:
         self._model = SentenceEncoder(path, runtime=cfg.encoder_runtime, threads=cfg.threads, batch_size=cfg.encode_batch_size,
                                       state_dir=state_dir, device=cfg.device, idle_threads=cfg.idle_threads,
-                                      idle_nice=cfg.idle_nice)
+                                      idle_nice=cfg.idle_nice, idle_park=cfg.idle_park)
         self.counts = {"passes": 0, "turns": 0, "texts": 0, "quiet_passes": 0}
         self._idle_after_s = cfg.idle_after_ms / 1000.0
         self._lock = threading.Lock()

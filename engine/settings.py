@@ -141,6 +141,8 @@ class ModelsConfig(Section):
                                                            "(one turn, no pass for `idle_after_ms`); 0 = always `threads`.")
     idle_nice: int = Field(default=19, ge=0, le=19, description="onnx, Linux: niceness of the quiet session's worker "
                                                                "threads, which spin for tens of ms after a pass.")
+    idle_park: bool = Field(default=True, description="onnx, Linux: between passes those workers wait under SCHED_IDLE, so "
+                                                      "their spin gives way at once to any thread that wakes; off: nice only.")
     idle_after_ms: float = Field(default=75.0, ge=0, description="How long the encoder must have been without a pass for "
                                                                 "the next single-turn pass to count as quiet.")
     encode_batch_size: int = Field(gt=0, description="Texts per forward pass when a batch is larger.")

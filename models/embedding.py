@@ -19,7 +19,7 @@ import numpy as np
 
 from models.devices import onnx_providers, torch_device
 from models.encoder import QUERY_PREFIX
-from models.thread_priority import lower_priority, started_threads
+from models.thread_priority import lower_priority, park, started_threads, unpark
 
 Runtime = Literal["torch", "onnx"]
 ONNX_FILE = "model.onnx"
@@ -142,10 +142,12 @@ class SentenceEncoder:
     """`encode(texts)` → L2-normalized float32 vectors, with the query prefix of the folder (`query_prefix`)."""
 
     def __init__(self, path: str | Path, *, runtime: Runtime = "torch", threads: int | None = None, batch_size: int = 32,
-                 state_dir: Path | None = None, device: str = "cpu", idle_threads: int = 0, idle_nice: int = 0) -> None:
+                 state_dir: Path | None = None, device: str = "cpu", idle_threads: int = 0, idle_nice: int = 0,
+                 idle_park: bool = False) -> None:
         """`idle_threads` (onnx only; more than `threads`): a second session of that many threads for
         `encode(..., quiet=True)` — a pass that may use every core because nothing else runs; its worker threads
-        run at niceness `idle_nice` (Linux; `quiet_workers` names them)."""
+        run at niceness `idle_nice` (Linux; `quiet_workers` names them) and, with `idle_park`, wait between passes
+        under SCHED_IDLE (one quiet pass at a time, as the caller's contract)."""
         from transformers import AutoTokenizer
 
         # the device first: a GPU config on a machine without one stops here, before anything loads
@@ -154,6 +156,7 @@ class SentenceEncoder:
         self.path = Path(path)
         self.runtime = runtime
         self.quiet_workers: list[int] = []  # the quiet session's own worker threads (Linux thread ids)
+        self._park = idle_park
         self._batch_size = batch_size
         self._max_length = max_length(self.path)
         self._tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
@@ -179,6 +182,8 @@ class SentenceEncoder:
                 self._quiet_session, workers = started_threads(
                     lambda: ort.InferenceSession(str(model), quiet, providers=providers))
                 self.quiet_workers = lower_priority(workers, idle_nice) if idle_nice else workers
+                if idle_park:
+                    park(self.quiet_workers)
             self.dim = int(self._session.get_outputs()[0].shape[-1] or self._probe_dim())
         elif runtime == "torch":
             import torch
@@ -216,12 +221,16 @@ class SentenceEncoder:
 
     def _run(self, texts: list[str], control: RunControl, quiet: bool = False) -> np.ndarray:
         if self.runtime == "onnx":
-            session = self._quiet_session if quiet and self._quiet_session is not None else self._session
+            quiet = quiet and self._quiet_session is not None
+            session = self._quiet_session if quiet else self._session
             batch = self._tokenizer(texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="np")
             options = self._ort.RunOptions()
             control._ort_options = options
             if control.stopped.is_set():
                 raise PassStopped("stopped before the pass")
+            parked = quiet and self._park
+            if parked:  # the pass runs at the workers' niceness; their spin after it, under SCHED_IDLE
+                unpark(self.quiet_workers)
             try:
                 return session.run(None, {"input_ids": batch["input_ids"].astype(np.int64),
                                           "attention_mask": batch["attention_mask"].astype(np.int64)}, options)[0]
@@ -230,6 +239,8 @@ class SentenceEncoder:
                     raise PassStopped("stopped during the pass") from exc
                 raise
             finally:
+                if parked:
+                    park(self.quiet_workers)
                 control._ort_options = None
         torch = self._torch
         batch = self._tokenizer(texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="pt")

@@ -107,3 +107,33 @@ def test_the_quiet_sessions_workers_run_at_the_configured_niceness_and_no_other_
     time.sleep(0.1)
     encoder.encode([TEXTS[:1]])
     assert encoder.counts["quiet_passes"] == 1
+
+
+def test_the_quiet_sessions_workers_run_a_pass_under_the_normal_policy_and_wait_under_sched_idle(cockpit):
+    """Their spin after a pass then gives way at once to any thread that wakes (`models.idle_park`)."""
+    import os
+
+    _, settings = cockpit
+    cfg = settings.models.model_copy(update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_park": True})
+    encoder = Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir)
+    model = encoder._model
+    (worker,) = model.quiet_workers
+    assert os.sched_getscheduler(worker) == os.SCHED_IDLE  # parked from the start
+    during = []
+    session = model._quiet_session
+
+    class Watched:  # the quiet session, noting the worker's policy when a pass starts
+        def run(self, *args):
+            during.append(os.sched_getscheduler(worker))
+            return session.run(*args)
+
+    model._quiet_session = Watched()
+    time.sleep(0.1)
+    encoder.encode([TEXTS[:1]])
+    assert encoder.counts["quiet_passes"] == 1 and during == [os.SCHED_OTHER]
+    assert os.sched_getscheduler(worker) == os.SCHED_IDLE and os.getpriority(os.PRIO_PROCESS, worker) == cfg.idle_nice
+    encoder.encode([TEXTS[:1], TEXTS[1:2]])  # a busy pass runs on the other session and leaves the worker parked
+    assert len(during) == 1 and os.sched_getscheduler(worker) == os.SCHED_IDLE
+    off = Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path),
+                  cfg=cfg.model_copy(update={"idle_park": False}), state_dir=settings.state_dir)
+    assert os.sched_getscheduler(off._model.quiet_workers[0]) == os.SCHED_OTHER
