@@ -29,6 +29,7 @@ from protocol.store import InputModality
 from store import conversation, memory, sessions, turn_log, worlds
 from store.turn_commit import commit_turn
 from store.database import Database
+from store.ids import new_id
 from store.errors import SessionBusy
 
 EngineRun = Callable[[SessionState | None, TurnContext], Awaitable[ChatResponse]]
@@ -64,7 +65,7 @@ class StoredChat:
         """`message_ids`: the ids the user's message and the reply get in the log (default: new ones)."""
         check_modality(body)  # before anything is leased or written
         cmid = body.client_message_id
-        session_id = body.session_id or (derived_session_id(user_id, cmid) if cmid else uuid.uuid4().hex)
+        session_id = body.session_id or (derived_session_id(user_id, cmid) if cmid else new_id().hex)
         request = body.model_copy(update={"session_id": session_id})
         said = UserInput(text=body.text or "", modality=body.modality, source_url=body.source_url, message_ids=message_ids)
         return await self._turn(user_id, session_id, cmid, said, deadline, create=True,
@@ -152,7 +153,7 @@ class StoredChat:
         question = lease.question if lease is not None else None
         # a voice or image message is logged as what was recognized, with the URL of the original media
         text = said.text if said.modality == "text" else (response.recognized_text or "")
-        asked_id, reply_id = said.message_ids or (uuid.uuid4(), uuid.uuid4())
+        asked_id, reply_id = said.message_ids or (new_id(), new_id())
         asked = turn_log.user_message(text, session_id=session_id, client_message_id=cmid, question=question,
                                       modality=said.modality, source_url=said.source_url, message_id=asked_id)
         reply = turn_log.reply_message(response, now=turn_log.utc_now(), question_ttl_s=self._settings.store.clarification_ttl_s,

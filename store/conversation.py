@@ -1,7 +1,6 @@
 """The conversation log (conversation_messages) and the stored replies of chat turns (chat_turns)."""
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -9,6 +8,7 @@ from uuid import UUID
 import asyncpg
 
 from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, InputModality, MessageRole
+from store.ids import new_id
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class NewMessage:
     metadata: ConversationMessageMetadata
     modality: InputModality | None = None
     source_url: str | None = None
-    id: UUID = field(default_factory=uuid.uuid4)
+    id: UUID = field(default_factory=new_id)
 
 
 _COLUMNS = "id, user_id, message_index, role, modality, raw_content, source_url, metadata, created_at"

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 from protocol.http_chat import ChatResponse, TurnStatus
 from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, InputModality, StoredTimeRange
 from store.conversation import NewMessage
+from store.ids import new_id
 
 QUESTION_TYPE = {
     TurnStatus.waiting_slot: "normal",
@@ -34,12 +35,12 @@ def user_message(text: str, *, session_id: str, client_message_id: str, question
     else:
         metadata = ConversationMessageMetadata(message_kind="input", session_id=session_id, client_message_id=client_message_id)
     return NewMessage(role="user", modality=modality, source_url=source_url, raw_content=text, metadata=metadata,
-                      id=message_id or uuid.uuid4())
+                      id=message_id or new_id())
 
 
 def reply_message(response: ChatResponse, *, now: datetime, question_ttl_s: int, message_id: uuid.UUID | None = None) -> NewMessage:
     """The assistant's message for a turn's response; a question it asks opens a clarification_question."""
-    message_id = message_id or uuid.uuid4()
+    message_id = message_id or new_id()
     common = dict(session_id=response.session_id, target_function_name=response.intent, parsed_params=dict(response.slots))
     if response.status in QUESTION_TYPE:
         metadata = ConversationMessageMetadata(
