@@ -10,10 +10,17 @@ weight ratio but no such preemption on this kernel's scheduler (EEVDF): with two
 took 3-5 ms longer (fused Baton and monolith alike), with the same loops under SCHED_IDLE 1-2 ms. The policy keeps each
 thread's niceness, so a thread a system set lower itself (the quiet encoder's worker, `models.idle_nice`) keeps it.
 The policy is per thread on Linux: every thread of every process of a system's process tree is set.
+
+A short window (the idle phase's blocks, a few seconds each) can go further: `focus(name, freeze=True)` also stops
+the others' trees (SIGSTOP) until their next focus, so nothing of theirs runs at all while single turns are timed,
+as when the encoder is timed alone (before any system starts and after all have stopped). A stopped system's clocks
+run on, so freezing is kept to windows far shorter than its health-check timeouts (Ray's and Serve's are tens of
+seconds); the long load windows keep SCHED_IDLE only.
 """
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -69,21 +76,47 @@ def _set_policy(pids: Iterable[int], policy: int, proc: Path = PROC) -> int:
     return done
 
 
+def _signal(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:  # exited meanwhile
+            continue
+
+
 class Foreground:
     """`focus(name)` before each measured window: `name`'s tree under the normal policy, every other one under
-    SCHED_IDLE; `focus(None)` puts them all back. Systems the run did not start (a URL given) are left alone."""
+    SCHED_IDLE (and stopped, with `freeze`); `focus(None)` puts them all back and lets every stopped one go on.
+    Systems the run did not start (a URL given) are left alone."""
 
     def __init__(self, roots: dict[str, int], *, proc: Path = PROC) -> None:
         self._roots = roots
         self._proc = proc
         self.focused: str | None = None
+        self.frozen: dict[str, set[int]] = {}  # system → the processes it had when it was stopped
 
-    def focus(self, name: str | None) -> dict[str, int]:
+    @property
+    def state(self) -> tuple[str | None, bool]:
+        """(the system in focus, whether the others are stopped)."""
+        return self.focused, bool(self.frozen)
+
+    def focus(self, name: str | None, *, freeze: bool = False) -> dict[str, int]:
         """Returns the threads set per system (tests and the run's log read it)."""
         parents = _parents(self._proc)
-        set_counts = {system: _set_policy(tree(root, parents), os.SCHED_OTHER if name in (None, system) else os.SCHED_IDLE,
-                                          self._proc)
-                      for system, root in self._roots.items()}
+        set_counts = {}
+        for system, root in self._roots.items():
+            pids = tree(root, parents)
+            if name in (None, system):
+                if system in self.frozen:
+                    _signal(self.frozen.pop(system) | pids, signal.SIGCONT)
+                set_counts[system] = _set_policy(pids, os.SCHED_OTHER, self._proc)
+                continue
+            set_counts[system] = _set_policy(pids, os.SCHED_IDLE, self._proc)
+            if freeze and name is not None:
+                self.frozen.setdefault(system, set()).update(pids)
+                _signal(pids, signal.SIGSTOP)
+            elif system in self.frozen:
+                _signal(self.frozen.pop(system), signal.SIGCONT)
         self.focused = name
         return set_counts
 

@@ -36,7 +36,8 @@ async def _turns(url: str, name: str, texts: list[str], *, warmup: bool, tag: st
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(base_url=url, timeout=timeout) as session:
         for i, text in enumerate(texts):
-            sample, _ = await send_turn(session, kind=kind, index=0, turn=Turn(text=text), user_id=f"idle-{tag}-{name}-{block}-{i}",
+            user_id = f"idle-{tag}-{name}-{block}-{'w' if warmup else ''}{i}"  # a block's warm-up users are its own
+            sample, _ = await send_turn(session, kind=kind, index=0, turn=Turn(text=text), user_id=user_id,
                                         session_id=None, t_send=time.perf_counter() - t0, warmup=warmup)
             samples.append(sample)
             await asyncio.sleep(pause_s)
@@ -44,26 +45,35 @@ async def _turns(url: str, name: str, texts: list[str], *, warmup: bool, tag: st
 
 
 async def run_idle(urls: dict[str, str], texts: list[str], spec: Idle, *, seed: int, timeout_s: float,
-                   log=print, focus: Callable[[str], object] = lambda name: None) -> tuple[dict, dict[str, list[Sample]]]:
-    """Warm every system with `spec.warmup_turns` turns (kept, marked warm-up), then the interleaved blocks.
+                   log=print, focus: Callable[..., object] = lambda name, freeze=False: None) -> tuple[dict, dict[str, list[Sample]]]:
+    """Warm every system with `spec.warmup_turns` turns (kept, marked warm-up), then the interleaved blocks, each
+    after `spec.block_warmup_turns` more warm-up turns.
 
     Returns (the idle section of results.json, every system's samples); `urls` maps system name → base URL.
-    `focus(name)` runs before each system's warm-up and blocks (benchmarks.foreground).
+    `focus(name, freeze=spec.freeze_others)` runs before each system's warm-up and blocks (benchmarks.foreground).
     """
     names, tag, t0 = list(urls), uuid.uuid4().hex[:8], time.perf_counter()
     blocks, pause_s = block_texts(texts, spec, seed), spec.pause_ms / 1000.0
     samples: dict[str, list[Sample]] = {name: [] for name in names}
     common = dict(tag=tag, pause_s=pause_s, timeout_s=timeout_s, t0=t0, kind=spec.kind)
     await asyncio.sleep(spec.settle_s)
+
+    async def measure(name: str) -> None:
+        focus(name, freeze=spec.freeze_others)
+        if spec.freeze_others:
+            await asyncio.sleep(spec.thaw_s)
+
     for name in names:
-        focus(name)
+        await measure(name)
         warm = [blocks[0][i % len(blocks[0])] for i in range(spec.warmup_turns)]
         samples[name] += await _turns(urls[name], name, warm, warmup=True, block=-1, **common)
     order = block_order(names, spec.rounds)
     by_block: dict[str, list[list[Sample]]] = {name: [] for name in names}
     for rnd, systems in enumerate(order):
         for name in systems:
-            focus(name)
+            await measure(name)
+            warm = [blocks[rnd][i % len(blocks[rnd])] for i in range(spec.block_warmup_turns)]
+            samples[name] += await _turns(urls[name], name, warm, warmup=True, block=rnd, **common)
             block = await _turns(urls[name], name, blocks[rnd], warmup=False, block=rnd, **common)
             samples[name] += block
             by_block[name].append(block)

@@ -63,7 +63,10 @@ def _idle_section(idle: dict | None, title: str) -> list[str]:
     lines = [f"## {title}", "",
              f"Sequential `{spec['kind']}` turns, one at a time with {spec['pause_ms']:g} ms between, each from a new user "
              f"(a fresh session); {spec['rounds']} rounds × {spec['turns_per_block']} turns per system in blocks "
-             f"({' / '.join(' '.join(o) for o in idle['order'][:2])} …), after {spec['warmup_turns']} discarded warm-up turns each.", "",
+             f"({' / '.join(' '.join(o) for o in idle['order'][:2])} …), after {spec['warmup_turns']} discarded warm-up turns each"
+             + (f"; while a block ran, the other systems this run started were stopped (SIGSTOP; let go on "
+                f"{spec.get('thaw_s', 0):g} s before their own block, whose first {spec.get('block_warmup_turns', 0)} turn(s) "
+                "were discarded), as nothing else runs when the encoder is timed alone." if spec.get("freeze_others") else "."), "",
              "| system | turns | ok | client p50 ms | client p90 | client p99 | server total p50 | degraded | per-stage p50 ms | p50 per block |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in idle["systems"].items():

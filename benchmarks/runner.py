@@ -99,9 +99,9 @@ class Runner:
         _log(f"isolation: while one system is measured the others wait under {BACKGROUND_POLICY} (threads: {threads})")
         return {"background_nice": None, "background": BACKGROUND_POLICY, "systems": sorted(roots)}
 
-    def _focus(self, name: str | None) -> None:
-        if self._foreground is not None and self._foreground.focused != name:
-            self._foreground.focus(name)
+    def _focus(self, name: str | None, freeze: bool = False) -> None:
+        if self._foreground is not None and self._foreground.state != (name, freeze and name is not None):
+            self._foreground.focus(name, freeze=freeze)
 
     def _start(self) -> list[RunningSystem]:
         systems = []

@@ -122,6 +122,12 @@ class Idle(Spec):
     pause_ms: float = Field(default=100.0, ge=0, description="Pause after every turn.")
     settle_s: float = Field(default=20.0, ge=0, description="Wait this long once every system is up: the last one started "
                                                             "may still be settling (its replicas' first work), which would slow the others' idle turns.")
+    freeze_others: bool = Field(default=True, description="Stop the other systems this run started (SIGSTOP) while a block "
+                                                          "runs, as nothing else runs when the encoder is timed alone "
+                                                          "(benchmarks.foreground); off: they wait under SCHED_IDLE.")
+    thaw_s: float = Field(default=1.0, ge=0, description="Wait this long after a system is let go on again, before its "
+                                                         "block: its timers that fell due while it was stopped fire first.")
+    block_warmup_turns: int = Field(default=1, ge=0, description="Turns sent and discarded at the start of every block.")
 
 
 class EncoderAlone(Spec):

@@ -77,3 +77,35 @@ def test_the_measured_system_keeps_its_priority_and_every_process_of_the_others_
     fg.focus(None)
     assert {_policy(p) for p in (a.pid, a_child, b.pid, b_child)} == {os.SCHED_OTHER}
     assert (_nice(a.pid), _nice(a_child), _nice(b.pid), _nice(b_child)) == (0, 0, 0, 7)
+
+
+def _state(pid: int) -> str:
+    stat = open(f"/proc/{pid}/stat").read()
+    return stat[stat.rindex(")") + 2:].split()[0]
+
+
+def _wait_state(pid: int, want: set[str]) -> str:
+    for _ in range(100):
+        if (state := _state(pid)) in want:
+            return state
+        time.sleep(0.02)
+    return _state(pid)
+
+
+def test_a_freeze_stops_every_process_of_the_others_until_their_own_focus_or_the_end(families):
+    (a, a_child), (b, b_child) = families
+    fg = Foreground({"a": a.pid, "b": b.pid})
+    fg.focus("a", freeze=True)
+    assert fg.state == ("a", True)
+    assert {_wait_state(p, {"T"}) for p in (b.pid, b_child)} == {"T"}  # stopped
+    assert {_wait_state(p, {"S", "R"}) for p in (a.pid, a_child)} <= {"S", "R"}
+    fg.focus("b", freeze=True)  # b goes on, a stops
+    assert {_wait_state(p, {"S", "R"}) for p in (b.pid, b_child)} <= {"S", "R"}
+    assert {_wait_state(p, {"T"}) for p in (a.pid, a_child)} == {"T"}
+    fg.focus("b")  # a load window: a waits under SCHED_IDLE, running
+    assert {_wait_state(p, {"S", "R"}) for p in (a.pid, a_child)} <= {"S", "R"} and fg.state == ("b", False)
+    assert (_policy(a.pid), _policy(a_child)) == (os.SCHED_IDLE, os.SCHED_IDLE)
+    fg.focus("a", freeze=True)
+    fg.focus(None)  # the end of the run: nothing stays stopped
+    assert {_wait_state(p, {"S", "R"}) for p in (a.pid, a_child, b.pid, b_child)} <= {"S", "R"}
+    assert fg.state == (None, False)

@@ -74,14 +74,14 @@ async def two_systems():
 
 async def test_run_idle_sends_the_same_texts_to_every_system_one_fresh_user_each(two_systems):
     urls, seen = two_systems
-    spec = Idle(rounds=2, turns_per_block=3, warmup_turns=2, pause_ms=0, settle_s=0)
+    spec = Idle(rounds=2, turns_per_block=3, warmup_turns=2, pause_ms=0, settle_s=0, thaw_s=0, block_warmup_turns=1)
     section, samples = await run_idle(urls, ["一", "二", "三", "四"], spec, seed=5, timeout_s=5, log=lambda _: None)
     assert section["order"] == [["a", "b"], ["b", "a"]]
     for name in ("a", "b"):
         bodies = seen[name]
-        assert len(bodies) == 2 + 2 * 3
+        assert len(bodies) == 2 + 2 * (1 + 3)  # the warm-up, then each block's own warm-up turn and its turns
         assert len({b["user_id"] for b in bodies}) == len(bodies) and not any("session_id" in b for b in bodies)
-        assert sum(s.warmup for s in samples[name]) == 2
+        assert sum(s.warmup for s in samples[name]) == 2 + 2
         summary = section["systems"][name]
         assert summary["turns"] == 6 and summary["ok"] == 6 and len(summary["block_client_p50_ms"]) == 2
     assert [b["text"] for b in seen["a"]] == [b["text"] for b in seen["b"]]
@@ -91,7 +91,12 @@ async def test_run_idle_sends_the_same_texts_to_every_system_one_fresh_user_each
 
 async def test_each_system_is_focused_before_its_warm_up_and_each_of_its_blocks(two_systems):
     urls, _ = two_systems
-    spec = Idle(rounds=2, turns_per_block=1, warmup_turns=1, pause_ms=0, settle_s=0)
-    focused: list[str] = []
-    await run_idle(urls, ["一", "二"], spec, seed=5, timeout_s=5, log=lambda _: None, focus=focused.append)
-    assert focused == ["a", "b", "a", "b", "b", "a"]
+    spec = Idle(rounds=2, turns_per_block=1, warmup_turns=1, pause_ms=0, settle_s=0, thaw_s=0)
+    focused: list[tuple[str, bool]] = []
+    await run_idle(urls, ["一", "二"], spec, seed=5, timeout_s=5, log=lambda _: None,
+                   focus=lambda name, freeze=False: focused.append((name, freeze)))
+    assert focused == [(name, True) for name in ["a", "b", "a", "b", "b", "a"]]  # the others stopped: freeze_others
+    focused.clear()
+    await run_idle(urls, ["一", "二"], spec.model_copy(update={"freeze_others": False}), seed=5, timeout_s=5,
+                   log=lambda _: None, focus=lambda name, freeze=False: focused.append((name, freeze)))
+    assert {freeze for _, freeze in focused} == {False}
