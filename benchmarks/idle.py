@@ -50,7 +50,8 @@ async def run_idle(urls: dict[str, str], texts: list[str], spec: Idle, *, seed: 
     after `spec.block_warmup_turns` more warm-up turns.
 
     Returns (the idle section of results.json, every system's samples); `urls` maps system name → base URL.
-    `focus(name, freeze=spec.freeze_others)` runs before each system's warm-up and blocks (benchmarks.foreground).
+    `focus(name, freeze=spec.freeze_others)` runs before each system's warm-up and blocks (benchmarks.foreground);
+    when it returns true (the others are stopped) the block waits `spec.thaw_s` first.
     """
     names, tag, t0 = list(urls), uuid.uuid4().hex[:8], time.perf_counter()
     blocks, pause_s = block_texts(texts, spec, seed), spec.pause_ms / 1000.0
@@ -59,8 +60,7 @@ async def run_idle(urls: dict[str, str], texts: list[str], spec: Idle, *, seed: 
     await asyncio.sleep(spec.settle_s)
 
     async def measure(name: str) -> None:
-        focus(name, freeze=spec.freeze_others)
-        if spec.freeze_others:
+        if focus(name, freeze=spec.freeze_others):  # others stopped: let this one's overdue timers fire first
             await asyncio.sleep(spec.thaw_s)
 
     for name in names:

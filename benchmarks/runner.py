@@ -99,9 +99,13 @@ class Runner:
         _log(f"isolation: while one system is measured the others wait under {BACKGROUND_POLICY} (threads: {threads})")
         return {"background_nice": None, "background": BACKGROUND_POLICY, "systems": sorted(roots)}
 
-    def _focus(self, name: str | None, freeze: bool = False) -> None:
-        if self._foreground is not None and self._foreground.state != (name, freeze and name is not None):
+    def _focus(self, name: str | None, freeze: bool = False) -> bool:
+        """Returns whether other systems are stopped now."""
+        if self._foreground is None:
+            return False
+        if self._foreground.state != (name, freeze and name is not None):
             self._foreground.focus(name, freeze=freeze)
+        return self._foreground.state[1]
 
     def _start(self) -> list[RunningSystem]:
         systems = []
