@@ -119,6 +119,11 @@ class SelectionConfig(Section):
     ngram_weights: list[float] = Field(min_length=1, description="Shares of the n-gram model in the classifier ensemble tried.")
     retriever_weights: list[float] = Field(min_length=1, description="Fusion weights of the retriever tried.")
     classifier_decides_at: list[float | None] = Field(min_length=1, description="Scores at which a confident classifier decides tried (None: never).")
+    accept_unmarked: list[float] = Field(default_factory=list, description="Values of `planner.accept_unmarked` tried, the "
+                                         "least that keeps single commands single chosen (models/unmarked_plans.py); "
+                                         "empty: the configured one serves.")
+    max_unmarked_plans: float = Field(default=0.0, ge=0, le=1, description="The share of the folds' single commands that "
+                                      "may be planned into a workflow at the chosen `accept_unmarked`.")
 
 
 class ModelsConfig(Section):

@@ -56,15 +56,17 @@ def encoder_for(artifacts: Path, base: Path) -> Path:
 
 def selected(artifacts: Path) -> dict:
     """The settings chosen on held-out folds when the pack was built (`ngram_weight`, `retriever_temperature`,
-    `fusion`); empty for a frozen build, which serves the configured values."""
+    `fusion`, `planner`); empty for a frozen build, which serves the configured values."""
     return read_manifest(artifacts).get("selected") or {}
 
 
 def served_settings(settings: Settings, artifacts: Path | None = None) -> Settings:
-    """`settings` with the fusion values the built pack chose on its held-out folds (the configured ones otherwise)."""
+    """`settings` with the fusion and planner values the built pack chose on its held-out folds (the configured ones
+    otherwise)."""
     artifacts = artifacts or settings.artifacts_dir()
-    fusion = selected(artifacts).get("fusion") if (artifacts / MANIFEST).exists() else None
-    return settings.model_copy(update={"fusion": settings.fusion.model_copy(update=fusion)}) if fusion else settings
+    chosen = selected(artifacts) if (artifacts / MANIFEST).exists() else {}
+    update = {name: getattr(settings, name).model_copy(update=chosen[name]) for name in ("fusion", "planner") if chosen.get(name)}
+    return settings.model_copy(update=update) if update else settings
 
 
 def heldout_dir(artifacts: Path) -> Path:

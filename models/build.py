@@ -29,7 +29,9 @@ from models.evaluate import confusion_summary, held_out
 from models.pack_models import train_models
 
 SHAPING_CODE = ("models/train.py", "models/build.py", "models/artifacts.py", "models/encoder.py", "models/embedding.py",
-                "models/pack_models.py", "models/finetune.py", "models/selection.py", "engine/fusion.py", "engine/keyword.py")
+                "models/pack_models.py", "models/finetune.py", "models/selection.py", "models/unmarked_plans.py",
+                "engine/fusion.py", "engine/keyword.py", "engine/clauses.py", "engine/workflow/analysis.py",
+                "engine/workflow/trigger.py")
 MIN_ROWS_PER_INTENT = 2
 
 
@@ -83,7 +85,8 @@ def fingerprint(pack: Pack, rows: list[tuple[str, str]], encoder: Path, settings
     h.update(f"{m.ngram_weight}/{m.classifier_c}/{m.encoder_runtime}/{m.finetune}/{extra}".encode())
     if m.finetune or m.selection.frozen:  # what tuning and the selection read: the recipe, the fusion they choose for, the keywords
         h.update(json.dumps([m.tune.model_dump(), m.selection.model_dump(), m.retriever_neighbors, settings.top_k,
-                             settings.fusion.model_dump(), [(i.id, i.keywords) for i in pack.intents]]).encode())
+                             settings.fusion.model_dump(), settings.planner.model_dump(), settings.clauses.model_dump(),
+                             [(i.id, i.keywords) for i in pack.intents]]).encode())
     for head in ("detector", "retriever"):
         if m.head(head).input == "text":
             h.update(f"{head}:{m.head(head).checkpoint}".encode())

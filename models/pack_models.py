@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.keyword import KeywordMatcher
-from engine.pack import Pack
+from engine.pack import SPECIAL_INTENTS, Pack
 from engine.settings import Settings
 from models import artifacts as layout
 from models.embedding import SentenceEncoder
@@ -55,7 +55,7 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
     embedder = sentence_encoder(settings, encoder)
     vectors = embedder.encode(texts)
     if not m.finetune and m.selection.frozen and chosen_before is None:
-        selection, report = _select_frozen(pack, texts, labels, vectors, settings, progress, timings)
+        selection, report = _select_frozen(pack, texts, labels, vectors, embedder.encode, settings, progress, timings)
     chosen = selection or {}
     classes = train_classifier(texts, labels, vectors, out, c=m.classifier_c,
                                head=tuned_head if chosen.get("head", "tuned") == "tuned" else None,
@@ -75,8 +75,8 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
             "selection_report": report, "timings": timings}
 
 
-def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.ndarray, settings: Settings, progress,
-                   timings: dict) -> tuple[dict | None, dict]:
+def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.ndarray, encode, settings: Settings,
+                   progress, timings: dict) -> tuple[dict | None, dict]:
     """The folds' choice for a pack served on the frozen encoder: its vectors as they are, a head per fold."""
     from models.selection import FrozenEncoder, out_of_fold
 
@@ -86,26 +86,51 @@ def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.
         return None, {}
     started = time.time()
     y = np.array([label_list.index(lab) for lab in labels])
-    oof = out_of_fold(None, texts, y, label_list, states=[None] * len(texts), recipe=_recipe(m.tune), folds=cv.folds,
+    clauses = _clauses(pack, texts, label_list, settings)
+    if clauses is not None:  # the folds read row numbers: the rows' vectors, then the clauses'
+        vectors = np.concatenate([vectors, encode(clauses.texts)])
+        clauses.states = list(range(len(texts), len(vectors)))
+    oof = out_of_fold(None, texts, y, label_list, states=list(range(len(texts))), recipe=_recipe(m.tune), folds=cv.folds,
                       c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress,
-                      tune=lambda rows, ys: FrozenEncoder(vectors))
+                      tune=lambda rows, ys: FrozenEncoder(vectors), clauses=clauses)
     return _chosen(oof, pack, settings, progress, timings, started)
+
+
+def _clauses(pack: Pack, texts: list[str], label_list: list[str], settings: Settings):
+    """The clauses of the rows said in several with nothing marking several requests, for `planner.accept_unmarked`
+    (models/unmarked_plans.py); None when the selection does not choose it."""
+    from models.selection import Clauses
+    from models.unmarked_plans import UnmarkedPlans
+
+    if not settings.models.selection.accept_unmarked:
+        return None
+    plans = UnmarkedPlans(pack, settings)
+    found = [(n, clause) for n, text in enumerate(texts) for clause in plans.unmarked(text)]
+    return Clauses(texts=[c for _, c in found], rows=np.array([n for n, _ in found], dtype=int), states=[],
+                   detector_labels=[lab for lab in label_list if lab not in SPECIAL_INTENTS])
 
 
 def _chosen(oof, pack: Pack, settings: Settings, progress, timings: dict, started: float) -> tuple[dict, dict]:
     from models.selection import select
+    from models.unmarked_plans import UnmarkedPlans
 
     cv = settings.models.selection
-    chosen = select(oof, KeywordMatcher(pack), settings.fusion, cv, top_k=settings.top_k)
+    chosen = select(oof, KeywordMatcher(pack), settings.fusion, cv, top_k=settings.top_k,
+                    plans=UnmarkedPlans(pack, settings) if oof.clauses is not None else None)
     selection = {"head": chosen.head, "head_temperature": chosen.head_temperature, "ngram_temperature": chosen.ngram_temperature,
                  "ngram_weight": chosen.ngram_weight, "retriever_temperature": chosen.retriever_temperature,
-                 "fusion": chosen.fusion}
+                 "fusion": chosen.fusion, "planner": chosen.planner}
     report = chosen.report
     timings["selection_s"] = round(time.time() - started, 1)
     progress(f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: the {chosen.head} head, n-gram weight "
              f"{chosen.ngram_weight}, retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
              f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier {report['classifier_top1']['chosen']:.3f}, "
              f"fusion {report['fusion_top1']:.3f}")
+    if "unmarked_plans" in report:
+        u = report["unmarked_plans"]
+        shares = ", ".join(f"{c['accept_unmarked']}: {c['planned']}" for c in u["by_accept_unmarked"])
+        progress(f"a step without its own keyword in an unmarked turn needs {u['chosen']}: single commands of several "
+                 f"clauses planned by threshold ({u['rows_of_unmarked_clauses']} such rows of {u['rows']}) {shares}")
     return selection, report
 
 
@@ -142,8 +167,12 @@ def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, o
         started = time.time()
         fold_recipe = Recipe(**{**asdict(recipe), "epochs": cv.fold_epochs, "frozen_layers": cv.fold_frozen_layers})
         fold_states = base.deeper(states, tune.frozen_layers, cv.fold_frozen_layers)
+        clauses = _clauses(pack, texts, label_list, settings)
+        if clauses is not None:
+            clauses.states = base.deeper(base.states(clauses.texts, tune.frozen_layers), tune.frozen_layers,
+                                         cv.fold_frozen_layers)
         oof = out_of_fold(base, texts, y, label_list, states=fold_states, recipe=fold_recipe, folds=cv.folds,
-                          c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress)
+                          c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress, clauses=clauses)
         selection, report = _chosen(oof, pack, settings, progress, timings, started)
     started = time.time()
     top = TunedTop(base, tune.frozen_layers).fit(states, y, len(label_list), recipe, progress=progress, what="tuning the encoder")

@@ -12,21 +12,40 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.fusion import fuse, stage_debug
 from engine.keyword import KeywordMatcher
 from engine.settings import FusionConfig, SelectionConfig
-from models.artifacts import softmax
+from models.artifacts import sigmoid, softmax
 from models.finetune import Base, Progress, Recipe, TunedTop
-from models.train import fit_head, fit_ngram, ngram_logits
+from models.train import fit_detector, fit_head, fit_ngram, ngram_logits
+
+if TYPE_CHECKING:
+    from models.unmarked_plans import UnmarkedPlans
 from protocol.http_chat import Candidate
 
 TEMPERATURES = np.geomspace(0.05, 20.0, 121)
 VOTE_TEMPERATURES = np.geomspace(0.002, 0.5, 61)
 ABSENT = -30.0  # the logit of a label a fold's training part lacks
 FLOOR = 1e-4    # the probability of a gold label no neighbour voted for
+
+
+@dataclass
+class Clauses:
+    """The clauses of the training rows said in several (engine.clauses), scored like the rows: `states` are the
+    base's outputs for each (as `out_of_fold`'s `states` are for the rows); `rows` the row each belongs to."""
+
+    texts: list[str]
+    rows: np.ndarray
+    states: list
+    detector_labels: list[str]  # the detector's labels (the task intents)
+    head_logits: np.ndarray | None = None
+    tuned_logits: np.ndarray | None = None
+    ngram_logits: np.ndarray | None = None
+    detector: np.ndarray | None = None  # sigmoid scores over `detector_labels`
 
 
 @dataclass
@@ -42,6 +61,7 @@ class OutOfFold:
     sims: np.ndarray         # the nearest other-fold rows' similarities, best first
     neighbors: np.ndarray    # their label indices
     fold: np.ndarray
+    clauses: Clauses | None = None  # each scored by the models of its row's fold
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,7 @@ class Selection:
     ngram_weight: float
     retriever_temperature: float
     fusion: dict             # FusionConfig fields this pack overrides: weights, classifier_decides_at
+    planner: dict = field(default_factory=dict)  # PlannerConfig fields it overrides: accept_unmarked
     report: dict = field(default_factory=dict)
 
 
@@ -70,13 +91,14 @@ def fold_ids(y: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 class FrozenEncoder:
     """The folds' "tuner" for a pack served on the frozen encoder: every fold reads the same vectors and has no
-    head of its own, so the folds choose among the logistic head and the n-gram model only."""
+    head of its own, so the folds choose among the logistic head and the n-gram model only. Its "states" are row
+    numbers of `vectors`."""
 
     def __init__(self, vectors: np.ndarray) -> None:
         self._vectors = vectors
 
     def embed(self, states: list) -> np.ndarray:
-        return self._vectors
+        return self._vectors[np.asarray(states, dtype=int)]
 
     def head_weights(self) -> None:
         return None
@@ -84,9 +106,9 @@ class FrozenEncoder:
 
 def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], *, states: list, recipe: Recipe,
                 folds: int, c: float, neighbors: int, progress: Progress,
-                tune: Callable[..., TunedTop] | None = None) -> OutOfFold:
+                tune: Callable[..., TunedTop] | None = None, clauses: Clauses | None = None) -> OutOfFold:
     """`states` are the base's outputs at `recipe.frozen_layers` for every row; `tune(train_rows, …)` is the fold
-    tuner (a test passes a recording one)."""
+    tuner (a test passes a recording one). `clauses`, when given, are scored in place by their rows' folds."""
     tune = tune or (lambda rows, ys: TunedTop(base, recipe.frozen_layers).fit(
         [states[i] for i in rows], ys, len(labels), recipe, progress=progress, what=f"fold {fold + 1}/{folds} encoder"))
     ids = fold_ids(y, folds, recipe.seed)
@@ -94,6 +116,10 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
     head, joint, ngram = (np.full((n, n_labels), ABSENT) for _ in range(3))
     k = max(1, min(neighbors, n - int(np.bincount(ids).max())))
     sims, near = np.zeros((n, k), dtype=np.float32), np.zeros((n, k), dtype=int)
+    if clauses is not None:
+        m = len(clauses.texts)
+        clauses.head_logits, clauses.tuned_logits, clauses.ngram_logits = (np.full((m, n_labels), ABSENT) for _ in range(3))
+        clauses.detector = np.zeros((m, len(clauses.detector_labels)))
     for fold in range(folds):
         train, held = np.flatnonzero(ids != fold), np.flatnonzero(ids == fold)
         if not len(held):
@@ -109,7 +135,11 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
         if len(present) > 1:
             weight, bias = fit_head(vectors[train], remap, c)
             head[np.ix_(held, present)] = vectors[held] @ weight.T + bias
-            ngram[np.ix_(held, present)] = ngram_logits(fit_ngram([texts[i] for i in train], remap, c), [texts[i] for i in held])
+            words = fit_ngram([texts[i] for i in train], remap, c)
+            ngram[np.ix_(held, present)] = ngram_logits(words, [texts[i] for i in held])
+            if clauses is not None:
+                _score_clauses(clauses, np.flatnonzero(ids[clauses.rows] == fold), top, (weight, bias), tuned, words,
+                               present, vectors[train], [labels[j] for j in y[train]])
         else:
             head[np.ix_(held, present)] = ngram[np.ix_(held, present)] = 0.0
         s = vectors[held] @ vectors[train].T
@@ -119,8 +149,26 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
         own = f"of the tuned head {np.mean(joint[held].argmax(1) == y[held]):.3f}, " if tuned is not None else ""
         progress(f"fold {fold + 1}/{folds}: out-of-fold top-1 {own}of the refit one {np.mean(head[held].argmax(1) == y[held]):.3f} "
                  f"on {len(held)} rows")
+    if clauses is not None and tuned is None:
+        clauses.tuned_logits = None
     return OutOfFold(texts=texts, y=y, labels=labels, head_logits=head, tuned_logits=joint if tuned is not None else None,
-                     ngram_logits=ngram, sims=sims, neighbors=near, fold=ids)
+                     ngram_logits=ngram, sims=sims, neighbors=near, fold=ids, clauses=clauses)
+
+
+def _score_clauses(clauses: Clauses, held: np.ndarray, top, head: tuple, tuned: tuple | None, words, present: np.ndarray,
+                   train_vectors: np.ndarray, train_labels: list[str]) -> None:
+    """The held rows' clauses by the fold's models: its encoder, heads and n-gram model, and a detector fit on the
+    fold's rows (single rows only: the served one also learns from synthesized pairs, which would cost the fold
+    another encoder pass over them)."""
+    if not len(held):
+        return
+    vectors = top.embed([clauses.states[i] for i in held])
+    clauses.head_logits[np.ix_(held, present)] = vectors @ head[0].T + head[1]
+    if tuned is not None:  # the tuned head spans every label
+        clauses.tuned_logits[np.ix_(held, present)] = (vectors @ tuned[0].T + tuned[1])[:, present]
+    clauses.ngram_logits[np.ix_(held, present)] = ngram_logits(words, [clauses.texts[i] for i in held])
+    detector = fit_detector(train_vectors, [[label] for label in train_labels], clauses.detector_labels)
+    clauses.detector[held] = sigmoid(detector.logits(vectors))
 
 
 def temperature(logits: np.ndarray, y: np.ndarray) -> float:
@@ -139,7 +187,8 @@ def votes(oof: OutOfFold, t: float) -> np.ndarray:
 
 
 def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: SelectionConfig, *,
-           top_k: int) -> Selection:
+           top_k: int, plans: UnmarkedPlans | None = None) -> Selection:
+    """`plans`: when given with `oof.clauses`, `planner.accept_unmarked` is chosen too (models/unmarked_plans.py)."""
     t_ngram = temperature(oof.ngram_logits, oof.y)
     p_ngram = softmax(oof.ngram_logits / t_ngram)
     heads = {name: logits for name, logits in (("tuned", oof.tuned_logits), ("refit", oof.head_logits)) if logits is not None}
@@ -173,11 +222,19 @@ def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: 
         "fusion_top1": best["top1"], "fusion_options": table,
         "confident_disagreements": _disagreements(stages, gold, plain),
     }
+    planner = {}
+    if plans is not None and oof.clauses is not None and cfg.accept_unmarked:
+        c = oof.clauses
+        c_head = {"tuned": c.tuned_logits, "refit": c.head_logits}[head]
+        c_probs = _mix(softmax(c_head / t_heads[head]), softmax(c.ngram_logits / t_ngram), ngram_weight)
+        planner["accept_unmarked"], report["unmarked_plans"] = plans.choose(
+            oof.texts, c.texts, c.rows, oof.labels, c_probs, c.detector_labels, c.detector,
+            grid=cfg.accept_unmarked, max_share=cfg.max_unmarked_plans, top_k=top_k)
     return Selection(head=head, head_temperature=t_heads[head], ngram_temperature=t_ngram, ngram_weight=ngram_weight,
                      retriever_temperature=t_vote,
                      fusion={"weights": {**fusion.weights, "retriever": best["retriever_weight"]},
                              "classifier_decides_at": best["classifier_decides_at"]},
-                     report=report)
+                     planner=planner, report=report)
 
 
 def _disagreements(stages: list[dict], gold: list[str], plain: FusionConfig) -> list[dict]:

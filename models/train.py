@@ -98,14 +98,23 @@ def train_detector(rows: list[tuple[str, str]], row_vectors: np.ndarray, encode:
     samples = synthesize_multi(rows)  # the single rows come first, in order: reuse their vectors
     label_list = sorted({lab for _, labs in samples for lab in labs})
     x = np.concatenate([row_vectors, encode([t for t, _ in samples[len(rows):]])])
+    fit_detector(x, [labs for _, labs in samples], label_list).save(out / DETECTOR_HEAD)
+    return label_list
+
+
+def fit_detector(x: np.ndarray, label_sets: list[list[str]], labels: list[str]) -> LinearHead:
+    """One sigmoid head per label over `x`; a label no row carries gets a head that never fires."""
     weights, biases = [], []
-    for label in label_list:
-        y = np.array([label in labs for _, labs in samples], dtype=int)
+    for label in labels:
+        y = np.array([label in labs for labs in label_sets], dtype=int)
+        if y.min() == y.max():
+            weights.append(np.zeros(x.shape[1]))
+            biases.append(30.0 if y.min() else -30.0)
+            continue
         clf = LogisticRegression(C=DETECTOR_C, max_iter=MAX_ITER).fit(x, y)
         weights.append(clf.coef_[0])
         biases.append(clf.intercept_[0])
-    LinearHead(np.stack(weights), np.array(biases), label_list).save(out / DETECTOR_HEAD)
-    return label_list
+    return LinearHead(np.stack(weights), np.array(biases), labels)
 
 
 def build_index(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path) -> None:

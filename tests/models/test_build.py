@@ -111,13 +111,17 @@ def test_heads_match_the_manifest_and_the_encoder(shipped, embedder):
 
 
 def test_index_row_i_is_the_embedding_of_rows_json_row_i(shipped, embedder):
+    from models.pack_models import sentence_encoder
+
     pack, settings = shipped
     out = settings.artifacts_dir(pack.name)
     rows = json.loads((out / layout.RETRIEVER_ROWS).read_text(encoding="utf-8"))
     index = faiss.read_index(str(out / layout.RETRIEVER_INDEX))
     picks = sorted({0, len(rows) // 3, len(rows) // 2, len(rows) - 1})
     stored = np.stack([index.reconstruct(i) for i in picks])
-    fresh = embedder.encode([rows[i]["text"] for i in picks])
+    # the encoder the pack serves: its own tuned one (timeflow), or the shared one
+    own = layout.encoder_for(out, settings.encoder_path)
+    fresh = (embedder if own == settings.encoder_path else sentence_encoder(settings, own)).encode([rows[i]["text"] for i in picks])
     assert np.all(np.sum(stored * fresh, axis=1) > 0.999)
 
 
@@ -316,14 +320,29 @@ def test_packs_for_a_cluster_are_built_on_its_serve_configs_encoder():
 # --- (f) the tuned encoder saw the training rows only ---------------------------------------------------------
 
 
-def test_the_shipped_packs_serve_the_frozen_encoder(shipped):
-    """models.finetune is false by default and a shipped pack sets nothing: no tuned folder, the configured values
-    (models.selection.frozen is off)."""
+def test_cockpit_serves_the_frozen_encoder_and_timeflow_one_tuned_on_its_training_split_alone(shipped):
+    """models.finetune is false by default: cockpit sets nothing and gets no tuned folder and the configured values
+    (models.selection.frozen is off). Timeflow sets `finetune: true`: its encoder saw the training split and nothing
+    else (the stamp is the digest of the very rows its tuning ran on), and its folds chose the settings, the
+    planner's `accept_unmarked` among them (models/unmarked_plans.py)."""
+    from models.finetune import read_stamp, rows_digest
+
     pack, settings = shipped
     out = settings.artifacts_dir(pack.name)
-    assert pack.finetune is None and not settings.models.finetune and not settings.models.selection.frozen
     manifest = layout.read_manifest(out)
-    assert manifest["tuned_encoder"] is None and not (out / layout.TUNED_ENCODER).exists() and manifest["selected"] is None
+    assert not settings.models.finetune and not settings.models.selection.frozen
+    if pack.name == "cockpit":
+        assert pack.finetune is None
+        assert manifest["tuned_encoder"] is None and not (out / layout.TUNED_ENCODER).exists() and manifest["selected"] is None
+        return
+    assert pack.finetune is True and pack.serve_on == "train_split"
+    train = pack.train_rows()
+    assert read_stamp(out / layout.TUNED_ENCODER)["rows_sha256"] == rows_digest([t for t, _ in train], [i for _, i in train])
+    assert not {t for t, _ in pack.test_rows()} & {t for t, _ in train}
+    chosen = manifest["selected"]["planner"]["accept_unmarked"]
+    assert chosen in settings.models.selection.accept_unmarked
+    curve = manifest["selection_report"]["unmarked_plans"]["by_accept_unmarked"]
+    assert next(c for c in curve if c["accept_unmarked"] == chosen)["share"] <= settings.models.selection.max_unmarked_plans
 
 
 def test_a_pack_from_rows_held_out_figure_comes_from_an_encoder_tuned_without_them(cli_build):

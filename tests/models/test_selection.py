@@ -63,7 +63,7 @@ def test_no_fold_is_scored_by_models_that_saw_it():
         tuned.append(Recorded(rows, vectors))
         return tuned[-1]
 
-    oof = out_of_fold(None, texts, y, LABELS, states=[None] * n, recipe=_recipe(), folds=4, c=10.0, neighbors=5,
+    oof = out_of_fold(None, texts, y, LABELS, states=list(range(n)), recipe=_recipe(), folds=4, c=10.0, neighbors=5,
                       progress=lambda _: None, tune=tune)
     assert len(tuned) == 4
     for fold, encoder in enumerate(tuned):
@@ -145,7 +145,7 @@ def test_a_frozen_encoders_folds_choose_among_the_logistic_head_and_the_n_gram_m
     vectors = (centers[y] + 0.8 * rng.normal(size=(n, 16))).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     texts = [f"{LABELS[k]}{i}" for i, k in enumerate(y)]
-    oof = out_of_fold(None, texts, y, LABELS, states=[None] * n, recipe=_recipe(), folds=4, c=10.0, neighbors=5,
+    oof = out_of_fold(None, texts, y, LABELS, states=list(range(n)), recipe=_recipe(), folds=4, c=10.0, neighbors=5,
                       progress=lambda _: None, tune=lambda rows, ys: FrozenEncoder(vectors))
     assert oof.tuned_logits is None and np.isfinite(oof.head_logits).all()
     chosen = select(oof, KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5)
