@@ -6,7 +6,8 @@ folds' rows; the fold's own rows are then scored by every stage. From these out-
 per classifier model (least log-loss, so a probability means the same in every pack), the n-gram share of the
 ensemble, the retriever's vote temperature, and the fusion settings — the retriever's weight and the score at which
 a confident classifier decides the top intent — chosen by the top-1 that `engine.fusion.fuse` itself gives on
-those rows, keywords included.
+those rows, keywords included. The rows' clauses, scored by the same fold models, choose the planner's
+`accept_unmarked` (models/unmarked_plans.py).
 """
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ from engine.settings import FusionConfig, SelectionConfig
 from models.artifacts import sigmoid, softmax
 from models.finetune import Base, Progress, Recipe, TunedTop
 from models.train import fit_detector, fit_head, fit_ngram, ngram_logits
+from protocol.http_chat import Candidate
 
 if TYPE_CHECKING:
     from models.unmarked_plans import UnmarkedPlans
-from protocol.http_chat import Candidate
 
 TEMPERATURES = np.geomspace(0.05, 20.0, 121)
 VOTE_TEMPERATURES = np.geomspace(0.002, 0.5, 61)
