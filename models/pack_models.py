@@ -2,8 +2,8 @@
 
 With `models.finetune` the shared encoder is tuned on the rows (models/finetune.py), the classifier's temperatures
 and n-gram share, the retriever's temperature, the fusion settings and the planner's `accept_unmarked` are chosen
-by cross-validation on the same rows (models/selection.py, or taken from an earlier selection), and the heads and the index are trained on the
-tuned encoder's vectors, as the encoder deployment will compute them. Without it the encoder stays frozen and the
+by cross-validation on the same rows (models/selection.py, or taken from an earlier selection), and the heads and
+the index are trained on the tuned encoder's vectors, as the encoder deployment will compute them. Without it the encoder stays frozen and the
 same choice is made on folds that share its vectors (`models.selection.frozen`; off: the configured values).
 """
 from __future__ import annotations

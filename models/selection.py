@@ -1,8 +1,9 @@
 """Model selection on a pack's training rows only: k stratified folds, each scored by models built without it.
 
 Per fold an encoder is tuned on the other folds (the fold recipe: more layers frozen, fewer epochs, so k of them
-fit the build's time; a pack served on the frozen encoder reads its vectors as they are), and the classifier head, the n-gram model and the retrieval index are fit on the other
-folds' rows; the fold's own rows are then scored by every stage. From these out-of-fold scores come a temperature
+fit the build's time; a pack served on the frozen encoder reads its vectors as they are), and the classifier head,
+the n-gram model and the retrieval index are fit on the other folds' rows; the fold's own rows are then scored by
+every stage. From these out-of-fold scores come a temperature
 per classifier model (least log-loss, so a probability means the same in every pack), the n-gram share of the
 ensemble, the retriever's vote temperature, and the fusion settings — the retriever's weight and the score at which
 a confident classifier decides the top intent — chosen by the top-1 that `engine.fusion.fuse` itself gives on

@@ -41,15 +41,13 @@ class UnmarkedPlans:
                                              temperature_max=settings.slots.temperature_max),
                            tz=tz, clock=lambda: datetime.now(tz))
         self._slot_values = lambda text: set(slots.extract(text, EVIDENCE_SLOTS))
-        self._keywords = KeywordMatcher(pack)
+        self._trigger = PlanTrigger(self._planner, KeywordMatcher(pack),
+                                    ClauseAnalyzer(pack, self._planner, slot_values=self._slot_values))
 
     def unmarked(self, text: str) -> list[str]:
         """The clauses of `text` when it has several and no word marks several requests; else []."""
         clauses = self.splitter.clauses(text)
-        if len(clauses) < 2:
-            return []
-        analyzer = ClauseAnalyzer(self._pack, self._planner, slot_values=self._slot_values)
-        return [] if PlanTrigger(self._planner, self._keywords, analyzer).lexical(text, clauses) else clauses
+        return clauses if len(clauses) > 1 and not self._trigger.lexical(text, clauses) else []
 
     def choose(self, texts: Sequence[str], clause_texts: Sequence[str], clause_rows: np.ndarray, labels: Sequence[str],
                classifier: np.ndarray, detector_labels: Sequence[str], detector: np.ndarray, *, grid: Sequence[float],
