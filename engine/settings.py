@@ -103,6 +103,8 @@ class TuneConfig(Section):
     label_smoothing: float = Field(default=0.0, ge=0, lt=1, description="Cross-entropy label smoothing while tuning.")
     min_steps: int = Field(default=0, ge=0, description="Optimizer steps at least, whatever `epochs` gives a small pack ...")
     max_epochs: float = Field(default=20.0, gt=0, description="... but never more passes than this over its rows.")
+    contrastive_weight: float = Field(default=0.0, ge=0, description="Weight of the supervised contrastive loss beside the cross-entropy; 0 = none.")
+    contrastive_temperature: float = Field(default=0.1, gt=0, description="Its temperature on cosine similarities.")
     seed: int = 0
     threads: int = Field(default=0, ge=0, description="Torch threads while tuning; 0 = every core.")
 

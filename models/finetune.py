@@ -1,9 +1,12 @@
-"""Build-time fine-tuning of the shared encoder on a pack's training rows (a classification objective).
+"""Build-time fine-tuning of the shared encoder on a pack's training rows (a classification objective, optionally
+with a supervised contrastive one beside it).
 
 The lower `frozen_layers` transformer layers (and the embeddings) keep the bootstrapped weights, so their output
 is computed once per text (`Base.states`) and every tuning run — the cross-validation folds' and the served one —
 trains only the layers above on those cached states: a fold costs a fraction of a full pass. Training is mean
-pooling + a linear softmax head + cross-entropy (label-smoothed), AdamW with a linear warm-up and decay, batches of texts of
+pooling + a linear softmax head + cross-entropy (label-smoothed), plus, at `contrastive_weight` > 0, a supervised
+contrastive loss over the batch's embeddings (SetFit's idea on in-batch pairs: rows of one intent pulled together,
+others pushed apart, at no extra forward pass), AdamW with a linear warm-up and decay, batches of texts of
 similar length (less padding), all seeded. `save` writes a complete sentence-transformers folder (the base
 folder's files with the tuned weights) that the encoder deployment loads like the bootstrapped one.
 """
@@ -42,6 +45,8 @@ class Recipe:
     label_smoothing: float = 0.0
     min_steps: int = 0
     max_epochs: float = 20.0
+    contrastive_weight: float = 0.0
+    contrastive_temperature: float = 0.1
 
 
 def rows_digest(texts: Sequence[str], labels: Sequence[str]) -> str:
@@ -159,6 +164,9 @@ class TunedTop:
                 h, mask = pad(torch, [states[i] for i in idx])
                 vectors = self._pool(run_layers(torch, self.layers, h, mask), mask)
                 loss = torch.nn.functional.cross_entropy(self.head(vectors * HEAD_SCALE), y[idx], label_smoothing=recipe.label_smoothing)
+                if recipe.contrastive_weight:
+                    loss = loss + recipe.contrastive_weight * supervised_contrastive(torch, vectors, y[idx],
+                                                                                     recipe.contrastive_temperature)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -200,6 +208,22 @@ class TunedTop:
         (out / "model.safetensors").chmod(0o644)
         (out / TUNED_STAMP).write_text(json.dumps(stamp, ensure_ascii=False, indent=1), encoding="utf-8")
         return out
+
+
+def supervised_contrastive(torch, vectors, y, temperature: float):
+    """Supervised contrastive loss (Khosla et al. 2020) over unit-length `vectors`: for each row with another row of
+    its label in the batch, minus the mean log-probability of those rows among all the others. 0 if none has one."""
+    sim = vectors @ vectors.T / temperature
+    self_mask = torch.eye(len(y), dtype=torch.bool)
+    sim = sim.masked_fill(self_mask, float("-inf"))
+    log_prob = sim - torch.logsumexp(sim, dim=1, keepdim=True)
+    positive = (y[:, None] == y[None, :]) & ~self_mask
+    counts = positive.sum(1)
+    anchors = counts > 0
+    if not bool(anchors.any()):
+        return vectors.sum() * 0.0
+    per_anchor = log_prob.masked_fill(~positive, 0.0).sum(1)[anchors] / counts[anchors]
+    return -per_anchor.mean()
 
 
 def length_batches(lengths: Sequence[int], size: int, rng: random.Random) -> list[list[int]]:

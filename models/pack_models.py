@@ -140,7 +140,8 @@ def _recipe(tune):
     return Recipe(epochs=tune.epochs, frozen_layers=tune.frozen_layers, learning_rate=tune.learning_rate,
                   head_learning_rate=tune.head_learning_rate, batch_size=tune.batch_size, max_tokens=tune.max_tokens,
                   seed=tune.seed, label_smoothing=tune.label_smoothing, min_steps=tune.min_steps,
-                  max_epochs=tune.max_epochs)
+                  max_epochs=tune.max_epochs, contrastive_weight=tune.contrastive_weight,
+                  contrastive_temperature=tune.contrastive_temperature)
 
 
 def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, out: Path, base_path: Path,

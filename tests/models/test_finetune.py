@@ -104,3 +104,30 @@ def test_label_smoothing_changes_what_is_learned(base):
     plain, smoothed = tuned(base), tuned(base, recipe=Recipe(**{**RECIPE.__dict__, "label_smoothing": 0.2}))
     assert not all(np.allclose(x.detach().numpy(), z.detach().numpy())
                    for x, z in zip(plain.layers.parameters(), smoothed.layers.parameters()))
+
+
+def test_the_contrastive_loss_is_supcon_over_the_batch():
+    import math
+
+    import torch
+
+    from models.finetune import supervised_contrastive
+
+    v = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]]), dim=-1)
+    y = torch.tensor([0, 0, 1])
+    t = 0.5
+    s = (v @ v.T / t).tolist()
+    # rows 0 and 1 each have one positive (the other); row 2 has none and is left out
+    by_hand = -((s[0][1] - math.log(math.exp(s[0][1]) + math.exp(s[0][2])))
+                + (s[1][0] - math.log(math.exp(s[1][0]) + math.exp(s[1][2])))) / 2
+    assert float(supervised_contrastive(torch, v, y, t)) == pytest.approx(by_hand, rel=1e-5)
+    # the same rows with their labels swapped apart cost more: the loss pulls one intent's rows together
+    assert float(supervised_contrastive(torch, v, torch.tensor([0, 1, 0]), t)) > by_hand
+    assert float(supervised_contrastive(torch, v, torch.tensor([0, 1, 2]), t)) == 0.0
+
+
+def test_a_contrastive_weight_changes_what_is_learned(base):
+    plain = tuned(base)
+    contrastive = tuned(base, recipe=Recipe(**{**RECIPE.__dict__, "contrastive_weight": 0.5}))
+    assert not all(np.allclose(x.detach().numpy(), z.detach().numpy())
+                   for x, z in zip(plain.layers.parameters(), contrastive.layers.parameters()))
