@@ -25,6 +25,12 @@ class FusionResult:
     def top(self) -> Candidate | None:
         return self.ranked[0] if self.ranked else None
 
+    def settled(self, intent: str, why: str) -> FusionResult:
+        """Executed as `intent`, which moves to the top at the top's score."""
+        top = self.ranked[0].score if self.ranked else 0.0
+        ranked = [Candidate(intent=intent, score=top), *(c for c in self.ranked if c.intent != intent)]
+        return FusionResult(decision=RouteDecision.execute, reason=f"{self.reason}; {why}", ranked=ranked)
+
     def debug(self) -> FusionDebug:
         top = self.ranked[0].score if self.ranked else 0.0
         second = self.ranked[1].score if len(self.ranked) > 1 else 0.0

@@ -79,9 +79,9 @@ class Router:
 
         detector, det = results["detector"], self._settings.detector
         need = det.threshold if extra else det.single_clause_threshold
-        detected = [] if detector.degraded else [
+        detected = [] if detector.degraded else self._polarity.one_side([
             c for c in detector.candidates if c.score >= need and c.intent not in SPECIAL_INTENTS
-        ][: det.max_labels]
+        ])[: det.max_labels]
         return Route(stages=stages, detector=detector, fusion=fusion, detected=detected, clauses=extra,
                      clause_scores=clause_scores, vector=vector[0] if vector else None)
 

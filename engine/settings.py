@@ -66,6 +66,8 @@ class PlannerConfig(Section):
                                                      "words marks several requests (the detector or fusion asked for the plan).")
     elliptic: str = Field(description="Regex of a clause that is a verb alone (关掉, 打开一下): it acts on what the clause "
                                       "before named and is no request of its own.")
+    state: str = Field(default="", description="Regex of a clause that reports a state (窗户开着呢, 镜子是折叠状态): it is the "
+                                                "reason for a request, not one of its own. Empty: none is.")
     max_steps: int = Field(ge=2)
     llm_min_evidence: float = Field(default=0.4, ge=0, description="An LLM plan's step needs a clause scoring its intent "
                                                                    "at least this (same scale as `accept`), or the plan "

@@ -31,6 +31,7 @@ from engine.social import SocialRouter
 from engine.slot_filling import SlotFiller
 from engine.task import SingleTask
 from engine.turn_context import TurnContext, timings_of
+from engine.workflow.planners import settle
 from engine.workflow.replies import gone_response, leave_workflow, workflow_response
 from engine.workflow.turns import Faults, Outcome, WorkflowTurns
 from protocol.http_chat import (
@@ -190,6 +191,8 @@ class TurnEngine:
                 response = self._workflow_response(session, await self._flows.start(session, plan.workflow, self._task.runner(ctx), ctx.step))
                 response.routing_debug, response.detected_intents, response.multi_intent = debug, route.detected, True
                 return response
+            route.fusion = settle(route.fusion, plan)
+            debug.fusion = route.fusion.debug()
         response = await self._decide(session, rewritten.text, route, ctx)
         response.routing_debug = debug
         response.detected_intents = route.detected

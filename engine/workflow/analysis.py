@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from engine.keyword import KeywordMatcher
 from engine.pack import SPECIAL_INTENTS, Intent, Pack
+from engine.polarity import Polarity
 from engine.settings import PlannerConfig
 from protocol.http_chat import Candidate
 
@@ -54,6 +55,8 @@ class ClauseAnalyzer:
         self._conditional = re.compile(cfg.conditional)
         self._parallel = re.compile(cfg.parallel)
         self._elliptic = re.compile(cfg.elliptic)
+        self._state = re.compile(cfg.state) if cfg.state else None
+        self._polarity = Polarity(pack.rules)
 
     def split_condition(self, clause: str) -> tuple[str, str | None]:
         """A clause stating a condition (如果还没发货就帮我取消) is scored on its action; the condition is kept."""
@@ -107,12 +110,15 @@ class ClauseAnalyzer:
         ranked = sorted(clause.scores.items(), key=lambda kv: -kv[1])
         if not ranked or self._elliptic.match(_SKIP.sub("", clause.text)):
             return []
+        if self._state is not None and self._state.search(clause.text):
+            return []  # 窗户开着呢: what is, said as the reason for another clause's request
         top, score = ranked[0]
         lexical = top in spans or clause.scores.get(top, 0.0) - self._cfg.weights.get("classifier", 0.0) * cls.get(top, 0.0) > 0.3
         if score < self._cfg.accept or not (lexical or cls.get(top, 0.0) >= self._cfg.model_accept):
             return []
         if not marked and top not in spans and score < self._cfg.accept_unmarked:
             return []
+        top = self._polarity.turned(clause.text, top) or top  # 空调没必要开: the clause asks for it off
         return [top, *self.parallel_requests(clause.text, top)]
 
     def parallel_requests(self, text: str, top: str | None = None) -> list[str]:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.fusion import FusionResult
 from engine.pack import ConditionalHint, Pack, Risk, StepHint
 from engine.workflow.analysis import ClauseScore
 from protocol.http_chat import Candidate, StepCondition, Workflow, WorkflowStep, WorkflowType
@@ -30,6 +31,13 @@ class TurnAnalysis:
                 if not out or out[-1][0] != intent:
                     out.append((intent, clause))
         return out
+
+
+    def sole_request(self) -> str | None:
+        """The intent of the one clause that asks for something when the others only give reasons (家里人在路边等着呢，
+        把门锁打开让她上车); None when the turn is one clause or asks for none or several."""
+        chosen = {intent for intent, _ in self.matched()}
+        return chosen.pop() if len(self.clauses) >= 2 and len(chosen) == 1 else None
 
 
 @dataclass
@@ -157,3 +165,12 @@ class LocalFirstPlanner:
                 return plan
             reasons.append(f"{planner.name}: {plan.reason}")
         return Plan(False, "", "; ".join(reasons))
+
+
+def settle(fusion: FusionResult, plan: Plan) -> FusionResult:
+    """Fusion read the whole turn, reasons included (风直往脸上扑 pulls toward more wind); when no plan was made and
+    one clause alone asks for something, that clause decides between fusion's top two: it is executed."""
+    sole = plan.analysis.sole_request() if plan.analysis is not None and not plan.accepted else None
+    if sole is None or sole not in [c.intent for c in fusion.ranked[:2]]:
+        return fusion
+    return fusion.settled(sole, f"the one request clause reads {sole}")

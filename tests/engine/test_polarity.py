@@ -23,6 +23,10 @@ async def said(text: str, on: str) -> tuple:
     ("座椅加热歇会儿", "cabin_seat_heat_on", "cabin_seat_heat_off"),
     ("声音别那么大", "cabin_volume_up", "cabin_volume_down"),
     ("氛围灯别亮了", "cabin_lights_on", "cabin_lights_off"),
+    ("后座的阅读灯不用一直亮着", "cabin_lights_on", "cabin_lights_off"),
+    ("座椅没必要老热着", "cabin_seat_heat_on", "cabin_seat_heat_off"),
+    ("空调没必要开了", "cabin_ac_on", "cabin_ac_off"),
+    ("雨停了，刮水器不用再刮了", "cabin_wiper_on", "cabin_wiper_off"),
 ])
 async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
     resp, _ = await said(text, on)
@@ -37,6 +41,7 @@ async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
     ("打开天窗", "cabin_sunroof_open"),           # no ceasing words
     ("天窗别开着了", "cabin_sunroof_close"),      # already the "off" side
     ("音乐歇一会儿", "cabin_music_next"),         # not an intent with an opposite
+    ("不用关，空调开着吧", "cabin_ac_on"),        # 不用 before another verb
 ])
 async def test_everything_else_keeps_the_models_reading(text, intent):
     resp, _ = await said(text, intent)

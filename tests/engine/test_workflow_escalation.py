@@ -211,14 +211,14 @@ async def test_a_turn_whose_encoder_was_lost_keeps_the_local_decision_without_as
 
 
 async def test_a_request_said_with_its_reason_keeps_the_local_decision_without_asking_the_llm():
-    """Only the detector reads two requests (the reason sounds like the opposite one); the clauses name one and no
+    """Only the detector reads two requests (the reason sounds like closing the window); the clauses name one and no
     connective joins a second: the turn answers at once, nothing degraded, and the model is never asked."""
     text = "空调关了吧，冷死了"
     fake = FakeModelClient()
     fake.on(text, classifier=[("cabin_ac_off", 0.9)], retriever=[("cabin_ac_off", 0.85)],
-            detector=[("cabin_ac_off", 0.99), ("cabin_ac_on", 0.8)])
+            detector=[("cabin_ac_off", 0.99), ("cabin_window_close", 0.8)])
     fake.on("空调关了吧", classifier=[("cabin_ac_off", 0.95)], detector=[("cabin_ac_off", 0.99)])
-    fake.on("冷死了", classifier=[("cabin_ac_on", 0.3)])
+    fake.on("冷死了", classifier=[("cabin_window_close", 0.3)])
     lm = FakeLm(json.dumps(GOOD))
     r = Rig(models=fake, settings=settings(), llm=lm)
     resp = await chat(r, text=text)

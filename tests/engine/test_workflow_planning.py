@@ -79,6 +79,27 @@ def test_a_bare_verb_acts_on_the_clause_before_and_is_no_step_of_its_own():
     assert scored.selected == []
 
 
+def test_a_clause_reporting_a_state_is_the_reason_and_no_step_of_its_own():
+    analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
+    from protocol.http_chat import Candidate
+    for clause, read in [("窗户开着呢", "cabin_window_open"), ("镜子是折叠状态", "cabin_mirror_fold"),
+                         ("天窗还是开着的", "cabin_sunroof_open")]:
+        assert analyzer.analyze(clause, classifier=[Candidate(intent=read, score=0.97)], detector=[]).selected == []
+    request = analyzer.analyze("把窗户开着", classifier=[Candidate(intent="cabin_window_open", score=0.97)], detector=[])
+    assert request.selected == ["cabin_window_open"], "a request to keep it so is a request"
+
+
+@pytest.mark.parametrize(("clause", "on", "selected"), [
+    ("空调没必要开", "cabin_ac_on", "cabin_ac_off"),
+    ("后座阅读灯不用亮着", "cabin_lights_on", "cabin_lights_off"),
+    ("空调开大一点", "cabin_ac_on", "cabin_ac_on"),
+])
+def test_a_clause_said_as_ceasing_is_a_step_for_the_off_intent(clause, on, selected):
+    analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
+    from protocol.http_chat import Candidate
+    assert analyzer.analyze(clause, classifier=[Candidate(intent=on, score=0.97)], detector=[]).selected == [selected]
+
+
 @pytest.mark.parametrize("operator,value,seen,holds", [
     ("equals", "pending_shipment", "pending_shipment", True),
     ("equals", "pending_shipment", "shipped", False),

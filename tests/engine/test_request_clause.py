@@ -1,0 +1,53 @@
+"""A reason said before the request (风直往脸上扑，风量调低) pulls the whole turn's reading toward the opposite intent:
+through TurnEngine with the real cockpit pack and scripted models, the one clause that asks for something decides
+between fusion's top two, and an intent and its opposite are never read as two requests."""
+from __future__ import annotations
+
+from protocol.http_chat import ChatRequest, TurnStatus
+
+from fakes import FakeModelClient, Rig
+
+TEXT = "后排说风直往脸上扑，风量调低"
+
+
+def reason_pulls_up(request_clause: list[tuple[str, float]], detector: float = 0.9) -> FakeModelClient:
+    fake = FakeModelClient()
+    # the whole turn: a near tie with the opposite on top, so fusion clarifies
+    fake.on(TEXT, classifier=[("cabin_fan_up", 0.5), ("cabin_fan_down", 0.45)],
+            retriever=[("cabin_fan_up", 0.66), ("cabin_fan_down", 0.34)], detector=[("cabin_fan_down", 0.82)])
+    fake.on("后排说风直往脸上扑", classifier=[("cabin_fan_up", 0.4)])
+    fake.on("风量调低", classifier=request_clause, detector=[(request_clause[0][0], detector)])
+    return fake
+
+
+async def turn(fake: FakeModelClient, text: str = TEXT):
+    return await Rig(models=fake).engine.chat(ChatRequest(user_id="u1", session_id="s1", text=text))
+
+
+async def test_the_one_request_clause_decides_between_fusions_top_two():
+    resp = await turn(reason_pulls_up([("cabin_fan_down", 0.95)]))
+    assert resp.intent == "cabin_fan_down" and resp.status == TurnStatus.completed
+    fusion = resp.routing_debug.fusion
+    assert fusion.decision == "execute" and fusion.ranked[0].intent == "cabin_fan_down"
+    assert "the one request clause reads cabin_fan_down" in fusion.reason
+    assert [c.selected for c in resp.routing_debug.planner.clauses] == [[], ["cabin_fan_down"]]
+
+
+async def test_a_request_clause_naming_neither_of_the_top_two_changes_nothing():
+    resp = await turn(reason_pulls_up([("cabin_volume_down", 0.95)]))
+    assert resp.intent == "cabin_fan_up" and resp.status == TurnStatus.clarify
+    assert "request clause" not in resp.routing_debug.fusion.reason
+
+
+async def test_a_clause_too_unsure_to_be_a_request_changes_nothing():
+    resp = await turn(reason_pulls_up([("cabin_fan_down", 0.5)], detector=0.3))
+    assert resp.intent == "cabin_fan_up" and resp.status == TurnStatus.clarify
+
+
+async def test_an_intent_and_its_opposite_are_not_two_requests():
+    text = "家里人在路边等着呢，把门锁打开让她上车"
+    fake = FakeModelClient()
+    fake.on(text, classifier=[("cabin_door_lock", 0.9)], retriever=[("cabin_door_lock", 0.8)],
+            detector=[("cabin_door_lock", 0.87), ("cabin_door_unlock", 0.7), ("cabin_nav_to", 0.6)])
+    resp = await turn(fake, text)
+    assert [c.intent for c in resp.detected_intents] == ["cabin_door_lock", "cabin_nav_to"]
