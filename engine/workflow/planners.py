@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.fusion import FusionResult
+from engine.fusion import FusionResult, RouteDecision
 from engine.pack import ConditionalHint, Pack, Risk, StepHint
 from engine.workflow.analysis import ClauseScore
 from protocol.http_chat import Candidate, StepCondition, Workflow, WorkflowStep, WorkflowType
@@ -168,9 +168,12 @@ class LocalFirstPlanner:
 
 
 def settle(fusion: FusionResult, plan: Plan) -> FusionResult:
-    """Fusion read the whole turn, reasons included (风直往脸上扑 pulls toward more wind); when no plan was made and
-    one clause alone asks for something, that clause decides between fusion's top two: it is executed."""
-    sole = plan.analysis.sole_request() if plan.analysis is not None and not plan.accepted else None
+    """Fusion read the whole turn, reasons included (风直往脸上扑 pulls toward more wind); when it was not sure, no plan
+    was made and one clause alone asks for something, that clause decides between fusion's top two: it is executed.
+    A sure fusion stays: a reason can itself sound like a request (入职培训往后推了，本周计划得重排)."""
+    if fusion.decision == RouteDecision.execute or plan.accepted or plan.analysis is None:
+        return fusion
+    sole = plan.analysis.sole_request()
     if sole is None or sole not in [c.intent for c in fusion.ranked[:2]]:
         return fusion
     return fusion.settled(sole, f"the one request clause reads {sole}")

@@ -44,6 +44,15 @@ async def test_a_clause_too_unsure_to_be_a_request_changes_nothing():
     assert resp.intent == "cabin_fan_up" and resp.status == TurnStatus.clarify
 
 
+async def test_a_sure_fusion_is_not_overruled_by_a_clause():
+    fake = reason_pulls_up([("cabin_fan_down", 0.95)])
+    fake.on(TEXT, classifier=[("cabin_fan_up", 0.9), ("cabin_fan_down", 0.08)], retriever=[("cabin_fan_up", 0.9)],
+            detector=[("cabin_fan_up", 0.9), ("cabin_volume_down", 0.8)])  # two requests read: the planner runs
+    resp = await turn(fake)
+    assert resp.routing_debug.planner is not None and resp.routing_debug.planner.clauses[1].selected == ["cabin_fan_down"]
+    assert resp.intent == "cabin_fan_up" and "request clause" not in resp.routing_debug.fusion.reason
+
+
 async def test_an_intent_and_its_opposite_are_not_two_requests():
     text = "家里人在路边等着呢，把门锁打开让她上车"
     fake = FakeModelClient()
