@@ -27,6 +27,10 @@ async def said(text: str, on: str) -> tuple:
     ("座椅没必要老热着", "cabin_seat_heat_on", "cabin_seat_heat_off"),
     ("空调没必要开了", "cabin_ac_on", "cabin_ac_off"),
     ("雨停了，刮水器不用再刮了", "cabin_wiper_on", "cabin_wiper_off"),
+    ("孩子要睡了，别让空调吹得那么猛", "cabin_fan_up", "cabin_fan_down"),
+    ("车停路边，锁上门别让人开", "cabin_door_unlock", "cabin_door_lock"),
+    ("喇叭声音忒响了，收一收", "cabin_volume_up", "cabin_volume_down"),
+    ("顶上那灯好刺眼", "cabin_lights_on", "cabin_lights_off"),
 ])
 async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
     resp, _ = await said(text, on)
@@ -42,6 +46,8 @@ async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
     ("天窗别开着了", "cabin_sunroof_close"),      # already the "off" side
     ("音乐歇一会儿", "cabin_music_next"),         # not an intent with an opposite
     ("不用关，空调开着吧", "cabin_ac_on"),        # 不用 before another verb
+    ("雨太大了，雨刷快一点", "cabin_wiper_on"),     # too much rain is no excess of the wiper
+    ("声音太小了，再大点", "cabin_volume_up"),      # too little asks for more
 ])
 async def test_everything_else_keeps_the_models_reading(text, intent):
     resp, _ = await said(text, intent)
