@@ -31,6 +31,8 @@ async def said(text: str, on: str) -> tuple:
     ("车停路边，锁上门别让人开", "cabin_door_unlock", "cabin_door_lock"),
     ("喇叭声音忒响了，收一收", "cabin_volume_up", "cabin_volume_down"),
     ("顶上那灯好刺眼", "cabin_lights_on", "cabin_lights_off"),
+    ("一上车就开着座椅加热，屁股都烫了，关掉吧", "cabin_seat_heat_on", "cabin_seat_heat_off"),
+    ("刚开的那首歌太闹，调小点", "cabin_volume_up", "cabin_volume_down"),
 ])
 async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
     resp, _ = await said(text, on)
@@ -59,6 +61,13 @@ def test_a_pack_naming_an_unknown_opposite_does_not_load():
     rules = cockpit.rules.model_copy(update={"opposites": {"cabin_ac_on": "cabin_ac_offf"}})
     with pytest.raises(ValueError, match="cabin_ac_offf"):
         Pack(**{**cockpit.model_dump(), "rules": rules.model_dump()})
+
+
+def test_an_off_verb_said_last_turns_only_when_it_stands_alone():
+    polarity = Polarity(pack("cockpit").rules)
+    assert polarity.turned("你一上车就开空调，冻死了，关了它！", "cabin_ac_on") == "cabin_ac_off"
+    assert polarity.turned("打开空调，关窗", "cabin_ac_on") is None  # its own object: another request
+    assert polarity.turned("车里太闷，开空调吧", "cabin_ac_on") is None
 
 
 def test_without_rules_nothing_changes():
