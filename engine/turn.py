@@ -66,8 +66,9 @@ class TurnEngine:
         self._clock = clock or (lambda: datetime.now(self._tz))
         self._keywords = KeywordMatcher(pack)
         self.clauses = ClauseSplitter(settings.clauses)
+        self._polarity = Polarity(pack.rules)
         self._router = Router(settings=settings, keywords=self._keywords, models=models, clauses=self.clauses,
-                              polarity=Polarity(pack.rules))
+                              polarity=self._polarity)
         self._social = SocialRouter(pack.rules, self._keywords)
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)
@@ -191,7 +192,7 @@ class TurnEngine:
                 response = self._workflow_response(session, await self._flows.start(session, plan.workflow, self._task.runner(ctx), ctx.step))
                 response.routing_debug, response.detected_intents, response.multi_intent = debug, route.detected, True
                 return response
-            route.fusion = settle(route.fusion, plan)
+            route.fusion = settle(route.fusion, plan, rewritten.text, self._polarity)
             debug.fusion = route.fusion.debug()
         response = await self._decide(session, rewritten.text, route, ctx)
         response.routing_debug = debug

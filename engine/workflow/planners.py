@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.fusion import FusionResult, RouteDecision
 from engine.pack import ConditionalHint, Pack, Risk, StepHint
+from engine.polarity import Polarity
 from engine.workflow.analysis import ClauseScore
 from protocol.http_chat import Candidate, StepCondition, Workflow, WorkflowStep, WorkflowType
 
@@ -167,13 +168,14 @@ class LocalFirstPlanner:
         return Plan(False, "", "; ".join(reasons))
 
 
-def settle(fusion: FusionResult, plan: Plan) -> FusionResult:
+def settle(fusion: FusionResult, plan: Plan, text: str, polarity: Polarity) -> FusionResult:
     """Fusion read the whole turn, reasons included (风直往脸上扑 pulls toward more wind); when it was not sure, no plan
     was made and one clause alone asks for something, that clause decides between fusion's top two: it is executed.
-    A sure fusion stays: a reason can itself sound like a request (入职培训往后推了，本周计划得重排)."""
+    A sure fusion stays: a reason can itself sound like a request (入职培训往后推了，本周计划得重排). The whole turn's
+    words still say which side (雨刮咔哒咔哒响，停了: the clause names the wiper, the turn asks it off)."""
     if fusion.decision == RouteDecision.execute or plan.accepted or plan.analysis is None:
         return fusion
     sole = plan.analysis.sole_request()
     if sole is None or sole not in [c.intent for c in fusion.ranked[:2]]:
         return fusion
-    return fusion.settled(sole, f"the one request clause reads {sole}")
+    return polarity.read(text, fusion.settled(sole, f"the one request clause reads {sole}"))

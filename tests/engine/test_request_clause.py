@@ -60,3 +60,14 @@ async def test_an_intent_and_its_opposite_are_not_two_requests():
             detector=[("cabin_door_lock", 0.87), ("cabin_door_unlock", 0.7), ("cabin_nav_to", 0.6)])
     resp = await turn(fake, text)
     assert [c.intent for c in resp.detected_intents] == ["cabin_door_lock", "cabin_nav_to"]
+
+
+async def test_the_request_clause_is_read_with_the_whole_turns_words():
+    """The clause that names the device describes it running; the turn's last words ask it off."""
+    text = "雨刮咔哒咔哒响个不停，吵得娃睡不着，停了"
+    fake = FakeModelClient()
+    fake.on(text, classifier=[("cabin_wiper_on", 0.45), ("cabin_wiper_off", 0.4)], retriever=[("cabin_wiper_off", 0.6)])
+    fake.on("雨刮咔哒咔哒响个不停", classifier=[("cabin_wiper_on", 0.95)], detector=[("cabin_wiper_on", 0.9)])
+    resp = await turn(fake, text)
+    assert resp.intent == "cabin_wiper_off" and resp.status == TurnStatus.completed
+    assert "request clause" in resp.routing_debug.fusion.reason and "said as ceasing" in resp.routing_debug.fusion.reason
