@@ -70,6 +70,13 @@ def test_an_off_verb_said_last_turns_only_when_it_stands_alone():
     assert polarity.turned("车里太闷，开空调吧", "cabin_ac_on") is None
 
 
+def test_the_roads_noise_is_no_excess_of_the_device():
+    polarity = Polarity(pack("cockpit").rules)
+    assert polarity.turned("高速上噪音太大，歌听不清，开大点", "cabin_volume_up") is None
+    assert polarity.turned("风噪好大，音乐再响点", "cabin_volume_up") is None
+    assert polarity.turned("这音乐也太吵了", "cabin_volume_up") == "cabin_volume_down"
+
+
 def test_without_rules_nothing_changes():
     fused = FusionResult(RouteDecision.execute, "r", [Candidate(intent="cabin_ac_on", score=0.9)])
     assert Polarity(Rules()).read("空调歇会儿", fused) is fused
