@@ -29,3 +29,11 @@ def test_haiyou_joins_requests_but_not_a_question_about_what_is_left():
     assert SPLIT.clauses("下午四点后我还有啥安排") == ["下午四点后我还有啥安排"]
     assert SPLIT.clauses("今晚还有事吗") == ["今晚还有事吗"]
     assert SPLIT.clauses("离考试还有两个月") == ["离考试还有两个月"]
+
+
+def test_zai_splits_two_requests_but_not_a_subject_from_its_own_request():
+    assert SPLIT.clauses("关上天窗再打开雨刷") == ["关上天窗", "打开雨刷"]
+    assert SPLIT.clauses("开窗再开空调") == ["开窗", "开空调"]
+    assert SPLIT.clauses("空调再升高两度") == ["空调再升高两度"]
+    assert SPLIT.clauses("她怕凉，空调再升高个两度") == ["她怕凉", "空调再升高个两度"]
+    assert SPLIT.clauses("音量再调大点") == ["音量再调大点"]

@@ -27,6 +27,8 @@ async def said(text: str, on: str) -> tuple:
     ("座椅没必要老热着", "cabin_seat_heat_on", "cabin_seat_heat_off"),
     ("空调没必要开了", "cabin_ac_on", "cabin_ac_off"),
     ("雨停了，刮水器不用再刮了", "cabin_wiper_on", "cabin_wiper_off"),
+    ("进了地库，雨刷不用刮了", "cabin_wiper_on", "cabin_wiper_off"),
+    ("音乐不用放了", "cabin_play_music", "cabin_music_pause"),
     ("孩子要睡了，别让空调吹得那么猛", "cabin_fan_up", "cabin_fan_down"),
     ("车停路边，锁上门别让人开", "cabin_door_unlock", "cabin_door_lock"),
     ("喇叭声音忒响了，收一收", "cabin_volume_up", "cabin_volume_down"),
@@ -48,6 +50,7 @@ async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
     ("天窗别开着了", "cabin_sunroof_close"),      # already the "off" side
     ("音乐歇一会儿", "cabin_music_next"),         # not an intent with an opposite
     ("不用关，空调开着吧", "cabin_ac_on"),        # 不用 before another verb
+    ("不用吹头发了，开空调", "cabin_ac_on"),     # 不用 with something else between it and 了
     ("雨太大了，雨刷快一点", "cabin_wiper_on"),     # too much rain is no excess of the wiper
     ("声音太小了，再大点", "cabin_volume_up"),      # too little asks for more
 ])
