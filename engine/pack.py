@@ -59,6 +59,17 @@ class Intent(Strict):
         return self
 
 
+class Sides(Strict):
+    """The words that name one side of an opposite pair (展开 / 收起, 往大 / 往小, 锁上 / 解锁)."""
+
+    words: dict[str, list[str]] = Field(
+        default_factory=dict, description="Intent of an opposite pair → regexes of the words that ask for that side.")
+    negations: list[str] = Field(
+        default_factory=list, description="Words right before a side's words that take them back (别调大, 不是锁上).")
+    state: str = Field("(?!)", description="Regex right after a side's words saying what is rather than what to do "
+                                           "(折起来的镜子, 折叠状态): those words count for nothing.")
+
+
 class Rules(Strict):
     stop_words: list[str] = Field(default_factory=list, description="Phrases that stop the active task.")
     confirm_yes: list[str] = Field(default_factory=list)
@@ -76,6 +87,8 @@ class Rules(Strict):
     opposites: dict[str, str] = Field(
         default_factory=dict, description="'On' intent → its 'off' intent, for `ceasing`: a turn whose words say ceasing and "
                                           "whose fused top is an 'on' intent is read as its 'off' intent.")
+    sides: Sides = Field(default_factory=Sides, description="The last words in a turn naming a side of an opposite pair "
+                                                            "decide between the pair over the models' reading.")
 
     @model_validator(mode="after")
     def _ceasing_compiles(self) -> "Rules":
@@ -84,6 +97,12 @@ class Rules(Strict):
                 re.compile(pattern)
             except re.error as exc:
                 raise ValueError(f"rules.ceasing: {pattern!r} is not a valid regex: {exc}") from exc
+        for intent, patterns in self.sides.words.items():
+            for pattern in [*patterns, self.sides.state]:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"rules.sides.words.{intent}: {pattern!r} is not a valid regex: {exc}") from exc
         return self
 
 
@@ -188,6 +207,9 @@ class Pack(Strict):
         unknown = sorted({*self.rules.opposites, *self.rules.opposites.values()} - set(ids))
         if unknown:
             raise ValueError(f"rules.opposites names unknown intents: {unknown}")
+        unpaired = sorted(set(self.rules.sides.words) - {*self.rules.opposites, *self.rules.opposites.values()})
+        if unpaired:
+            raise ValueError(f"rules.sides.words names intents without an opposite: {unpaired}")
         return self
 
     def intent(self, intent_id: str) -> Intent | None:

@@ -1,11 +1,13 @@
-"""A request said as stopping its opposite (天窗别开着了, 座椅加热歇会儿, 声音别那么大): the pack's `rules.ceasing`
-and `rules.opposites`.
+"""Which side of an opposite pair a turn asks for: the pack's `rules.opposites`, `rules.ceasing` and `rules.sides`.
 
-Such words name the device and the "on" side of its action, and an encoder reads them close to the "on" request;
-the user asks for the "off" one. When the words say ceasing and fusion's top candidate is an "on" intent with an
-"off" opposite, the top becomes that opposite, at the same score and decision. Only that direction: ceasing never
-asks for the "on" side, and an "off" top stays as it is. The planner's clause analysis asks the same of each clause
-(`turned`), so 空调没必要开 in a longer turn is no request to turn it on.
+An encoder reads 镜子贴着车门，请把它们展开 and 把镜子收起来 close together, and 天窗别开着了 close to opening the
+sunroof: the device dominates, the direction is a word or two. Two lexical rules read the direction instead:
+- ceasing (天窗别开着了, 座椅加热歇会儿, 声音别那么大): the words name the "on" side and ask for the "off" one. Only an
+  "on" intent is turned, to its "off" opposite; ceasing never asks for the "on" side.
+- sides (展开 / 收起, 往大 / 往小, 锁上 / 解锁): the last words in the text naming a side of the top intent's pair decide
+  between the pair. Words taken back by a negation (别调大, 不是锁上) or said as a state (折起来的镜子) count for nothing.
+Either keeps the score and decision and changes only which of the pair is meant. The planner's clause analysis asks
+the same of each clause (`other`), so 空调没必要开 in a longer turn is no request to turn it on.
 """
 from __future__ import annotations
 
@@ -21,12 +23,29 @@ class Polarity:
         self._ceasing = re.compile("|".join(f"(?:{p})" for p in rules.ceasing)) if rules.ceasing else None
         self._opposites = dict(rules.opposites)
         self._either = {**self._opposites, **{off: on for on, off in self._opposites.items()}}
+        sides = rules.sides
+        self._words = {intent: [re.compile(p) for p in patterns] for intent, patterns in sides.words.items()}
+        self._negated = re.compile(f"(?:{'|'.join(map(re.escape, sides.negations))})$") if sides.negations else None
+        self._state = re.compile(sides.state)
 
     def turned(self, text: str, intent: str) -> str | None:
         """The "off" opposite of `intent` when it is an "on" intent and `text` says ceasing; else None."""
         if self._ceasing is None or intent not in self._opposites or not self._ceasing.search(text):
             return None
         return self._opposites[intent]
+
+    def side(self, text: str, intent: str) -> str | None:
+        """The opposite of `intent` when the last words in `text` naming a side of their pair name the other side."""
+        other = self._either.get(intent)
+        if other is None:
+            return None
+        said = [(m.end(), who) for who in (intent, other) for pattern in self._words.get(who, ())
+                for m in pattern.finditer(text) if self._counts(text, m)]
+        return other if said and max(said)[1] == other else None
+
+    def other(self, text: str, intent: str) -> str | None:
+        """The side `text` asks for instead of `intent`, ceasing first; None when it asks for `intent` itself."""
+        return self.turned(text, intent) or self.side(text, intent)
 
     def one_side(self, candidates: list[Candidate]) -> list[Candidate]:
         """`candidates` less any whose opposite ranks before it: 锁门 and 解锁 are never two requests of one turn."""
@@ -37,11 +56,18 @@ class Polarity:
         return kept
 
     def read(self, text: str, fusion: FusionResult) -> FusionResult:
-        """`fusion` with an "on" top turned to its "off" opposite when `text` says ceasing; else `fusion` itself."""
+        """`fusion` with its top changed to the side `text` asks for (`other`); else `fusion` itself."""
         top = fusion.top
-        off = self.turned(text, top.intent) if top is not None else None
+        if top is None:
+            return fusion
+        off, why = self.turned(text, top.intent), "said as ceasing"
+        if off is None:
+            off, why = self.side(text, top.intent), "the words name the other side"
         if off is None:
             return fusion
         ranked = [Candidate(intent=off, score=top.score), *(c for c in fusion.ranked[1:] if c.intent != off)]
-        return FusionResult(decision=fusion.decision, reason=f"{fusion.reason}; said as ceasing: {top.intent} → {off}",
-                            ranked=ranked)
+        return FusionResult(decision=fusion.decision, reason=f"{fusion.reason}; {why}: {top.intent} → {off}", ranked=ranked)
+
+    def _counts(self, text: str, m: re.Match) -> bool:
+        negated = self._negated is not None and self._negated.search(text, 0, m.start())
+        return not negated and not self._state.match(text, m.end())

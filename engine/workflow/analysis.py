@@ -118,7 +118,7 @@ class ClauseAnalyzer:
             return []
         if not marked and top not in spans and score < self._cfg.accept_unmarked:
             return []
-        top = self._polarity.turned(clause.text, top) or top  # 空调没必要开: the clause asks for it off
+        top = self._polarity.other(clause.text, top) or top  # 空调没必要开, 把镜子展开: the side the clause asks for
         return [top, *self.parallel_requests(clause.text, top)]
 
     def parallel_requests(self, text: str, top: str | None = None) -> list[str]:

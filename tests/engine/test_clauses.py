@@ -37,3 +37,4 @@ def test_zai_splits_two_requests_but_not_a_subject_from_its_own_request():
     assert SPLIT.clauses("空调再升高两度") == ["空调再升高两度"]
     assert SPLIT.clauses("她怕凉，空调再升高个两度") == ["她怕凉", "空调再升高个两度"]
     assert SPLIT.clauses("音量再调大点") == ["音量再调大点"]
+    assert SPLIT.clauses("天窗打开，再来首歌") == ["天窗打开", "来首歌"]  # 再来 opening a clause is no "again"

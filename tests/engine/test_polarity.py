@@ -1,5 +1,5 @@
-"""A request said as stopping its opposite (the cockpit pack's `rules.ceasing` and `rules.opposites`), through
-TurnEngine with the real pack and scripted models that read the words as the "on" request."""
+"""Which side of an opposite pair a turn asks for (the cockpit pack's `rules.ceasing`, `rules.sides` and
+`rules.opposites`), through TurnEngine with the real pack and scripted models that read the words as the other side."""
 from __future__ import annotations
 
 import pytest
@@ -88,3 +88,40 @@ def test_without_rules_nothing_changes():
 def test_a_ceasing_pattern_that_is_no_regex_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"rules.ceasing: '别\(开着' is not a valid regex"):
         Rules(ceasing=["别(开着"])
+
+
+@pytest.mark.parametrize(("text", "read", "meant"), [
+    ("镜子贴着车门呢，给我掰开", "cabin_mirror_fold", "cabin_mirror_unfold"),
+    ("出了洗车房，把折起来的镜子复位", "cabin_mirror_fold", "cabin_mirror_unfold"),
+    ("巷子太窄了，镜子往回收", "cabin_mirror_unfold", "cabin_mirror_fold"),
+    ("评书听不清，往大了拧一拧", "cabin_volume_down", "cabin_volume_up"),
+    ("宝宝睡着了，出风给我调小点", "cabin_fan_up", "cabin_fan_down"),
+    ("搞错了，不是锁上，是解锁", "cabin_door_lock", "cabin_door_unlock"),
+    ("毛毛雨，雨刷开个间歇", "cabin_wiper_off", "cabin_wiper_on"),
+])
+async def test_the_last_words_naming_a_side_decide_between_the_pair(text, read, meant):
+    resp, _ = await said(text, read)
+    assert resp.intent == meant and resp.status == TurnStatus.completed
+    assert f"the words name the other side: {read} → {meant}" in resp.routing_debug.fusion.reason
+
+
+@pytest.mark.parametrize(("text", "intent"), [
+    ("音量别调大", "cabin_volume_down"),                  # taken back by a negation
+    ("把镜子打开，现在还是折叠的", "cabin_mirror_unfold"),  # 折叠的 says what is, not what to do
+    ("车门锁好了吗，解锁一下", "cabin_door_unlock"),        # the last side named decides
+    ("后视镜折起来", "cabin_mirror_fold"),                 # its own side
+    ("把空调温度调高", "cabin_set_ac"),                    # no pair
+])
+async def test_words_of_no_other_side_keep_the_models_reading(text, intent):
+    resp, _ = await said(text, intent)
+    assert resp.intent == intent and "other side" not in resp.routing_debug.fusion.reason
+
+
+def test_sides_naming_an_intent_without_an_opposite_or_no_regex_are_refused():
+    cockpit = pack("cockpit")
+    rules = cockpit.rules.model_dump()
+    rules["sides"]["words"]["cabin_set_ac"] = ["调高"]
+    with pytest.raises(ValueError, match="without an opposite: \\['cabin_set_ac'\\]"):
+        Pack(**{**cockpit.model_dump(), "rules": rules})
+    with pytest.raises(ValueError, match=r"rules.sides.words.cabin_volume_up: '\(往大' is not a valid regex"):
+        Rules(sides={"words": {"cabin_volume_up": ["(往大"]}})

@@ -87,14 +87,18 @@ def test_a_clause_reporting_a_state_is_the_reason_and_no_step_of_its_own():
         assert analyzer.analyze(clause, classifier=[Candidate(intent=read, score=0.97)], detector=[]).selected == []
     request = analyzer.analyze("把窗户开着", classifier=[Candidate(intent="cabin_window_open", score=0.97)], detector=[])
     assert request.selected == ["cabin_window_open"], "a request to keep it so is a request"
+    query = analyzer.analyze("看一下订单A12345的状态", classifier=[Candidate(intent="cs_query_order", score=0.97)], detector=[])
+    assert query.selected == ["cs_query_order"], "asking for a thing's state is a request"
 
 
 @pytest.mark.parametrize(("clause", "on", "selected"), [
     ("空调没必要开", "cabin_ac_on", "cabin_ac_off"),
     ("后座阅读灯不用亮着", "cabin_lights_on", "cabin_lights_off"),
     ("空调开大一点", "cabin_ac_on", "cabin_ac_on"),
+    ("两边镜子给我掰开", "cabin_mirror_fold", "cabin_mirror_unfold"),  # the side its words name
+    ("风量往小了调", "cabin_fan_up", "cabin_fan_down"),
 ])
-def test_a_clause_said_as_ceasing_is_a_step_for_the_off_intent(clause, on, selected):
+def test_a_clause_is_a_step_for_the_side_its_words_ask_for(clause, on, selected):
     analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
     from protocol.http_chat import Candidate
     assert analyzer.analyze(clause, classifier=[Candidate(intent=on, score=0.97)], detector=[]).selected == [selected]
