@@ -29,6 +29,7 @@ async def said(text: str, on: str) -> tuple:
     ("雨停了，刮水器不用再刮了", "cabin_wiper_on", "cabin_wiper_off"),
     ("进了地库，雨刷不用刮了", "cabin_wiper_on", "cabin_wiper_off"),
     ("音乐不用放了", "cabin_play_music", "cabin_music_pause"),
+    ("天凉了，冷气甭开了", "cabin_ac_on", "cabin_ac_off"),
     ("孩子要睡了，别让空调吹得那么猛", "cabin_fan_up", "cabin_fan_down"),
     ("车停路边，锁上门别让人开", "cabin_door_unlock", "cabin_door_lock"),
     ("喇叭声音忒响了，收一收", "cabin_volume_up", "cabin_volume_down"),
@@ -98,6 +99,8 @@ def test_a_ceasing_pattern_that_is_no_regex_is_refused_naming_it():
     ("宝宝睡着了，出风给我调小点", "cabin_fan_up", "cabin_fan_down"),
     ("搞错了，不是锁上，是解锁", "cabin_door_lock", "cabin_door_unlock"),
     ("毛毛雨，雨刷开个间歇", "cabin_wiper_off", "cabin_wiper_on"),
+    ("收音机的声音有点小", "cabin_volume_down", "cabin_volume_up"),  # too little asks for more
+    ("后排说风好弱", "cabin_fan_down", "cabin_fan_up"),
 ])
 async def test_the_last_words_naming_a_side_decide_between_the_pair(text, read, meant):
     resp, _ = await said(text, read)
