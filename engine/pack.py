@@ -85,8 +85,8 @@ class Rules(Strict):
         default_factory=list, description="Regexes of a request said as stopping its opposite (天窗别开着了, 座椅加热歇会儿, "
                                           "声音别那么大): the words name the 'on' side, the request is the 'off' side.")
     opposites: dict[str, str] = Field(
-        default_factory=dict, description="'On' intent → its 'off' intent, for `ceasing`: a turn whose words say ceasing and "
-                                          "whose fused top is an 'on' intent is read as its 'off' intent.")
+        default_factory=dict, description="'On' intent → its 'off' intent, for `ceasing` (a turn whose words say ceasing and "
+                                          "whose fused top is an 'on' intent is read as its 'off' intent) and `sides`.")
     sides: Sides = Field(default_factory=Sides, description="The last words in a turn naming a side of an opposite pair "
                                                             "decide between the pair over the models' reading.")
 
