@@ -45,7 +45,8 @@ class Polarity:
 
     def other(self, text: str, intent: str) -> str | None:
         """The side `text` asks for instead of `intent`, ceasing first; None when it asks for `intent` itself."""
-        return self.turned(text, intent) or self.side(text, intent)
+        found = self._other(text, intent)
+        return found[0] if found else None
 
     def one_side(self, candidates: list[Candidate]) -> list[Candidate]:
         """`candidates` less any whose opposite ranks before it: 锁门 and 解锁 are never two requests of one turn."""
@@ -58,15 +59,20 @@ class Polarity:
     def read(self, text: str, fusion: FusionResult) -> FusionResult:
         """`fusion` with its top changed to the side `text` asks for (`other`); else `fusion` itself."""
         top = fusion.top
-        if top is None:
+        found = self._other(text, top.intent) if top is not None else None
+        if found is None:
             return fusion
-        off, why = self.turned(text, top.intent), "said as ceasing"
-        if off is None:
-            off, why = self.side(text, top.intent), "the words name the other side"
-        if off is None:
-            return fusion
+        off, why = found
         ranked = [Candidate(intent=off, score=top.score), *(c for c in fusion.ranked[1:] if c.intent != off)]
         return FusionResult(decision=fusion.decision, reason=f"{fusion.reason}; {why}: {top.intent} → {off}", ranked=ranked)
+
+    def _other(self, text: str, intent: str) -> tuple[str, str] | None:
+        """(the side asked for instead of `intent`, why), ceasing first."""
+        if off := self.turned(text, intent):
+            return off, "said as ceasing"
+        if off := self.side(text, intent):
+            return off, "the words name the other side"
+        return None
 
     def _counts(self, text: str, m: re.Match) -> bool:
         negated = self._negated is not None and self._negated.search(text, 0, m.start())
