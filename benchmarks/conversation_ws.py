@@ -214,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "conversation_ws")
     args = parser.parse_args(argv)
 
-    from engine.settings import load_settings
-    from serve_app import launcher
+    from config.settings import load_settings
+    from serve_app.ops import launcher
     from store.embedded import EmbeddedPostgres
 
     [port] = launcher.free_ports(1)

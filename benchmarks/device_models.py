@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.settings import Settings, load_settings, merged
-from models.devices import DeviceUnavailable
+from config.settings import Settings, load_settings, merged
+from deployments.devices import DeviceUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = ["打开车窗", "把空调调到二十二度", "导航去最近的加油站然后播放音乐", "查一下订单12345的物流"]
@@ -46,7 +46,7 @@ def _encoder(settings: Settings, rounds: int) -> dict:
 
 def _asr(settings: Settings, rounds: int) -> dict:
     from deployments.asr import WARMUP_AUDIO, SpeechRecognizer
-    from models.whisper import bootstrap_whisper
+    from deployments.whisper import bootstrap_whisper
 
     path = settings.whisper_path if settings.asr.model_path else bootstrap_whisper(settings.state_dir)
     model = SpeechRecognizer(model_path=path, cfg=settings.asr, max_audio_s=settings.media.max_audio_s)

@@ -26,7 +26,7 @@ TIMEOUT_S = 600.0
 
 
 def _default_encoder_path() -> Path:
-    from engine.settings import load_settings
+    from config.settings import load_settings
 
     return load_settings(ROOT / "config", os.environ).encoder_path
 
@@ -37,7 +37,8 @@ def measure(path: Path, texts: list[str], *, threads: int, batch1_turns: int, ba
     import torch
 
     torch.set_num_threads(threads)
-    from models.encoder import QUERY_PREFIX, load_encoder
+    from deployments.embedding import QUERY_PREFIX
+    from models.encoder import load_encoder
 
     if not texts:
         raise ValueError("no texts to encode")

@@ -24,13 +24,13 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_CONFIG = ROOT / "config" / "serve_gpu.yaml"
-LOCAL = {"auth": {"require_token": False, "generate_secret": True}, "media": {"store": {"backend": "local"}},
+LOCAL = {"auth": {"require_token": False, "generate_secret": True}, "media": {"object_store": {"backend": "local"}},
          "serving": {"metrics_host": "127.0.0.1"}}
 
 
 def smoke_config(config: dict[str, Any], *, shipped_models: bool) -> dict[str, Any]:
     """The GPU Serve config as one machine runs it (see the module's docstring for what changes and why)."""
-    from engine.settings import merged
+    from config.settings import merged
 
     out = copy.deepcopy(config)
     out["http_options"] = {**out.get("http_options", {}), "host": "127.0.0.1"}
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu_smoke: model folders of {args.config.name} are not here: {', '.join(missing)}. Put them there, or "
               f"run with --shipped-models (the shipped encoder and Whisper base, on the GPU).", file=sys.stderr)
         return 2
-    from serve_app import launcher
+    from serve_app.ops import launcher
 
     [port] = launcher.free_ports(1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     py = sys.executable
     # the packs' heads are built on the encoder this config serves (on the GPU it names)
     subprocess.run([py, "-m", "models.build", "--pack", args.pack, "--serve-config", str(smoke)], cwd=ROOT, env=env, check=True)
-    server = subprocess.Popen([py, "-m", "serve_app.launcher", "--config", str(smoke), "--port", str(port)], cwd=ROOT, env=env)
+    server = subprocess.Popen([py, "-m", "serve_app.ops.launcher", "--config", str(smoke), "--port", str(port)], cwd=ROOT, env=env)
     try:
         if not healthy(f"http://127.0.0.1:{port}/health", server, timeout_s=900):
             print(f"gpu_smoke: Baton did not become healthy on :{port} (the launcher's output above says why)", file=sys.stderr)

@@ -38,7 +38,7 @@ def served_top1(pack, settings, artifacts, rows) -> dict:
     from engine.plugins import PluginRegistry
     from engine.session import InMemorySessionStore
     from engine.turn import TurnEngine
-    from models.artifacts import served_settings
+    from deployments.artifacts import served_settings
     from protocol.http_chat import ChatRequest
 
     settings = served_settings(settings, artifacts)
@@ -75,8 +75,8 @@ def read_rows(path: Path) -> list[tuple[str, str]]:
 
 def measure(name: str, data: Path | None, config_dir: Path, phrasings: list[Path] = ()) -> dict:
     from engine.pack import find_pack, load_pack
-    from engine.settings import load_settings
-    from models import artifacts as layout
+    from config.settings import load_settings
+    from deployments import artifacts as layout
     from models.build import build, pack_settings, rows_to_pack
     from models.evaluate import evaluated_artifacts, held_out
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import psutil
 
-from serve_app import launcher
-from serve_app.app_args import INGRESS
-from serve_app.metrics import MULTIPROC_ENV
+from serve_app.ops import launcher
+from serve_app.args import INGRESS
+from config.environment import METRICS_DIR_ENV
 
 HEAD = "head"
 # Ray gives a starting raylet 30 s (a fixed number) to register; a machine starved by other work can miss that
@@ -82,8 +82,8 @@ class LocalCluster:
             self._saved_env = dict(os.environ)
         os.environ["RAY_TMPDIR"] = str(self._tmp)
         variables = launcher.replica_environment(self.config, self.env)
-        shutil.rmtree(variables[MULTIPROC_ENV], ignore_errors=True)
-        Path(variables[MULTIPROC_ENV]).mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(variables[METRICS_DIR_ENV], ignore_errors=True)
+        Path(variables[METRICS_DIR_ENV]).mkdir(parents=True, exist_ok=True)
         launcher.set_faults(self.config, "")
         os.environ.update(variables)  # every node started below inherits them, and so do its workers
         head_labels, worker_labels = role_labels(self.config)

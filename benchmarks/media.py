@@ -21,9 +21,9 @@ import numpy as np
 from benchmarks.media_samples import ocr_samples, cer, speech_samples, wer
 from deployments.asr import SpeechRecognizer
 from deployments.ocr import ImageTextRecognizer
-from engine.settings import load_settings
+from config.settings import load_settings
 from media.inspect import AUDIO_RATE, decode_audio
-from models.whisper import bootstrap_whisper
+from deployments.whisper import bootstrap_whisper
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +45,7 @@ def bench_asr(settings, rounds: int) -> dict:
     for _ in range(rounds):
         for clip in clips + [long_clip]:
             t0 = time.perf_counter()
-            result = model.transcribe_samples(clip)
+            model.transcribe_samples(clip)
             rows.append((len(clip) / AUDIO_RATE, time.perf_counter() - t0))
         hyps = [model.transcribe_samples(clip).recognized_text for clip in clips]
     short = [(d, s) for d, s in rows if d < 10]

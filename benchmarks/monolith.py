@@ -3,8 +3,8 @@
 The seed-003 architecture given a fair shake: one unbatched in-process pass per turn through the same
 models (one encoder pass, the three heads on its vectors) on a worker thread, with the same runtime and
 thread count as Baton's model replica, and the routes, admission control, error envelope and PostgreSQL
-store (sessions leased per turn, every turn logged) are Baton's own (`serve_app.http_api`,
-`serve_app.stored_chat`). Without DATABASE_URL it uses (or starts) the embedded server under the state dir,
+store (sessions leased per turn, every turn logged) are Baton's own (`serve_app.http.api`,
+`serve_app.turns.stored`). Without DATABASE_URL it uses (or starts) the embedded server under the state dir,
 as `make run` does.
 """
 from __future__ import annotations
@@ -23,30 +23,17 @@ MODEL_WORKERS = 1  # one pass at a time, as one model replica would run them unb
 
 
 def build_api(config_dir: Path, dsn: str) -> FastAPI:
+    from config.settings import load_settings
+    from deployments.artifacts import served_settings
     from deployments.in_process import InProcessModels
     from deployments.nlu import build_nlu
-    from engine.pack import find_pack, load_pack
-    from engine.plugins import PluginRegistry
-    from engine.session import InMemorySessionStore
-    from engine.settings import load_settings
-    from engine.turn import TurnEngine
-    from models.artifacts import served_settings
-    from serve_app.admission import Admission
-    from serve_app.http_api import Serving, create_api
-    from serve_app.auth import Auth, signing_secret
-    from serve_app.metrics import TurnMetrics
-    from serve_app.store_lifespan import open_store_on_start
+    from serve_app.http.api import create_api
+    from serve_app.state import ModelClients, build_state, on_start
 
-    settings = served_settings(load_settings(config_dir, os.environ))
-    pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
-    models = InProcessModels(build_nlu(settings), workers=MODEL_WORKERS)  # built warm
-    engine = TurnEngine(pack=pack, settings=settings, models=models,
-                        sessions=InMemorySessionStore(settings.session.ttl_s), plugins=PluginRegistry())
+    settings = served_settings(load_settings(config_dir))
+    models = ModelClients(nlu=InProcessModels(build_nlu(settings), workers=MODEL_WORKERS))  # built warm
     api = create_api()
-    api.state.serving = Serving(engine=engine, admission=Admission(settings.serving.admission),
-                                metrics=TurnMetrics(), retry_after_s=settings.serving.retry_after_s)
-
-    open_store_on_start(api, dsn, settings, Auth(settings.auth, signing_secret(settings.auth, settings.state_dir, os.environ)))
+    on_start(api, lambda db: build_state(settings, models, db), dsn, settings)
     return api
 
 
@@ -55,14 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config-dir", type=Path, default=ROOT / "config")
     parser.add_argument("--port", type=int, default=8001)
     args = parser.parse_args(argv)
-    from engine.settings import load_settings
-    from serve_app.heap import freeze_startup_heap
+    from config.settings import load_settings
+    from serve_app.replicas.heap import freeze_startup_heap
     from store.embedded import EmbeddedPostgres
 
+    settings = load_settings(args.config_dir.resolve())
     database = None
-    dsn = os.environ.get("DATABASE_URL")
+    dsn = settings.env.database_url.get_secret_value() if settings.env.database_url else None
     if not dsn:
-        database = EmbeddedPostgres(load_settings(args.config_dir.resolve(), os.environ).state_dir / "pgdata")
+        database = EmbeddedPostgres(settings.state_dir / "pgdata")
         dsn = database.start()
     # uvicorn re-raises the SIGTERM it handled once it has shut down; exiting through this handler instead
     # lets the embedded database below be stopped

@@ -170,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         args.steady_s, args.settle_s, args.recover_s = 5.0, 5.0, 300.0
 
     from engine.pack import find_pack, load_pack
-    from engine.settings import load_settings
-    from serve_app import launcher
+    from config.settings import load_settings
+    from serve_app.ops import launcher
     from store.embedded import EmbeddedPostgres
 
     [port] = launcher.free_ports(1)

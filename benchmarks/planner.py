@@ -1,14 +1,10 @@
 """`python -m benchmarks.planner`: the LLM planner's endpoint and its plans, on the served app (cockpit pack).
 
-Starts Baton (the Planner deployment: vLLM on the CPU, gemma-3-270m) on a throwaway embedded PostgreSQL, then:
-1. the endpoint in vLLM `bench serve`'s vocabulary, measured by this harness (the CPU build's `vllm` CLI does not
-   run): streaming `/v1/chat/completions` at 1, 2 and 4 concurrent clients with the planner's own prompt and plan
-   schema — TTFT, TPOT, ITL, end to end, output tokens/s, and goodput (requests whose end to end fits
-   stages_ms.planner_llm);
-2. plans, on benchmarks/data/plans_cockpit.yaml (held out from the prompt's examples): each utterance as a chat
-   turn (the local planners, and the LLM planner inside the turn's budget when they did not accept), then the
-   LLM's plan for every utterance without a deadline — the share of LLM plans that are schema-valid, valid against
-   the catalog, grounded in the words, and correct, next to the local planners'.
+Starts Baton (the Planner deployment: vLLM on the CPU, gemma-3-270m) on a throwaway embedded PostgreSQL, then
+1. streams `/v1/chat/completions` at 1, 2 and 4 concurrent clients with the planner's own prompt and schema (vLLM
+   `bench serve`'s vocabulary: TTFT, TPOT, ITL, end to end, tokens/s, goodput inside stages_ms.planner_llm);
+2. plans benchmarks/data/plans_cockpit.yaml as chat turns, then without a deadline: the share of LLM plans that are
+   schema-valid, catalog-valid, grounded and correct, next to the local planners'.
 Writes JSON, markdown and a figure under benchmarks/results/planner/.
 """
 from __future__ import annotations
@@ -42,7 +38,7 @@ def planner_for(pack_name: str):
     from engine.llm.planner import LlmWorkflowPlanner
     from engine.llm.prompts import PromptSet
     from engine.pack import find_pack, load_pack
-    from engine.settings import load_settings
+    from config.settings import load_settings
 
     class Capture:
         async def complete(self, request):
@@ -262,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "planner")
     args = parser.parse_args(argv)
 
-    from engine.settings import load_settings
-    from serve_app import launcher
+    from config.settings import load_settings
+    from serve_app.ops import launcher
     from store.embedded import EmbeddedPostgres
 
     [port] = launcher.free_ports(1)

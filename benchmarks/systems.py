@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from benchmarks.scenario import SystemSpec
-from serve_app.launcher import free_ports
+from serve_app.ops.launcher import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "config"
@@ -26,7 +26,7 @@ STOP_TIMEOUT_S = 60.0
 # Ray starts its workers (every Serve replica) at nice 15; the monolith runs at nice 0. On a machine shared with
 # other work that alone starves Baton, so the harness gives Ray workers the monolith's priority.
 BATON_ENV = {"RAY_worker_niceness": "0"}
-READY_LINE = "Baton is serving"  # what serve_app.launcher prints once its warm-up turn ran every stage
+READY_LINE = "Baton is serving"  # what serve_app.ops.launcher prints once its warm-up turn ran every stage
 
 
 def set_dotted(target: dict, dotted: str, value: Any) -> None:
@@ -76,7 +76,7 @@ def model_deployments(spec: SystemSpec) -> list[str]:
 def with_settings(settings: dict[str, Any], source: Path, target: Path) -> Path:
     """Copy the config folder `source` to `target` with the dotted settings overrides in its baton.yaml, and check the
     result loads (engine.settings refuses unknown keys, so a stale override fails here, not in a replica)."""
-    from engine.settings import load_settings
+    from config.settings import load_settings
 
     if target.exists():
         shutil.rmtree(target)
@@ -143,7 +143,7 @@ def start_system(spec: SystemSpec, *, workdir: Path, pack: str, extra_deployment
         config = _serve_config(spec, config_dir, extra_deployments)
         path = workdir / "serve.yaml"
         path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
-        cmd = [sys.executable, "-m", "serve_app.launcher", "--config", str(path), "--port", str(port)]
+        cmd = [sys.executable, "-m", "serve_app.ops.launcher", "--config", str(path), "--port", str(port)]
         env.update(BATON_ENV)
     else:
         port = monolith_port or port

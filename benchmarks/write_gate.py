@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
 
-    from serve_app import launcher
+    from serve_app.ops import launcher
     from store.embedded import EmbeddedPostgres
 
     [port] = launcher.free_ports(1)

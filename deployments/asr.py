@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.media_settings import AsrConfig
+from config.media import AsrConfig
 from media.inspect import AUDIO_RATE, decode_audio
-from models.devices import ctranslate2_device
+from deployments.devices import ctranslate2_device
 from protocol.media import Recognition, Segment
 
 # Real speech (espeak-ng reading pinyin: "把空调调到二十二度", committed): VAD and decoding both run on it

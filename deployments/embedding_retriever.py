@@ -7,8 +7,8 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from engine.settings import ModelsConfig
-from models.artifacts import RETRIEVER_INDEX, RETRIEVER_ROWS, selected
+from config.models import ModelsConfig
+from deployments.artifacts import RETRIEVER_INDEX, RETRIEVER_ROWS, selected
 from protocol.http_chat import Candidate
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.settings import ModelsConfig
-from models.embedding import RunControl, SentenceEncoder
+from config.models import ModelsConfig
+from deployments.embedding import RunControl, SentenceEncoder
 
 WARMUP_TEXTS = (("打开车窗然后播放音乐", "打开车窗", "播放音乐"), ("把空调调到二十二度",))
 

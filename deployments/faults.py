@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FAULTS_FILE_ENV = "BATON_FAULTS_FILE"
 
 
 class InjectedFault(Exception):

@@ -8,7 +8,7 @@ from deployments.faults import FaultSet
 from deployments.media_source import StoredMediaRecognizer, build_media_recognizer
 from engine.media import MediaClient
 from engine.model_client import StageError
-from engine.settings import Settings
+from config.settings import Settings
 from media.store import ObjectStore
 from protocol.media import Recognition
 

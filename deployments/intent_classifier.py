@@ -4,14 +4,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import joblib
 import numpy as np
 
-from engine.settings import ModelsConfig
-from models.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, LinearHead, selected, softmax
-from models.devices import torch_device
+from config.models import ModelsConfig
+from deployments.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, LinearHead, selected, softmax
+from deployments.devices import torch_device
 from protocol.http_chat import Candidate
+
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
 
 
 class NgramModel:
@@ -22,7 +26,7 @@ class NgramModel:
     with other TF-IDF options fall back to `predict_proba`.
     """
 
-    def __init__(self, pipeline) -> None:
+    def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
         tfidf, lr = pipeline.named_steps["tfidf"], pipeline.named_steps["lr"]
         self._fast = (tfidf.analyzer == "char" and tfidf.sublinear_tf and tfidf.norm == "l2" and tfidf.use_idf
@@ -35,7 +39,7 @@ class NgramModel:
 
     def predict_proba(self, texts: list[str]) -> np.ndarray:
         if not self._fast:
-            return self._pipeline.predict_proba(texts)
+            return cast(np.ndarray, self._pipeline.predict_proba(texts))
         logits = np.tile(self._bias, (len(texts), 1))
         for row, text in enumerate(texts):
             counts = Counter(self._vocabulary[g] for g in self._analyze(text) if g in self._vocabulary)

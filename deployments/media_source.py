@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from engine.media import STAGE_KIND
-from engine.settings import Settings
-from media.keys import is_valid_key, kind_of
+from config.settings import Settings
+from engine.media_keys import is_valid_key, kind_of
 from media.store import ObjectNotFound, ObjectStore
 from protocol.media import Recognition
 
@@ -45,16 +45,16 @@ def build_media_recognizer(stage: str, settings: Settings, store: ObjectStore | 
     store = store or build_store(settings)
     if stage == "asr":
         from deployments.asr import SpeechRecognizer
-        from models.whisper import bootstrap_whisper
+        from deployments.whisper import bootstrap_whisper
 
         path = settings.whisper_path if settings.asr.model_path else bootstrap_whisper(settings.state_dir)
-        model = SpeechRecognizer(model_path=path, cfg=settings.asr, max_audio_s=settings.media.max_audio_s)
-        recognizer = StoredMediaRecognizer(stage=stage, store=store, recognize=model.transcribe, warmup=model.warmup)
+        speech = SpeechRecognizer(model_path=path, cfg=settings.asr, max_audio_s=settings.media.max_audio_s)
+        recognizer = StoredMediaRecognizer(stage=stage, store=store, recognize=speech.transcribe, warmup=speech.warmup)
     elif stage == "ocr":
         from deployments.ocr import ImageTextRecognizer
 
-        model = ImageTextRecognizer(cfg=settings.ocr, max_image_pixels=settings.media.max_image_pixels)
-        recognizer = StoredMediaRecognizer(stage=stage, store=store, recognize=model.recognize, warmup=model.warmup)
+        ocr = ImageTextRecognizer(cfg=settings.ocr, max_image_pixels=settings.media.max_image_pixels)
+        recognizer = StoredMediaRecognizer(stage=stage, store=store, recognize=ocr.recognize, warmup=ocr.warmup)
     else:
         raise ValueError(f"Unknown media stage '{stage}'; choose one of {sorted(STAGE_KIND)}.")
     if warm:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.artifacts import DETECTOR_HEAD, LinearHead, sigmoid
+from deployments.artifacts import DETECTOR_HEAD, LinearHead, sigmoid
 from protocol.http_chat import Candidate
 
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -18,9 +19,10 @@ from deployments.encoder import Encoder
 from deployments.intent_classifier import IntentClassifier
 from deployments.multi_intent_detector import MultiIntentDetector
 from engine.model_client import ENCODER, HEADS
-from engine.settings import ModelsConfig, Settings
-from models.artifacts import encoder_for
-from models.embedding import PassStopped, RunControl
+from config.models import ModelsConfig
+from config.settings import Settings
+from deployments.artifacts import encoder_for
+from deployments.embedding import PassStopped, RunControl
 from protocol.http_chat import Candidate
 
 Scores = list[tuple[str, float]]
@@ -74,9 +76,9 @@ def shared_heads(models: ModelsConfig) -> tuple[str, ...]:
 
 
 class NluModel:
-    def __init__(self, *, encoder: Encoder | None, classifier: IntentClassifier, detector: MultiIntentDetector,
-                 retriever: EmbeddingRetriever, own_encoders: dict[str, Encoder] | None = None,
-                 shared: Collection[str] = HEADS) -> None:
+    def __init__(self, *, encoder: Encoder | None, classifier: IntentClassifier | _Absent,
+                 detector: MultiIntentDetector | _Absent, retriever: EmbeddingRetriever | _Absent,
+                 own_encoders: dict[str, Encoder] | None = None, shared: Collection[str] = HEADS) -> None:
         self.encoder = encoder
         self.classifier = classifier
         self.detector = detector
@@ -142,8 +144,8 @@ class NluModel:
                 if reads_shared and shared is None:
                     if name != "classifier":
                         raise RuntimeError(f"no embedding: the encoder failed ({encoder_error})")
-                    rows = [t for i in items for t in i.texts]
-                    ranked = _per_item(items, [as_scores(r) for r in self.classifier.classify_text_only(rows)])
+                    texts = [t for i in items for t in i.texts]
+                    ranked = _per_item(items, [as_scores(r) for r in self.classifier.classify_text_only(texts)])
                     for a in answers:
                         a.partial[name] = f"n-gram model only: the encoder failed ({encoder_error})"
                 else:
@@ -193,8 +195,7 @@ class NoopNlu:
 
     def input_dim(self, name: str) -> int:
         """The embedding width head `name` was built on."""
-        return {"classifier": lambda: self.classifier.dim, "detector": lambda: self.detector.dim,
-                "retriever": lambda: self.retriever.dim}[name]()
+        return 1  # the width of `encode`'s rows
 
     def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[HeadScores]:
         return [HeadScores([]) for _ in items]
@@ -243,5 +244,5 @@ class _Absent:
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def __getattr__(self, attr: str):
+    def __getattr__(self, attr: str) -> NoReturn:
         raise RuntimeError(f"this process did not load the {self._name}")

@@ -16,15 +16,15 @@ def candidates(scores: Scores) -> list[Candidate]:
 class FutureCall(NluCall):
     def __init__(self) -> None:
         loop = asyncio.get_running_loop()
-        self._futures: dict[str, asyncio.Future] = {s: loop.create_future() for s in NLU_STAGES}
+        self._futures: dict[str, asyncio.Future[StageOutcome]] = {s: loop.create_future() for s in NLU_STAGES}
         for future in self._futures.values():
             future.add_done_callback(_retrieve)
-        self._on_cancel: list[Callable[[], None]] = []
+        self._on_cancel: list[Callable[[], object]] = []
 
     def outcome(self, stage: str) -> Awaitable[StageOutcome]:
         return asyncio.shield(self._futures[stage])  # a timed-out wait must not cancel what others await
 
-    def on_cancel(self, hook: Callable[[], None]) -> None:
+    def on_cancel(self, hook: Callable[[], object]) -> None:
         self._on_cancel.append(hook)
 
     def resolve(self, stage: str, outcome: StageOutcome) -> None:
@@ -68,7 +68,7 @@ class FutureCall(NluCall):
             t = end
 
 
-def _retrieve(future: asyncio.Future) -> None:
+def _retrieve(future: asyncio.Future[StageOutcome]) -> None:
     if not future.cancelled():
         future.exception()  # an outcome nobody awaited (the turn moved on) is not an unhandled error
 

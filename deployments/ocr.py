@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.media_settings import OcrConfig
-from models.devices import CUDA_PROVIDER, onnx_providers
+from config.media import OcrConfig
+from deployments.devices import CUDA_PROVIDER, onnx_providers
 from protocol.media import Recognition, TextLine
 
 # A real line of text (rendered once, committed): a blank image would not run the recognition model at all
@@ -65,8 +65,8 @@ def _decode(data: bytes, max_pixels: int) -> np.ndarray:
     with Image.open(io.BytesIO(data)) as image:
         if image.size[0] * image.size[1] > max_pixels:
             raise _TooLarge(f"The image is {image.size[0]}x{image.size[1]} pixels; the limit is {max_pixels}.")
-        image = ImageOps.exif_transpose(image)
-        return np.asarray(image.convert("RGB"))
+        upright = ImageOps.exif_transpose(image)
+        return np.asarray(upright.convert("RGB"))
 
 
 def _span(line: TextLine) -> tuple[float, float]:

@@ -25,7 +25,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypedDict
+
+
+class _Totals(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    ttft_ms: float | None
+
 
 _ROLE_NAMES = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
 
@@ -114,7 +121,7 @@ class VllmEngine:
             output_kind=RequestOutputKind.DELTA,
         )
         started = time.monotonic()
-        totals = {"prompt_tokens": 0, "completion_tokens": 0, "ttft_ms": None}
+        totals: _Totals = {"prompt_tokens": 0, "completion_tokens": 0, "ttft_ms": None}
         finish_reason: str | None = None
         self._active.add(request_id)
         try:

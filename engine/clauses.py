@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from engine.settings import ClauseConfig
+from config.engine import ClauseConfig
 
 
 class ClauseSplitter:

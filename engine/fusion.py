@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from engine.settings import FusionConfig
+from config.engine import FusionConfig
 from protocol.http_chat import Candidate, FusionDebug, StageDebug
 
 
@@ -81,7 +81,7 @@ def fuse(stages: dict[str, StageDebug], cfg: FusionConfig) -> FusionResult:
     )
     if top.score >= cfg.execute_threshold and (len(backers) >= 2 or "keyword" in backers or classifier_sure):
         return FusionResult(RouteDecision.execute, f"score {top.score:.2f} ≥ {cfg.execute_threshold}, backed by {'+'.join(backers) or 'classifier'}", ranked)
-    if classifier_sure:
+    if classifier_sure and classifier is not None:
         return FusionResult(RouteDecision.execute, f"classifier confident ({classifier.score:.2f}, margin {_stage_margin(classifier):.2f})", ranked)
     if top.score >= cfg.route_to_cloud_threshold:
         if margin < cfg.clarify_margin and len(ranked) > 1:

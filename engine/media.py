@@ -16,10 +16,11 @@ from engine.media_errors import (
     NoText,
     UndecodableMedia,
 )
-from engine.media_settings import MediaKind
+from config.media import MediaKind
 from engine.model_client import StageError
-from engine.settings import MEDIA_STAGE, Settings
-from media.keys import key_from_source_url, kind_of
+from config.budgets import MEDIA_STAGE
+from config.settings import Settings
+from engine.media_keys import key_from_source_url, kind_of
 from protocol.http_chat import ChatRequest
 from protocol.media import Recognition
 

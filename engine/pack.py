@@ -215,6 +215,13 @@ class Pack(Strict):
     def intent(self, intent_id: str) -> Intent | None:
         return next((i for i in self.intents if i.id == intent_id), None)
 
+    def known_intent(self, intent_id: str) -> Intent:
+        """The intent of an id that came from this pack (a workflow step, a routed decision); KeyError if none."""
+        intent = self.intent(intent_id)
+        if intent is None:
+            raise KeyError(f"the pack has no intent {intent_id!r}")
+        return intent
+
     @property
     def intent_ids(self) -> list[str]:
         return [i.id for i in self.intents]
@@ -233,7 +240,7 @@ def load_pack(path: Path) -> Pack:
     """Load a pack folder: `pack.yaml` (name, rules, responses), every `intents/*.yaml` (a list of intents) and,
     if present, `workflows.yaml` (templates and conditional hints of the planner)."""
     head = yaml.safe_load((path / "pack.yaml").read_text(encoding="utf-8")) or {}
-    intents: list[dict] = list(head.pop("intents", []) or [])
+    intents: list[dict[str, Any]] = list(head.pop("intents", []) or [])
     for part in sorted((path / "intents").glob("*.yaml")):
         intents.extend(yaml.safe_load(part.read_text(encoding="utf-8")) or [])
     flows = path / "workflows.yaml"

@@ -53,9 +53,12 @@ FAN_MAX, VOLUME_MAX, VOLUME_STEP = 7, 30, 3
 ORDER_STATUSES = ("pending_shipment", "shipped", "delivered")
 STATUS_SAID = {"pending_shipment": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消"}
 
+Slots = dict[str, Any]
+CabinPlugin = Callable[[Vehicle, Slots], PluginResult]
 
-def _toggle(attr: str, value: bool, done: str, already: str) -> Callable[[Vehicle, dict], PluginResult]:
-    def run(v: Vehicle, slots: dict) -> PluginResult:
+
+def _toggle(attr: str, value: bool, done: str, already: str) -> CabinPlugin:
+    def run(v: Vehicle, slots: Slots) -> PluginResult:
         if getattr(v, attr) == value:
             return PluginResult(True, already, {attr: value}, changed=False)
         setattr(v, attr, value)
@@ -63,57 +66,57 @@ def _toggle(attr: str, value: bool, done: str, already: str) -> Callable[[Vehicl
     return run
 
 
-def _set_ac(v: Vehicle, slots: dict) -> PluginResult:
+def _set_ac(v: Vehicle, slots: Slots) -> PluginResult:
     v.ac_on, v.temperature = True, float(slots["temperature"])
     return PluginResult(True, f"空调已调到{slots['temperature']}度", {"temperature": slots["temperature"], "ac_on": True})
 
 
-def _fan(step: int) -> Callable[[Vehicle, dict], PluginResult]:
-    def run(v: Vehicle, slots: dict) -> PluginResult:
+def _fan(step: int) -> CabinPlugin:
+    def run(v: Vehicle, slots: Slots) -> PluginResult:
         level = min(FAN_MAX, max(1, v.fan_level + step))
         changed, v.fan_level = level != v.fan_level, level
         return PluginResult(True, f"风量{'已' if changed else '已经是'}{level}档", {"fan_level": level}, changed)
     return run
 
 
-def _volume(step: int) -> Callable[[Vehicle, dict], PluginResult]:
-    def run(v: Vehicle, slots: dict) -> PluginResult:
+def _volume(step: int) -> CabinPlugin:
+    def run(v: Vehicle, slots: Slots) -> PluginResult:
         level = min(VOLUME_MAX, max(0, v.volume + step))
         changed, v.volume, v.muted = level != v.volume, level, False
         return PluginResult(True, f"音量{level}", {"volume": level}, changed)
     return run
 
 
-def _navigate(v: Vehicle, slots: dict) -> PluginResult:
+def _navigate(v: Vehicle, slots: Slots) -> PluginResult:
     v.destination = str(slots["destination"])
     return PluginResult(True, f"开始导航去{v.destination}", {"destination": v.destination})
 
 
-def _nav_cancel(v: Vehicle, slots: dict) -> PluginResult:
+def _nav_cancel(v: Vehicle, slots: Slots) -> PluginResult:
     if v.destination is None:
         return PluginResult(True, "当前没有在导航", {}, changed=False)
     v.destination = None
     return PluginResult(True, "导航已结束", {})
 
 
-def _play(v: Vehicle, slots: dict) -> PluginResult:
+def _play(v: Vehicle, slots: Slots) -> PluginResult:
     v.music_playing, v.song = True, slots.get("song") or v.song
     return PluginResult(True, f"开始播放{v.song or '音乐'}", {"playing": True, "song": v.song})
 
 
-def _track(step: int) -> Callable[[Vehicle, dict], PluginResult]:
-    def run(v: Vehicle, slots: dict) -> PluginResult:
+def _track(step: int) -> CabinPlugin:
+    def run(v: Vehicle, slots: Slots) -> PluginResult:
         v.track, v.music_playing = max(0, v.track + step), True
         return PluginResult(True, "已切换到" + ("下一首" if step > 0 else "上一首"), {"track": v.track})
     return run
 
 
-def _mute(v: Vehicle, slots: dict) -> PluginResult:
+def _mute(v: Vehicle, slots: Slots) -> PluginResult:
     changed, v.muted = not v.muted, True
     return PluginResult(True, "已静音", {"muted": True}, changed)
 
 
-CABIN_PLUGINS: dict[str, Callable[[Vehicle, dict], PluginResult]] = {
+CABIN_PLUGINS: dict[str, CabinPlugin] = {
     "plugin.cabin.navigation": _navigate,
     "plugin.cabin.navigation.cancel": _nav_cancel,
     "plugin.cabin.ac.on": _toggle("ac_on", True, "空调已打开", "空调已经开着了"),
@@ -161,13 +164,15 @@ class World(BaseModel):
         return self.orders[order_id]
 
 
-def _order_query(w: World, slots: dict) -> PluginResult:
+OrderPlugin = Callable[[World, Slots], PluginResult]
+
+def _order_query(w: World, slots: Slots) -> PluginResult:
     oid = str(slots["order_id"])
     status = w.order_status(oid)
     return PluginResult(True, f"订单{oid}状态：{STATUS_SAID.get(status, status)}", {"order_id": oid, "order_status": status}, False)
 
 
-def _logistics(w: World, slots: dict) -> PluginResult:
+def _logistics(w: World, slots: Slots) -> PluginResult:
     oid = slots.get("order_id")
     if not oid:
         return PluginResult(True, "您最近的包裹正在运输途中", {"logistics": "in_transit"}, False)
@@ -175,7 +180,7 @@ def _logistics(w: World, slots: dict) -> PluginResult:
     return PluginResult(True, f"订单{oid}物流状态：{STATUS_SAID.get(status, status)}", {"order_id": oid, "order_status": status}, False)
 
 
-def _order_cancel(w: World, slots: dict) -> PluginResult:
+def _order_cancel(w: World, slots: Slots) -> PluginResult:
     oid = str(slots["order_id"])
     status = w.order_status(oid)
     if status == "cancelled":
@@ -186,7 +191,7 @@ def _order_cancel(w: World, slots: dict) -> PluginResult:
     return PluginResult(True, f"订单{oid}已取消", {"order_id": oid, "order_status": "cancelled"})
 
 
-ORDER_PLUGINS: dict[str, Callable[[World, dict], PluginResult]] = {
+ORDER_PLUGINS: dict[str, OrderPlugin] = {
     "plugin.order.query": _order_query,
     "plugin.logistics.query": _logistics,
     "plugin.order.cancel": _order_cancel,
@@ -200,7 +205,7 @@ class PluginRegistry:
     def knows(self, plugin_id: str) -> bool:
         return plugin_id in CABIN_PLUGINS or plugin_id in ORDER_PLUGINS
 
-    def execute(self, plugin_id: str, *, world: World, slots: dict) -> PluginResult:
+    def execute(self, plugin_id: str, *, world: World, slots: Slots) -> PluginResult:
         if plugin_id in CABIN_PLUGINS:
             return CABIN_PLUGINS[plugin_id](world.vehicle, slots)
         if plugin_id in ORDER_PLUGINS:

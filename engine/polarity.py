@@ -59,7 +59,9 @@ class Polarity:
     def read(self, text: str, fusion: FusionResult) -> FusionResult:
         """`fusion` with its top changed to the side `text` asks for (`other`); else `fusion` itself."""
         top = fusion.top
-        found = self._other(text, top.intent) if top is not None else None
+        if top is None:
+            return fusion
+        found = self._other(text, top.intent)
         if found is None:
             return fusion
         off, why = found
@@ -74,6 +76,6 @@ class Polarity:
             return off, "the words name the other side"
         return None
 
-    def _counts(self, text: str, m: re.Match) -> bool:
+    def _counts(self, text: str, m: re.Match[str]) -> bool:
         negated = self._negated is not None and self._negated.search(text, 0, m.start())
         return not negated and not self._state.match(text, m.end())

@@ -8,7 +8,7 @@ from engine.pack import Intent, Pack, SlotSpec
 from engine.plugins import PluginResult
 
 
-class _Blank(dict):
+class _Blank(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return ""
 
@@ -40,7 +40,7 @@ class ResponsePolicy:
         labels = [i.label for i in map(self._pack.intent, intent_ids) if i]
         return self._say("clarify", options="还是".join(labels))
 
-    def done(self, intent: Intent, slots: dict, result: PluginResult) -> str:
+    def done(self, intent: Intent, slots: dict[str, Any], result: PluginResult) -> str:
         if not result.success:
             return self._say("plugin_failed", label=intent.label, message=result.message)
         if intent.reply and result.changed:
@@ -57,7 +57,7 @@ class ResponsePolicy:
             return self._say("decided_local", label=label)
         return self._say("decided", label=label, agent=agent)
 
-    def confirm(self, intent: Intent, slots: dict) -> str:
+    def confirm(self, intent: Intent, slots: dict[str, Any]) -> str:
         return self._say("confirm", label=render(intent.label, **slots), **slots)
 
     def pending_hint(self, intent: Intent | None, waiting: str) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from engine.slots import parse_chinese_number
 
@@ -30,7 +31,7 @@ class Rewrite:
     reason: str = ""
 
 
-def rewrite(text: str, *, current_intent: str | None, memory: dict, max_chars: int = 16) -> Rewrite:
+def rewrite(text: str, *, current_intent: str | None, memory: dict[str, Any], max_chars: int = 16) -> Rewrite:
     """Turn a short follow-up into a full command using the session's last intent and context memory."""
     stripped = text.strip()
     if not current_intent or len(stripped) > max_chars:
@@ -43,7 +44,7 @@ def rewrite(text: str, *, current_intent: str | None, memory: dict, max_chars: i
     return Rewrite(text, False)
 
 
-def _rewrite_ac(text: str, memory: dict) -> Rewrite | None:
+def _rewrite_ac(text: str, memory: dict[str, Any]) -> Rewrite | None:
     last = memory.get("last_temperature")
     if last is None:
         return None
@@ -66,7 +67,7 @@ def _rewrite_ac(text: str, memory: dict) -> Rewrite | None:
     return Rewrite(f"把空调调到{shown}度", True, f"ac_{'up' if up else 'down'}_from_{last}")
 
 
-def _rewrite_music(text: str, memory: dict) -> Rewrite | None:
+def _rewrite_music(text: str, memory: dict[str, Any]) -> Rewrite | None:
     if _PREV.search(text):
         return Rewrite("播放上一首歌", True, "music_previous")
     if _NEXT.search(text):
@@ -74,7 +75,7 @@ def _rewrite_music(text: str, memory: dict) -> Rewrite | None:
     return None
 
 
-def _rewrite_nav(text: str, memory: dict) -> Rewrite | None:
+def _rewrite_nav(text: str, memory: dict[str, Any]) -> Rewrite | None:
     destination = memory.get("last_destination")
     pref = _ROUTE_PREF.search(text)
     if not destination or not pref:

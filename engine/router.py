@@ -12,7 +12,7 @@ from engine.keyword import KeywordMatcher
 from engine.model_client import ENCODER, HEADS, ModelClient, NluCall, NluRequest, StageError
 from engine.pack import SPECIAL_INTENTS, Rules
 from engine.polarity import Polarity
-from engine.settings import Settings
+from config.settings import Settings
 from protocol.http_chat import Candidate, StageDebug
 
 MATCHERS = ("classifier", "retriever")
@@ -59,7 +59,7 @@ class Router:
             with deadline.measure("keyword"):
                 keyword_hits = self._keywords.match(text)
             clause_scores: dict[str, tuple[list[Candidate], ...]] = {}
-            vector: list = []
+            vector: list[tuple[float, ...]] = []
             encoder = await self._outcome(call, ENCODER, deadlines[ENCODER], started, deadline, clause_scores, vector)
             if encoder.degraded:
                 call.cancel()
@@ -86,14 +86,17 @@ class Router:
                      clause_scores=clause_scores, vector=vector[0] if vector else None)
 
     async def _outcome(self, call: NluCall, stage: str, at: float, started: float, deadline: Deadline,
-                       clause_scores: dict[str, tuple[list[Candidate], ...]], vector: list | None = None) -> StageDebug:
+                       clause_scores: dict[str, tuple[list[Candidate], ...]],
+                       vector: list[tuple[float, ...]] | None = None) -> StageDebug:
         accept_at = self._settings.fusion.stage_accept.get(stage, self._settings.detector.threshold)
         waited_from = time.time()
         try:
             try:
                 outcome = await asyncio.wait_for(call.outcome(stage), max(0.0, at - waited_from))
             except asyncio.CancelledError as exc:
-                if asyncio.current_task().cancelling():
+                task = asyncio.current_task()
+                assert task is not None  # awaited inside the turn's task
+                if task.cancelling():
                     raise  # the turn itself is being cancelled
                 raise StageError(stage, "cancelled") from exc
         except (TimeoutError, StageError) as exc:

@@ -13,9 +13,10 @@ from engine.plugins import PluginRegistry, PluginResult
 from engine.replies import decision, reply
 from engine.responses import ResponsePolicy
 from engine.session import SessionState, SessionStatus
-from engine.settings import Settings
+from config.settings import Settings
 from engine.slot_filling import SlotFiller
 from engine.turn_context import TurnContext
+from engine.workflow.executor import RunPlugin
 from protocol.http_chat import ChatResponse, StepStatus, TurnStatus, WorkflowStep
 
 
@@ -91,7 +92,7 @@ class SingleTask:
                 return generated
         return self._say.decided(intent)
 
-    def runner(self, ctx: TurnContext):
+    def runner(self, ctx: TurnContext) -> RunPlugin:
         async def run(intent: Intent, slots: dict[str, Any]) -> PluginResult:
             return await self._execute_plugin(intent, slots, ctx)
         return run

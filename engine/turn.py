@@ -1,6 +1,7 @@
 """The turn pipeline (seed 003 §8, §19, §22): chat and fill-slots over session, routing, slots, plugins and responses."""
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -25,7 +26,7 @@ from engine.responses import ResponsePolicy
 from engine.rewrite import rewrite
 from engine.router import Route, Router
 from engine.session import SessionState, SessionStatus, SessionStore
-from engine.settings import Settings
+from config.settings import Settings
 from engine.slots import SlotLimits
 from engine.social import SocialRouter
 from engine.slot_filling import SlotFiller
@@ -34,14 +35,7 @@ from engine.turn_context import TurnContext, timings_of
 from engine.workflow.planners import settle
 from engine.workflow.replies import gone_response, leave_workflow, workflow_response
 from engine.workflow.turns import Faults, Outcome, WorkflowTurns
-from protocol.http_chat import (
-    ChatRequest,
-    ChatResponse,
-    FillSlotsRequest,
-    RewriteDebug,
-    RoutingDebug,
-    TurnStatus,
-)
+from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest, RewriteDebug, RoutingDebug, TurnStatus
 
 class TurnEngine:
     """Answers one chat or fill-slots request within the modality's latency budget.
@@ -89,7 +83,7 @@ class TurnEngine:
         budget held back from the model stages."""
         budgets = self._settings.budgets
         return Deadline(budgets.turn_ms[modality], reserve_ms=budgets.stages_ms["commit"],
-                        **({"started": arrived} if arrived is not None else {}))
+                        started=time.time() if arrived is None else arrived)
 
     def admission_ms(self, modality: str) -> float:
         """How long a `modality` turn may take, queueing included, and still answer inside every budget."""
@@ -101,6 +95,7 @@ class TurnEngine:
         check_modality(request)  # before the session exists: bad input creates nothing
         ctx = TurnContext(deadline or self.deadline(request.modality), self.worlds.for_turn(request.user_id), listener)
         session = await self._session(request.session_id or uuid.uuid4().hex, request.user_id, create=True)
+        assert session is not None  # create=True makes one
         response = await self.chat_on(session, request, ctx)
         return await self._save(session, response, ctx)
 
@@ -113,9 +108,12 @@ class TurnEngine:
     async def chat_on(self, session: SessionState, request: ChatRequest, ctx: TurnContext) -> ChatResponse:
         """Run a chat turn on `session`, mutating it in place; the caller persists it and the world in `ctx`.
 
-        A voice or image turn first recognizes its media inside the same deadline (its modality's budget)."""
-        check_modality(request)
-        text = self._checked_text(request.text) if request.modality == "text" else ""
+        A voice or image turn first recognizes its media inside the same deadline (its modality's budget). The caller
+        has checked the request's modality (`check_modality`) before it leased or wrote anything."""
+        text = ""
+        if request.modality == "text":
+            assert request.text is not None  # check_modality: a text turn carries its text
+            text = self._checked_text(request.text)
         recognition = await self._media.recognize(request, ctx.deadline) if request.modality != "text" else None
         if recognition is not None:
             text = self._checked_text(recognition.recognized_text)
@@ -214,7 +212,7 @@ class TurnEngine:
         if route.multi_intent and fusion.decision != RouteDecision.reject:
             return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
-            return await self._task.execute(session, self.pack.intent(top), text, ctx)
+            return await self._task.execute(session, self.pack.known_intent(top), text, ctx)
         weak = fusion.decision == RouteDecision.reject and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and ctx.deadline.degraded:
@@ -231,11 +229,11 @@ class TurnEngine:
 
     def _multi_decision(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
         ids = [c.intent for c in route.detected]
-        specs = [s for i in ids for s in (self.pack.intent(i).slots if self.pack.intent(i) else [])]
+        specs = [s for i in ids if (known := self.pack.intent(i)) for s in known.slots]
         params = self._task.extract(text, specs, ctx, free_text=False)
         session.reset_task()
         session.status = SessionStatus.decided
-        intents = [self.pack.intent(i) for i in ids if self.pack.intent(i)]
+        intents = [intent for i in ids if (intent := self.pack.intent(i))]
         handed = decision(ids, params, None)
         top = route.fusion.top.intent if route.fusion.top else None
         said = self._say.decided(None, [i.label for i in intents], [i.agent for i in intents if i.agent])

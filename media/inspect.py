@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from engine.media_errors import EmptyMedia, MediaTooLarge, UndecodableMedia, UnsupportedMediaType
-from engine.media_settings import MediaConfig, MediaKind
+from config.media import MediaConfig, MediaKind
 
 CONTENT_TYPES = {
     "png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "bmp": "image/bmp", "gif": "image/gif",
@@ -101,7 +102,7 @@ def decode_audio(data: bytes) -> np.ndarray:
     """Mono float32 samples at 16 kHz via faster-whisper's PyAV decoder (wav, mp3, m4a, webm/opus, ogg, flac)."""
     from faster_whisper.audio import decode_audio as fw_decode
 
-    return fw_decode(io.BytesIO(data), sampling_rate=AUDIO_RATE)
+    return cast(np.ndarray, fw_decode(io.BytesIO(data), sampling_rate=AUDIO_RATE))
 
 
 def probe_audio(data: bytes, max_s: float) -> float:

@@ -8,10 +8,11 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote
 
-from engine.settings import Settings
-from media.keys import is_valid_key
+from config.settings import Settings
+from engine.media_keys import is_valid_key
 
 
 class ObjectNotFound(Exception):
@@ -27,7 +28,7 @@ class ObjectInfo:
 
 
 class ObjectStore(abc.ABC):
-    """Blocking calls (run them off the event loop). Keys are validated by `media.keys`; owners are user ids."""
+    """Blocking calls (run them off the event loop). Keys are validated by `engine.media_keys`; owners are user ids."""
 
     @abc.abstractmethod
     def put(self, key: str, data: bytes, *, owner: str, content_type: str) -> ObjectInfo: ...
@@ -91,7 +92,8 @@ class LocalStore(ObjectStore):
 class S3Store(ObjectStore):
     """An S3-compatible bucket (AWS, MinIO, Ceph...); the owner travels as URL-quoted object metadata."""
 
-    def __init__(self, *, bucket: str, prefix: str = "", endpoint_url: str = "", region: str = "us-east-1", client=None) -> None:
+    def __init__(self, *, bucket: str, prefix: str = "", endpoint_url: str = "", region: str = "us-east-1",
+                 client: Any = None) -> None:
         if client is None:
             import boto3
 
@@ -108,7 +110,7 @@ class S3Store(ObjectStore):
                             Metadata={"owner": quote(owner, safe="")})
         return ObjectInfo(key=key, owner=owner, content_type=content_type, size=len(data))
 
-    def _info(self, key: str, meta: dict) -> ObjectInfo:
+    def _info(self, key: str, meta: dict[str, Any]) -> ObjectInfo:
         return ObjectInfo(key=key, owner=unquote(meta.get("Metadata", {}).get("owner", "")),
                           content_type=meta.get("ContentType", "application/octet-stream"), size=int(meta.get("ContentLength", 0)))
 
@@ -136,11 +138,11 @@ class S3Store(ObjectStore):
 
 BACKENDS: dict[str, Callable[[Settings], ObjectStore]] = {
     "local": lambda s: LocalStore(s.media_dir),
-    "s3": lambda s: S3Store(bucket=s.media.store.s3.bucket, prefix=s.media.store.s3.prefix,
-                            endpoint_url=s.media.store.s3.endpoint_url, region=s.media.store.s3.region),
+    "s3": lambda s: S3Store(bucket=s.media.object_store.s3.bucket, prefix=s.media.object_store.s3.prefix,
+                            endpoint_url=s.media.object_store.s3.endpoint_url, region=s.media.object_store.s3.region),
 }
 
 
 def build_store(settings: Settings) -> ObjectStore:
-    """The backend named by `media.store.backend`."""
-    return BACKENDS[settings.media.store.backend](settings)
+    """The backend named by `media.object_store.backend`."""
+    return BACKENDS[settings.media.object_store.backend](settings)

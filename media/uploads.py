@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from engine.media_errors import MediaForbidden, MediaNotFound
-from engine.media_settings import MediaConfig, MediaKind
+from config.media import MediaConfig, MediaKind
 from media.inspect import inspect_upload
-from media.keys import new_key, source_url_for
+from engine.media_keys import new_key, source_url_for
 from media.store import ObjectInfo, ObjectNotFound, ObjectStore
 from protocol.media import UploadResponse
 

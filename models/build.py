@@ -18,17 +18,18 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 
 from engine.pack import Pack, find_pack, load_pack
-from engine.settings import Settings, load_settings, merged
-from models import artifacts as layout
+from config.settings import Settings, load_settings, merged
+from deployments import artifacts as layout
 from models.encoder import bootstrap_encoder
 from models.evaluate import confusion_summary, held_out
 from models.pack_models import train_models
 
-SHAPING_CODE = ("models/train.py", "models/build.py", "models/artifacts.py", "models/encoder.py", "models/embedding.py",
+SHAPING_CODE = ("models/train.py", "models/build.py", "deployments/artifacts.py", "models/encoder.py", "models/e5_format.py", "deployments/embedding.py",
                 "models/pack_models.py", "models/finetune.py", "models/selection.py", "models/unmarked_plans.py",
                 "engine/fusion.py", "engine/keyword.py", "engine/clauses.py", "engine/workflow/analysis.py",
                 "engine/workflow/trigger.py")
@@ -124,7 +125,7 @@ def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
 
 
 def _build_into(out: Path, pack: Pack, rows: list[tuple[str, str]], settings: Settings, encoder: Path, *, force: bool,
-                chosen_before: dict | None = None, after: str = "") -> Path:
+                chosen_before: dict[str, Any] | None = None, after: str = "") -> Path:
     fp = fingerprint(pack, rows, encoder, settings, Path(__file__).resolve().parent.parent, extra=after)
     if not force and (out / layout.MANIFEST).exists() and layout.read_manifest(out).get("fingerprint") == fp:
         print(f"models for pack '{pack.name}' are up to date ({out})")
@@ -147,10 +148,10 @@ def _build_into(out: Path, pack: Pack, rows: list[tuple[str, str]], settings: Se
     return out
 
 
-def serve_overrides(path: Path) -> dict:
+def serve_overrides(path: Path) -> dict[str, Any]:
     """The settings overrides of a Serve config's first application (`args.overrides`)."""
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return config["applications"][0].get("args", {}).get("overrides", {})
+    return cast(dict[str, Any], config["applications"][0].get("args", {}).get("overrides", {}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,13 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None, help="encode on this device while building (e.g. cpu on a machine without the cluster's GPU)")
     args = parser.parse_args(argv)
 
-    env = dict(os.environ)
-    if args.pack:
-        env["BATON_PACK"] = args.pack
     overrides = serve_overrides(args.serve_config) if args.serve_config else {}
     if args.device:
         overrides = merged(overrides, {"models": {"device": args.device}})
-    settings = load_settings(args.config_dir, env, overrides)
+    settings = load_settings(args.config_dir, None, overrides, pack=args.pack)
     if args.data:
         rows_to_pack(args.data, settings.pack, settings)
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))

@@ -3,24 +3,29 @@ from models that never saw the rows scored, with the remaining errors grouped by
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engine.fusion import fuse, stage_debug
 from engine.keyword import KeywordMatcher
 from engine.pack import Pack
-from engine.settings import Settings
-from models import artifacts as layout
+from config.settings import Settings
+from deployments import artifacts as layout
+
+if TYPE_CHECKING:
+    from protocol.http_chat import Candidate
 
 BATCH = 32
 
 
-def evaluated_artifacts(pack: Pack, settings: Settings):
+def evaluated_artifacts(pack: Pack, settings: Settings) -> Path:
     """The models that never saw the pack's test split: the served ones, or for a pack served on all its rows the
     ones built on its training split alone."""
     out = settings.artifacts_dir(pack.name)
     return layout.heldout_dir(out) if pack.serve_on == "all_rows" else out
 
 
-def held_out(pack: Pack, settings: Settings, rows: list[tuple[str, str]] | None = None) -> dict:
+def held_out(pack: Pack, settings: Settings, rows: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Top-1 of the classifier and of fusion (keywords, classifier, retriever, as the router composes them) on the
     pack's test split (or `rows`), and the most frequent errors."""
     from deployments.nlu import NluItem, build_nlu
@@ -33,7 +38,8 @@ def held_out(pack: Pack, settings: Settings, rows: list[tuple[str, str]] | None 
     answers = []
     for start in range(0, len(rows), BATCH):
         answers += nlu.analyze([NluItem(text) for text, _ in rows[start:start + BATCH]])
-    classifier_hits, fusion_hits, errors = 0, 0, Counter()
+    classifier_hits, fusion_hits = 0, 0
+    errors: Counter[tuple[str, str | None]] = Counter()
     for (text, gold), answer in zip(rows, answers):
         stages = {"keyword": stage_debug(keywords.match(text), accept["keyword"])}
         for name in ("classifier", "retriever"):
@@ -49,12 +55,12 @@ def held_out(pack: Pack, settings: Settings, rows: list[tuple[str, str]] | None 
             "errors": [{"expected": g, "answered": a, "rows": k} for (g, a), k in errors.most_common()]}
 
 
-def _candidate(intent: str, score: float):
+def _candidate(intent: str, score: float) -> Candidate:
     from protocol.http_chat import Candidate
 
     return Candidate(intent=intent, score=score)
 
 
-def confusion_summary(errors: list[dict], limit: int = 5) -> str:
+def confusion_summary(errors: list[dict[str, Any]], limit: int = 5) -> str:
     """`gold → answered ×n` for the most frequent errors."""
     return "; ".join(f"{e['expected']} → {e['answered']} ×{e['rows']}" for e in errors[:limit]) or "none"

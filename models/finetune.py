@@ -21,10 +21,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from models.embedding import pooling_mode, query_prefix
+from deployments.embedding import pooling_mode, query_prefix
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch.nn import Linear
 
 TUNED_STAMP = "tuned.json"
 # The head reads the unit-length embedding scaled by this (a cosine classifier at temperature 1/20): unscaled, its
@@ -72,10 +78,10 @@ class Base:
         for p in self.model.parameters():
             p.requires_grad = False
 
-    def states(self, texts: Sequence[str], upto: int, *, batch: int = 64) -> list:
+    def states(self, texts: Sequence[str], upto: int, *, batch: int = 64) -> list[Tensor]:
         """Per text its hidden states after the first `upto` layers (no padding kept)."""
         torch = self.torch
-        out = []
+        out: list[Tensor] = []
         with torch.inference_mode():
             for start in range(0, len(texts), batch):
                 enc = self.tokenizer([self.prefix + t for t in texts[start:start + batch]], padding=True, truncation=True,
@@ -85,10 +91,10 @@ class Base:
                 out.extend(h[j, :int(n)].clone() for j, n in enumerate(enc["attention_mask"].sum(1)))
         return out
 
-    def deeper(self, states: list, start: int, upto: int) -> list:
+    def deeper(self, states: list[Tensor], start: int, upto: int) -> list[Tensor]:
         """Cached states after layer `start` carried on through the frozen layers up to `upto`."""
         torch = self.torch
-        out = []
+        out: list[Tensor] = []
         with torch.inference_mode():
             for chunk in range(0, len(states), 64):
                 h, mask = pad(torch, states[chunk:chunk + 64])
@@ -97,7 +103,7 @@ class Base:
         return out
 
 
-def run_layers(torch, layers, h, mask):
+def run_layers(torch: ModuleType, layers: Sequence[Any], h: Tensor, mask: Tensor) -> Tensor:
     """Transformer layers over a padded batch; the additive mask keeps padding out of attention, so a text's states
     do not depend on what it was batched with."""
     additive = (1.0 - mask[:, None, None, :].to(h.dtype)) * torch.finfo(h.dtype).min
@@ -107,7 +113,7 @@ def run_layers(torch, layers, h, mask):
     return h
 
 
-def pad(torch, states: list):
+def pad(torch: ModuleType, states: list[Tensor]) -> tuple[Tensor, Tensor]:
     n, dim = max(s.shape[0] for s in states), states[0].shape[1]
     h = torch.zeros(len(states), n, dim)
     mask = torch.zeros(len(states), n, dtype=torch.long)
@@ -126,18 +132,18 @@ class TunedTop:
         self.layers = copy.deepcopy(base.layers[frozen_layers:])
         for p in self.layers.parameters():
             p.requires_grad = True
-        self.head = None
+        self.head: Linear | None = None
 
-    def _pool(self, h, mask):
+    def _pool(self, h: Tensor, mask: Tensor) -> Tensor:
         torch = self.base.torch
         if self.base.cls_pooling:
             v = h[:, 0]
         else:
             m = mask.unsqueeze(-1).to(h.dtype)
             v = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(v, dim=-1)
+        return cast("Tensor", torch.nn.functional.normalize(v, dim=-1))
 
-    def fit(self, states: list, labels: Sequence[int], n_labels: int, recipe: Recipe, *,
+    def fit(self, states: list[Tensor], labels: Sequence[int] | np.ndarray, n_labels: int, recipe: Recipe, *,
             progress: Progress | None = None, what: str = "tuning") -> "TunedTop":
         """Cross-entropy through the pooled embedding; `states` are the base's outputs at `frozen_layers`."""
         torch = self.base.torch
@@ -180,9 +186,10 @@ class TunedTop:
 
     def head_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """(weight, bias) of the trained softmax head on the unit-length embedding (the scale folded in)."""
+        assert self.head is not None, "fit() trains the head"
         return (self.head.weight.detach().numpy() * HEAD_SCALE).astype(np.float64), self.head.bias.detach().numpy().astype(np.float64)
 
-    def embed(self, states: list) -> np.ndarray:
+    def embed(self, states: list[Tensor]) -> np.ndarray:
         """L2-normalized embeddings of texts whose base states (at `frozen_layers`) are given."""
         torch = self.base.torch
         out = []
@@ -190,9 +197,9 @@ class TunedTop:
             for start in range(0, len(states), 64):
                 h, mask = pad(torch, states[start:start + 64])
                 out.append(self._pool(run_layers(torch, self.layers, h, mask), mask))
-        return torch.cat(out).numpy().astype(np.float32)
+        return cast(np.ndarray, torch.cat(out).numpy().astype(np.float32))
 
-    def save(self, out: Path, stamp: dict) -> Path:
+    def save(self, out: Path, stamp: dict[str, Any]) -> Path:
         """A complete encoder folder: the base folder's files, the tuned weights, and `tuned.json` (what it saw)."""
         from safetensors.numpy import save_file
 
@@ -210,7 +217,7 @@ class TunedTop:
         return out
 
 
-def supervised_contrastive(torch, vectors, y, temperature: float):
+def supervised_contrastive(torch: ModuleType, vectors: Tensor, y: Tensor, temperature: float) -> Tensor:
     """Supervised contrastive loss (Khosla et al. 2020) over unit-length `vectors`: for each row with another row of
     its label in the batch, minus the mean log-probability of those rows among all the others. 0 if none has one."""
     sim = vectors @ vectors.T / temperature
@@ -223,7 +230,7 @@ def supervised_contrastive(torch, vectors, y, temperature: float):
     if not bool(anchors.any()):
         return vectors.sum() * 0.0
     per_anchor = log_prob.masked_fill(~positive, 0.0).sum(1)[anchors] / counts[anchors]
-    return -per_anchor.mean()
+    return cast("Tensor", -per_anchor.mean())
 
 
 def length_batches(lengths: Sequence[int], size: int, rng: random.Random) -> list[list[int]]:
@@ -238,6 +245,6 @@ def length_batches(lengths: Sequence[int], size: int, rng: random.Random) -> lis
     return batches
 
 
-def read_stamp(encoder: Path) -> dict | None:
+def read_stamp(encoder: Path) -> dict[str, Any] | None:
     path = Path(encoder) / TUNED_STAMP
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    return cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None

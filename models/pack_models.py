@@ -13,14 +13,21 @@ import time
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.keyword import KeywordMatcher
 from engine.pack import SPECIAL_INTENTS, Pack
-from engine.settings import Settings
-from models import artifacts as layout
-from models.embedding import SentenceEncoder
+from config.settings import Settings
+from deployments import artifacts as layout
+from deployments.embedding import SentenceEncoder
+
+if TYPE_CHECKING:
+    from config.models import TuneConfig
+    from models.finetune import Progress, Recipe
+    from models.selection import Clauses, OutOfFold
+    from models.train import Encode
 
 
 def sentence_encoder(settings: Settings, path: Path) -> SentenceEncoder:
@@ -31,12 +38,12 @@ def sentence_encoder(settings: Settings, path: Path) -> SentenceEncoder:
                            state_dir=settings.state_dir, device=m.device)
 
 
-def say(pack: Pack):
+def say(pack: Pack) -> Progress:
     return lambda message: print(f"[{pack.name}] {message}", flush=True)
 
 
 def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, out: Path, base: Path, *,
-                 chosen_before: dict | None = None) -> dict:
+                 chosen_before: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything a pack serves, built from `rows` into `out`; returns the manifest's entries. `chosen_before` holds
     settings chosen by an earlier build (a pack served on all its rows takes those chosen without its held-out rows,
     and chooses nothing on all of them: `{}` when that build chose nothing)."""
@@ -45,7 +52,8 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
     progress, m = say(pack), settings.models
     texts, labels = [t for t, _ in rows], [i for _, i in rows]
     timings: dict[str, float] = {}
-    encoder, tuned, report, selection, tuned_head = base, None, {}, chosen_before or None, None
+    report: dict[str, Any] = {}
+    encoder, tuned, selection, tuned_head = base, None, chosen_before or None, None
     if m.finetune:
         started = time.time()
         selection, report, tuned_head = _tune(pack, texts, labels, settings, out, base, chosen_before, progress, timings)
@@ -75,8 +83,9 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
             "selection_report": report, "timings": timings}
 
 
-def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.ndarray, encode, settings: Settings,
-                   progress, timings: dict) -> tuple[dict | None, dict]:
+def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.ndarray, encode: Encode,
+                   settings: Settings, progress: Progress,
+                   timings: dict[str, float]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The folds' choice for a pack served on the frozen encoder: its vectors as they are, a head per fold."""
     from models.selection import FrozenEncoder, out_of_fold
 
@@ -96,7 +105,7 @@ def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.
     return _chosen(oof, pack, settings, progress, timings, started)
 
 
-def _clauses(pack: Pack, texts: list[str], label_list: list[str], settings: Settings):
+def _clauses(pack: Pack, texts: list[str], label_list: list[str], settings: Settings) -> Clauses | None:
     """The clauses of the rows said in several with nothing marking several requests, for `planner.accept_unmarked`
     (models/unmarked_plans.py); None when the selection does not choose it."""
     from models.selection import Clauses
@@ -110,7 +119,8 @@ def _clauses(pack: Pack, texts: list[str], label_list: list[str], settings: Sett
                    detector_labels=[lab for lab in label_list if lab not in SPECIAL_INTENTS])
 
 
-def _chosen(oof, pack: Pack, settings: Settings, progress, timings: dict, started: float) -> tuple[dict, dict]:
+def _chosen(oof: OutOfFold, pack: Pack, settings: Settings, progress: Progress, timings: dict[str, float],
+            started: float) -> tuple[dict[str, Any], dict[str, Any]]:
     from models.selection import select
     from models.unmarked_plans import UnmarkedPlans
 
@@ -134,7 +144,7 @@ def _chosen(oof, pack: Pack, settings: Settings, progress, timings: dict, starte
     return selection, report
 
 
-def _recipe(tune):
+def _recipe(tune: TuneConfig) -> Recipe:
     from models.finetune import Recipe
 
     return Recipe(epochs=tune.epochs, frozen_layers=tune.frozen_layers, learning_rate=tune.learning_rate,
@@ -145,7 +155,8 @@ def _recipe(tune):
 
 
 def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, out: Path, base_path: Path,
-          chosen_before: dict | None, progress, timings: dict) -> tuple[dict | None, dict, tuple]:
+          chosen_before: dict[str, Any] | None, progress: Progress,
+          timings: dict[str, float]) -> tuple[dict[str, Any] | None, dict[str, Any], tuple[np.ndarray, np.ndarray]]:
     import torch
 
     from models.finetune import Base, Recipe, TunedTop, rows_digest
@@ -162,7 +173,7 @@ def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, o
     states = base.states(texts, tune.frozen_layers)
     timings["cache_s"] = round(time.time() - started, 1)
     progress(f"encoder's lower {tune.frozen_layers} layers run once over {len(texts)} rows in {timings['cache_s']:.0f} s")
-    report: dict = {}
+    report: dict[str, Any] = {}
     selection = chosen_before or None
     if chosen_before is None and len(texts) >= cv.min_rows and len(label_list) > 1:
         started = time.time()

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
-from engine.fusion import fuse, stage_debug
+from engine.fusion import FusionResult, fuse, stage_debug
 from engine.keyword import KeywordMatcher
-from engine.settings import FusionConfig, SelectionConfig
-from models.artifacts import sigmoid, softmax
+from config.engine import FusionConfig
+from config.models import SelectionConfig
+from deployments.artifacts import sigmoid, softmax
 from models.finetune import Base, Progress, Recipe, TunedTop
 from models.train import fit_detector, fit_head, fit_ngram, ngram_logits
-from protocol.http_chat import Candidate
+from protocol.http_chat import Candidate, StageDebug
 
 if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
+
     from models.unmarked_plans import UnmarkedPlans
 
 TEMPERATURES = np.geomspace(0.05, 20.0, 121)
@@ -42,7 +45,7 @@ class Clauses:
 
     texts: list[str]
     rows: np.ndarray
-    states: list
+    states: list[Any]
     detector_labels: list[str]  # the detector's labels (the task intents)
     head_logits: np.ndarray | None = None
     tuned_logits: np.ndarray | None = None
@@ -73,9 +76,9 @@ class Selection:
     ngram_temperature: float
     ngram_weight: float
     retriever_temperature: float
-    fusion: dict             # FusionConfig fields this pack overrides: weights, classifier_decides_at
-    planner: dict = field(default_factory=dict)  # PlannerConfig fields it overrides: accept_unmarked
-    report: dict = field(default_factory=dict)
+    fusion: dict[str, Any]   # FusionConfig fields this pack overrides: weights, classifier_decides_at
+    planner: dict[str, Any] = field(default_factory=dict)  # PlannerConfig fields it overrides: accept_unmarked
+    report: dict[str, Any] = field(default_factory=dict)
 
 
 def fold_ids(y: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -91,6 +94,14 @@ def fold_ids(y: np.ndarray, k: int, seed: int) -> np.ndarray:
     return ids
 
 
+class FoldModel(Protocol):
+    """What a fold's tuner gives: the rows' embeddings and the softmax head it was tuned through, if any."""
+
+    def embed(self, states: list[Any]) -> np.ndarray: ...
+
+    def head_weights(self) -> tuple[np.ndarray, np.ndarray] | None: ...
+
+
 class FrozenEncoder:
     """The folds' "tuner" for a pack served on the frozen encoder: every fold reads the same vectors and has no
     head of its own, so the folds choose among the logistic head and the n-gram model only. Its "states" are row
@@ -99,20 +110,24 @@ class FrozenEncoder:
     def __init__(self, vectors: np.ndarray) -> None:
         self._vectors = vectors
 
-    def embed(self, states: list) -> np.ndarray:
-        return self._vectors[np.asarray(states, dtype=int)]
+    def embed(self, states: list[Any]) -> np.ndarray:
+        return cast(np.ndarray, self._vectors[np.asarray(states, dtype=int)])
 
     def head_weights(self) -> None:
         return None
 
 
-def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], *, states: list, recipe: Recipe,
-                folds: int, c: float, neighbors: int, progress: Progress,
-                tune: Callable[..., TunedTop] | None = None, clauses: Clauses | None = None) -> OutOfFold:
+def out_of_fold(base: Base | None, texts: list[str], y: np.ndarray, labels: list[str], *, states: list[Any],
+                recipe: Recipe, folds: int, c: float, neighbors: int, progress: Progress,
+                tune: Callable[..., FoldModel] | None = None, clauses: Clauses | None = None) -> OutOfFold:
     """`states` are the base's outputs at `recipe.frozen_layers` for every row; `tune(train_rows, …)` is the fold
     tuner (a test passes a recording one). `clauses`, when given, are scored in place by their rows' folds."""
-    tune = tune or (lambda rows, ys: TunedTop(base, recipe.frozen_layers).fit(
-        [states[i] for i in rows], ys, len(labels), recipe, progress=progress, what=f"fold {fold + 1}/{folds} encoder"))
+    def tune_base(rows: np.ndarray, ys: np.ndarray) -> TunedTop:
+        assert base is not None, "without `tune` the folds tune `base`"
+        return TunedTop(base, recipe.frozen_layers).fit([states[i] for i in rows], ys, len(labels), recipe,
+                                                        progress=progress, what=f"fold {fold + 1}/{folds} encoder")
+
+    tune = tune or tune_base
     ids = fold_ids(y, folds, recipe.seed)
     n, n_labels = len(texts), len(labels)
     head, joint, ngram = (np.full((n, n_labels), ABSENT) for _ in range(3))
@@ -157,13 +172,16 @@ def out_of_fold(base: Base, texts: list[str], y: np.ndarray, labels: list[str], 
                      ngram_logits=ngram, sims=sims, neighbors=near, fold=ids, clauses=clauses)
 
 
-def _score_clauses(clauses: Clauses, held: np.ndarray, top, head: tuple, tuned: tuple | None, words, present: np.ndarray,
+def _score_clauses(clauses: Clauses, held: np.ndarray, top: FoldModel, head: tuple[np.ndarray, np.ndarray],
+                   tuned: tuple[np.ndarray, np.ndarray] | None, words: Pipeline, present: np.ndarray,
                    train_vectors: np.ndarray, train_labels: list[str]) -> None:
     """The held rows' clauses by the fold's models: its encoder, heads and n-gram model, and a detector fit on the
     fold's rows (single rows only: the served one also learns from synthesized pairs, which would cost the fold
     another encoder pass over them)."""
     if not len(held):
         return
+    assert clauses.head_logits is not None and clauses.tuned_logits is not None  # out_of_fold set them
+    assert clauses.ngram_logits is not None and clauses.detector is not None
     vectors = top.embed([clauses.states[i] for i in held])
     clauses.head_logits[np.ix_(held, present)] = vectors @ head[0].T + head[1]
     if tuned is not None:  # the tuned head spans every label
@@ -228,6 +246,7 @@ def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: 
     if plans is not None and oof.clauses is not None and cfg.accept_unmarked:
         c = oof.clauses
         c_head = {"tuned": c.tuned_logits, "refit": c.head_logits}[head]
+        assert c_head is not None and c.ngram_logits is not None and c.detector is not None  # out_of_fold scored them
         c_probs = _mix(softmax(c_head / t_heads[head]), softmax(c.ngram_logits / t_ngram), ngram_weight)
         planner["accept_unmarked"], report["unmarked_plans"] = plans.choose(
             oof.texts, c.texts, c.rows, oof.labels, c_probs, c.detector_labels, c.detector,
@@ -239,7 +258,7 @@ def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: 
                      planner=planner, report=report)
 
 
-def _disagreements(stages: list[dict], gold: list[str], plain: FusionConfig) -> list[dict]:
+def _disagreements(stages: list[dict[str, StageDebug]], gold: list[str], plain: FusionConfig) -> list[dict[str, Any]]:
     """Rows where the weighted sum's top differs from the classifier's: who was right, by the classifier's score."""
     out = []
     for s, g in zip(stages, gold):
@@ -247,7 +266,7 @@ def _disagreements(stages: list[dict], gold: list[str], plain: FusionConfig) -> 
         top = _top(fuse(s, plain))
         if clf.selected_intent and top != clf.selected_intent:
             out.append({"classifier_score": round(clf.score, 3), "classifier_right": clf.selected_intent == g, "fusion_right": top == g})
-    bands = []
+    bands: list[dict[str, Any]] = []
     for lo in (0.9, 0.7, 0.5, 0.0):
         rows = [d for d in out if d["classifier_score"] >= lo and all(d is not b for b in bands)]
         bands.append({"classifier_score_at_least": lo, "rows": len(rows),
@@ -257,7 +276,7 @@ def _disagreements(stages: list[dict], gold: list[str], plain: FusionConfig) -> 
 
 
 def _stages(text: str, classifier: np.ndarray, retriever: np.ndarray, keywords: KeywordMatcher, fusion: FusionConfig,
-            labels: Sequence[str], top_k: int) -> dict:
+            labels: Sequence[str], top_k: int) -> dict[str, StageDebug]:
     """The stages as the router hands them to fusion: top-k candidates each, accepted at the configured scores."""
     def ranked(p: np.ndarray) -> list[Candidate]:
         return [Candidate(intent=labels[j], score=float(p[j])) for j in np.argsort(-p)[:top_k] if p[j] > 0]
@@ -267,7 +286,7 @@ def _stages(text: str, classifier: np.ndarray, retriever: np.ndarray, keywords: 
             "retriever": stage_debug(ranked(retriever), fusion.stage_accept["retriever"])}
 
 
-def _top(result) -> str | None:
+def _top(result: FusionResult) -> str | None:
     return result.top.intent if result.top else None
 
 

@@ -5,6 +5,7 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import faiss
 import joblib
@@ -14,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
 from engine.pack import SPECIAL_INTENTS
-from models.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, DETECTOR_HEAD, RETRIEVER_INDEX, RETRIEVER_ROWS, LinearHead
+from deployments.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, DETECTOR_HEAD, RETRIEVER_INDEX, RETRIEVER_ROWS, LinearHead
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -52,7 +53,7 @@ def softmax_logits(lr: LogisticRegression) -> tuple[np.ndarray, np.ndarray]:
 
 def ngram_logits(model: Pipeline, texts: list[str]) -> np.ndarray:
     weight, bias = softmax_logits(model.named_steps["lr"])
-    return model.named_steps["tfidf"].transform(texts) @ weight.T + bias
+    return cast(np.ndarray, model.named_steps["tfidf"].transform(texts) @ weight.T + bias)
 
 
 def train_classifier(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path, *, c: float,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from engine.clauses import ClauseSplitter
 from engine.keyword import KeywordMatcher
 from engine.pack import Pack
-from engine.settings import Settings
+from config.settings import Settings
 from engine.slot_filling import SlotFiller
 from engine.slots import SlotLimits
 from engine.workflow.analysis import ClauseAnalyzer
@@ -51,14 +52,14 @@ class UnmarkedPlans:
 
     def choose(self, texts: Sequence[str], clause_texts: Sequence[str], clause_rows: np.ndarray, labels: Sequence[str],
                classifier: np.ndarray, detector_labels: Sequence[str], detector: np.ndarray, *, grid: Sequence[float],
-               max_share: float, top_k: int) -> tuple[float, dict]:
+               max_share: float, top_k: int) -> tuple[float, dict[str, Any]]:
         """The least value of `grid` at which at most `max_share` of the `texts` (single commands) are planned into
         a workflow, from each clause's out-of-fold classifier probabilities (over `labels`) and detector scores
         (over `detector_labels`); the largest when none is. Returns it and the share at each value tried."""
         by_row: dict[int, list[int]] = {}
         for n, row in enumerate(clause_rows):
             by_row.setdefault(int(row), []).append(n)
-        curve = []
+        curve: list[dict[str, Any]] = []
         for value in sorted(grid):
             analyzer = ClauseAnalyzer(self._pack, self._planner.model_copy(update={"accept_unmarked": value}),
                                       slot_values=self._slot_values)

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, RootModel
 
 from protocol.base import ErrorBody, WireModel
-from protocol.media import InputModality, Recognition, source_url_pattern
+from protocol.media import FileType, InputModality, Recognition, source_url_pattern
 from protocol.strings import JsonObject, PlainStr, TurnText
 
 
@@ -29,6 +29,7 @@ def _client_message_id() -> Any:
 
 
 TEXT_DESCRIPTION = "Not blank, at most the configured `max_text_chars` characters (the served document says how many)."
+_MEDIA_MODALITIES: tuple[tuple[InputModality, FileType], ...] = (("voice_asr", "audio"), ("image_ocr", "image"))
 
 
 def _modality_table(schema: dict[str, Any]) -> None:
@@ -38,7 +39,7 @@ def _modality_table(schema: dict[str, Any]) -> None:
          "required": ["text"]},
         *({"properties": {"modality": {"const": modality}, "text": {"type": "null"},
                           "source_url": {"type": "string", "pattern": source_url_pattern(kind)}},
-           "required": ["modality", "source_url"]} for modality, kind in (("voice_asr", "audio"), ("image_ocr", "image"))),
+           "required": ["modality", "source_url"]} for modality, kind in _MEDIA_MODALITIES),
     ]
 
 

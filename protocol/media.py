@@ -14,7 +14,7 @@ FileType = Literal["image", "audio"]
 RecognitionStatus = Literal["ok", "no_speech", "no_text", "undecodable", "too_large", "not_found", "forbidden", "wrong_kind"]
 
 MEDIA_PATH = "/api/v1/media/"
-# an object key is `{kind}/{file name}` (media.keys.KEY_PATTERN); the file name's shape, unanchored
+# an object key is `{kind}/{file name}` (engine.media_keys.KEY_PATTERN); the file name's shape, unanchored
 OBJECT_FILE_NAME = r"[0-9a-f]{32}\.[a-z0-9]{2,5}"
 
 

@@ -40,23 +40,14 @@ class JsonSchemaFormat(_Lenient):
 class TextFormat(_Lenient):
     type: Literal["text"]
 
-    def schema(self) -> None:
-        return None
-
 
 class JsonObjectFormat(_Lenient):
     type: Literal["json_object"]
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": "object"}
 
 
 class JsonSchemaResponseFormat(_Lenient):
     type: Literal["json_schema"]
     json_schema: JsonSchemaFormat
-
-    def schema(self) -> dict[str, Any]:
-        return self.json_schema.schema_
 
 
 ResponseFormat = Annotated[TextFormat | JsonObjectFormat | JsonSchemaResponseFormat, Field(discriminator="type")]

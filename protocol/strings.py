@@ -48,8 +48,10 @@ NonBlankStr = Annotated[StrictStr, AfterValidator(_no_nul), AfterValidator(_not_
 TurnText = Annotated[StrictStr, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NOT_BLANK})]
 
 _DocStr = Annotated[str, Field(pattern=NO_NUL)]
-_JsonDoc = TypeAliasType("JsonWithoutNul", Union[_DocStr, float, bool, None, list["_JsonDoc"], "_JsonObjectDoc"])
-_JsonObjectDoc = Annotated[dict[str, _JsonDoc], Field(json_schema_extra={"propertyNames": {"pattern": NO_NUL}})]
+# the value is a string so that mypy reads the recursion (it cannot resolve forward references inside the call)
+JsonWithoutNul = TypeAliasType("JsonWithoutNul",
+                               "Union[_DocStr, float, bool, None, list[JsonWithoutNul], _JsonObjectDoc]")
+_JsonObjectDoc = Annotated[dict[str, JsonWithoutNul], Field(json_schema_extra={"propertyNames": {"pattern": NO_NUL}})]
 
 
 class _DocumentedAs:

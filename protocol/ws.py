@@ -41,7 +41,7 @@ class WsEnvelope(WireModel):
 
 # ---- client -> server ---------------------------------------------------------------------------------------------
 
-def _id(max_length: int = 128):
+def _id(max_length: int = 128) -> Any:
     return Field(min_length=1, max_length=max_length, pattern=r"\S")
 
 

@@ -1,11 +1,12 @@
-"""Accounts: argon2 password hashes and signed, expiring bearer tokens (JWT, HS256 by default)."""
+"""Who is asking: argon2 password hashes, signed expiring bearer tokens (JWT, HS256 by default), and the caller of a
+turn, an upload or a REST request (`Callers`): the token's user or, in the token-less local mode, a shadow user."""
 from __future__ import annotations
 
 import asyncio
 import os
 import secrets
 import time
-from collections.abc import Mapping
+from collections import OrderedDict
 from pathlib import Path
 from uuid import UUID
 
@@ -13,10 +14,14 @@ import jwt
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from engine.errors import BatonError
-from engine.settings import AuthConfig
+from config.serving import AuthConfig
+from engine.errors import BatonError, InvalidInput, SessionForbidden
+from store import users
+from store.database import Database
+from store.users import User
 
 SECRET_FILE = "auth_secret"
+SHADOW_CACHE_SIZE = 4096
 
 
 class Unauthorized(BatonError):
@@ -25,11 +30,12 @@ class Unauthorized(BatonError):
     code = "unauthorized"
 
 
-def signing_secret(config: AuthConfig, state_dir: Path, env: Mapping[str, str]) -> str:
-    """The secret from the configured env var, else (`generate_secret`) one generated once under the state dir and
-    shared by the replicas of this machine. Shorter than `min_secret_chars` refuses to start."""
-    if env.get(config.secret_env):
-        return _long_enough(env[config.secret_env], config, f"{config.secret_env}")
+def signing_secret(config: AuthConfig, state_dir: Path, given: str | None) -> str:
+    """`given` (the configured env var's value, `Settings.env.auth_secret`), else (`generate_secret`) one generated
+    once under the state dir and shared by the replicas of this machine. Shorter than `min_secret_chars` refuses to
+    start."""
+    if given:
+        return _long_enough(given, config, f"{config.secret_env}")
     if not config.generate_secret:
         raise RuntimeError(f"{config.secret_env} is not set and auth.generate_secret is false: give every replica the same "
                            f"signing secret of at least {config.min_secret_chars} characters (e.g. from a Kubernetes Secret).")
@@ -113,3 +119,65 @@ def bearer_token(authorization: str | None) -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("Use 'Authorization: Bearer <access_token>'.")
     return token.strip()
+
+
+class Callers:
+    """Who a request comes from, built once per replica. Shadow users never change once created, so each replica
+    remembers the ones it met and a token-less turn skips that query."""
+
+    def __init__(self, *, auth: Auth, db: Database, require_token: bool) -> None:
+        self.auth = auth
+        self._db = db
+        self._require_token = require_token
+        self._shadows: OrderedDict[str, User] = OrderedDict()
+
+    async def shadow_user(self, local_user_id: str) -> User:
+        user = self._shadows.get(local_user_id)
+        if user is None:
+            async with self._db.connection() as conn:
+                user = await users.shadow(conn, local_user_id)
+            self._shadows[local_user_id] = user
+            if len(self._shadows) > SHADOW_CACHE_SIZE:
+                self._shadows.popitem(last=False)
+        else:
+            self._shadows.move_to_end(local_user_id)
+        return user
+
+    async def signed_in(self, authorization: str | None) -> User:
+        """The token's user; Unauthorized without a valid token or when its account is gone."""
+        token = bearer_token(authorization)
+        if token is None:
+            raise Unauthorized("This endpoint needs 'Authorization: Bearer <access_token>'.")
+        user_id = self.auth.verify(token)
+        async with self._db.connection() as conn:
+            user = await users.by_id(conn, user_id)
+        if user is None:
+            raise Unauthorized("The account behind this token no longer exists.")
+        return user
+
+    async def of_turn(self, authorization: str | None, claimed_user_id: str | None) -> tuple[User, str]:
+        """Who a turn or a media object belongs to: the token's user or, with no token in the local mode, the shadow
+        user of the claimed `user_id` (with `auth.require_token` a missing token is 401). Returns the user and the key
+        the engine and the media store own things by: always the account's UUID, never the claimed string, so a
+        claimed `user_id` that happens to be someone's UUID names a shadow account of its own, not theirs."""
+        if bearer_token(authorization) is None:
+            if self._require_token:
+                raise Unauthorized("This deployment needs 'Authorization: Bearer <access_token>' (auth.require_token).")
+            if not claimed_user_id:
+                raise InvalidInput("Give user_id, or an access token.", field="user_id")
+            user = await self.shadow_user(claimed_user_id)
+            return user, str(user.id)
+        user = await self.signed_in(authorization)
+        if claimed_user_id and claimed_user_id not in (str(user.id), user.business_user_id):
+            raise SessionForbidden("user_id does not match the access token.", field="user_id")
+        return user, str(user.id)
+
+    def check_api_key(self, authorization: str | None) -> None:
+        """The OpenAI-compatible routes: with `auth.require_token` the api_key must be a valid access token; in the
+        local mode it is not a Baton account and is not read."""
+        if not self._require_token:
+            return
+        token = bearer_token(authorization)
+        if token is None:
+            raise Unauthorized("This deployment needs 'Authorization: Bearer <access_token>' (auth.require_token).")
+        self.auth.verify(token)

@@ -8,13 +8,11 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, multiprocess, start_http_server
 
+from engine.llm.lm import LmReply
 from protocol.http_chat import ChatResponse
 from serve_app.metrics_summary import LiveSummary
 
 BIND_RETRY_S = 1.0
-# Set by the launcher for every replica of the run: each writes its samples there, and whichever orchestrator
-# replica holds the port exposes the sum over all of them.
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS_MS = (5, 10, 20, 40, 60, 80, 100, 150, 200, 300, 400, 600, 800, 1200, 2000)
 
 
@@ -41,7 +39,7 @@ class LlmMetrics:
         self.aborts = Counter("baton_llm_aborts", "Requests given up on before they finished (deadline, client gone); "
                                                   "the engine aborted each.", ["route"], registry=self.registry)
 
-    def observe(self, route: str, reply, e2e_ms: float) -> None:
+    def observe(self, route: str, reply: LmReply, e2e_ms: float) -> None:
         self.requests.labels(route, reply.finish_reason).inc()
         self.e2e.labels(route).observe(e2e_ms)
         self.tokens.labels(route, "prompt").inc(reply.prompt_tokens)
@@ -69,8 +67,9 @@ class ModelMetrics:
 
 
 class TurnMetrics:
-    """The orchestrator's metrics. `multiproc_dir`: the run's multiprocess directory (`MULTIPROC_ENV`), where every
-    replica writes its samples; the listener and the live summary then answer the sum over all of them."""
+    """The orchestrator's metrics. `multiproc_dir`: the run's multiprocess directory (`Settings.env.metrics_dir`, set
+    by the launcher for every replica of the run), where every replica writes its samples; the listener and the live
+    summary then answer the sum over all of them, whichever orchestrator replica holds the port."""
 
     def __init__(self, registry: CollectorRegistry | None = None, *, multiproc_dir: str | None = None) -> None:
         self.registry = registry or CollectorRegistry()
@@ -90,7 +89,7 @@ class TurnMetrics:
         if not self.multiproc_dir:
             return self.registry
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=self.multiproc_dir)
+        multiprocess.MultiProcessCollector(registry, path=self.multiproc_dir)  # type: ignore[no-untyped-call]
         return registry
 
     def observe(self, response: ChatResponse) -> None:

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from deployments.asr import WARMUP_AUDIO
 from deployments.ocr import WARMUP_IMAGE
 from engine.deadline import Deadline
 from engine.model_client import NLU_STAGES
+from config.media import MediaKind
+from media.uploads import MediaUploads
 from protocol.http_chat import ChatRequest
+
+if TYPE_CHECKING:  # the state holds the flag this module sets; the warm-up reads the state
+    from serve_app.state import AppState
 
 WARMUP_USER = "__baton_warmup__"
 WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social and no command: every model stage runs, no plugin does
@@ -27,17 +34,36 @@ MEDIA_OK = {"ocr": ("ok",), "asr": ("ok", "no_speech")}  # a synthetic voice: a 
 StatusCheck = Callable[[], Awaitable[str | None]]  # the reason the app's deployments are not all running, or None
 
 
+@dataclass
+class Readiness:
+    """Whether the whole app answers warm: `ready`, and the `reason` while it does not. An app with no warm-up to run
+    is ready from the start; a served replica's flag is set by its `AppReadiness`."""
+
+    ready: bool = True
+    reason: str = ""
+
+
 class AppReadiness:
-    def __init__(self, *, serving, replica: str, deployments_running: StatusCheck, allowed_degraded: frozenset[str] = frozenset(),
-                 retry_s: float = 0.5) -> None:
-        self._serving = serving
+    """Sets `state.readiness`: not ready until the deployments run and the warm-up went through every stage."""
+
+    def __init__(self, *, state: AppState, replica: str, deployments_running: StatusCheck,
+                 allowed_degraded: frozenset[str] = frozenset(), retry_s: float = 0.5) -> None:
+        self._state = state
+        self._flag = state.readiness
         self._session_id = f"warmup-{replica}"
         self._deployments_running = deployments_running
         self._allowed = allowed_degraded
         self._retry_s = retry_s
         self._media_keys: dict[str, str] = {}
-        self.ready = False
-        self.reason = "warming up"
+        self._flag.ready, self._flag.reason = False, "warming up"
+
+    @property
+    def ready(self) -> bool:
+        return self._flag.ready
+
+    @property
+    def reason(self) -> str:
+        return self._flag.reason
 
     async def check(self) -> bool:
         """One attempt; sets `ready` or the `reason` it is not."""
@@ -46,8 +72,8 @@ class AppReadiness:
                       or await self._media_calls())
         except Exception as exc:  # anything a cold app can throw: still starting
             reason = f"warm-up failed: {type(exc).__name__}: {exc}"
-        self.ready, self.reason = reason is None, reason or ""
-        return self.ready
+        self._flag.ready, self._flag.reason = reason is None, reason or ""
+        return self._flag.ready
 
     async def until_ready(self, *, within_s: float | None = None) -> bool:
         give_up = None if within_s is None else time.monotonic() + within_s
@@ -58,14 +84,14 @@ class AppReadiness:
         return True
 
     async def _text_turn(self) -> str | None:
-        serving = self._serving
+        state = self._state
         body = ChatRequest(user_id=WARMUP_USER, session_id=self._session_id, text=WARMUP_TEXT)
-        deadline = serving.engine.deadline("text")
-        if serving.persistence is None:
-            response = await serving.engine.chat(body, deadline=deadline)
+        deadline = state.engine.deadline("text")
+        if state.store is None:
+            response = await state.engine.chat(body, deadline=deadline)
         else:
-            user = await serving.persistence.shadow_user(WARMUP_USER)
-            response = await serving.persistence.chat.chat(body, user.id, deadline)
+            user = await state.store.callers.shadow_user(WARMUP_USER)
+            response = await state.store.chat.chat(body, user.id, deadline)
         degraded = set(response.timings.degraded) - self._allowed
         missing = [s for s in NLU_STAGES if s not in response.timings.stages]
         if degraded or missing:
@@ -75,10 +101,10 @@ class AppReadiness:
     async def _planner_call(self) -> str | None:
         """One plan from the LLM planner with the pack's own schema (its grammar compiled and cached in the engine),
         given as long as a cold engine needs; rejected is an answer too (a base model plans poorly)."""
-        planner = getattr(self._serving, "llm_planner", None)
+        planner = self._state.llm_planner
         if planner is None or "planner" in self._allowed:
             return None
-        tz = ZoneInfo(self._serving.engine.settings.timezone)
+        tz = ZoneInfo(self._state.settings.timezone)
         outcome = await planner.plan(WARMUP_PLAN_TEXT, deadline=Deadline(PLANNER_WARMUP_S * 1000), budget_s=PLANNER_WARMUP_S,
                                      now=datetime.now(tz))
         if outcome.timed_out or outcome.error:
@@ -86,11 +112,12 @@ class AppReadiness:
         return None
 
     async def _media_calls(self) -> str | None:
-        media, uploads = self._serving.engine.media_client, self._serving.uploads
+        media, uploads = self._state.engine.media_client, self._state.uploads
         if media is None or uploads is None:
             return None
-        budgets = self._serving.engine.settings.budgets
-        for stage, sample, file_type in (("ocr", WARMUP_IMAGE, "image"), ("asr", WARMUP_AUDIO, "audio")):
+        budgets = self._state.settings.budgets
+        samples: tuple[tuple[str, Path, MediaKind], ...] = (("ocr", WARMUP_IMAGE, "image"), ("asr", WARMUP_AUDIO, "audio"))
+        for stage, sample, file_type in samples:
             if stage in self._allowed:
                 continue
             key = self._media_keys.get(stage) or await self._upload(uploads, sample, file_type)
@@ -103,6 +130,6 @@ class AppReadiness:
         return None
 
     @staticmethod
-    async def _upload(uploads, sample: Path, file_type: str) -> str:
+    async def _upload(uploads: MediaUploads, sample: Path, file_type: MediaKind) -> str:
         stored = await asyncio.to_thread(uploads.accept, data=sample.read_bytes(), file_type=file_type, user_id=WARMUP_USER)
         return stored.object_key

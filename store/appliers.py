@@ -67,7 +67,7 @@ async def _apply_feedback(conn: asyncpg.Connection, user_id: UUID, payload: Feed
     if item["version"] != payload.item_version:
         raise StaleVersion(f"The task item is at version {item['version']}, not {payload.item_version}; review and retry.",
                            field="payload.item_version")
-    feedback_id = await conn.fetchval(
+    feedback_id: UUID = await conn.fetchval(
         "INSERT INTO feedback_records (user_id, task_item_id, source_message_id, feedback_status, normalized_feedback,"
         " duration_minutes, occurred_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
         user_id, item["id"], source_message_id, payload.feedback_status, payload.normalized_feedback,
@@ -116,7 +116,7 @@ async def _apply_goal_split(conn: asyncpg.Connection, user_id: UUID, payload: Go
     if source_message_id is None:  # the write request's message link is ON DELETE SET NULL; the snapshot's is NOT NULL
         raise NotFound("The message this goal split came from no longer exists.", field="source_message_id")
     goal = payload.goal.model_dump()
-    goal_id = await conn.fetchval(
+    goal_id: UUID = await conn.fetchval(
         f"INSERT INTO long_goals (user_id, {', '.join(goal)}) VALUES ($1, {', '.join(f'${i + 2}' for i in range(len(goal)))})"
         " RETURNING id", user_id, *goal.values())
     if payload.subtasks:

@@ -7,7 +7,8 @@ from uuid import UUID
 
 import asyncpg
 
-from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, InputModality, MessageRole
+from protocol.media import InputModality
+from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, MessageRole
 from store.ids import new_id
 
 
@@ -98,7 +99,7 @@ async def open_question(conn: asyncpg.Connection, user_id: UUID, session_id: str
 
 async def close_question(conn: asyncpg.Connection, user_id: UUID, question_id: UUID, status: str) -> bool:
     """Move an open question to answered/expired; False if it was no longer open (someone else consumed it)."""
-    result = await conn.execute(
+    result: str = await conn.execute(
         "UPDATE conversation_messages SET metadata = jsonb_set(metadata, '{question_status}', to_jsonb($3::text))"
         " WHERE user_id = $1 AND id = $2 AND metadata->>'message_kind' = 'clarification_question'"
         " AND metadata->>'question_status' = 'open'", user_id, question_id, status)
@@ -144,8 +145,9 @@ async def last_event(conn: asyncpg.Connection, user_id: UUID) -> ConversationMes
 
 async def stored_reply(conn: asyncpg.Connection, user_id: UUID, client_message_id: str) -> dict[str, Any] | None:
     """The reply a turn with this client_message_id already got, if any."""
-    return await conn.fetchval("SELECT response FROM chat_turns WHERE user_id = $1 AND client_message_id = $2",
-                               user_id, client_message_id)
+    response: dict[str, Any] | None = await conn.fetchval(
+        "SELECT response FROM chat_turns WHERE user_id = $1 AND client_message_id = $2", user_id, client_message_id)
+    return response
 
 
 async def store_reply(conn: asyncpg.Connection, user_id: UUID, client_message_id: str, session_id: str,

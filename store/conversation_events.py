@@ -29,7 +29,9 @@ async def record(conn: asyncpg.Connection, user_id: UUID, replay_key: str, event
 
 
 async def count(conn: asyncpg.Connection, user_id: UUID, replay_key: str) -> int:
-    return await conn.fetchval("SELECT count(*) FROM conversation_events WHERE user_id = $1 AND replay_key = $2", user_id, replay_key)
+    found: int = await conn.fetchval("SELECT count(*) FROM conversation_events WHERE user_id = $1 AND replay_key = $2",
+                                     user_id, replay_key)
+    return found
 
 
 async def last(conn: asyncpg.Connection, user_id: UUID) -> dict[str, Any] | None:

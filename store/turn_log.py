@@ -5,7 +5,8 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 from protocol.http_chat import ChatResponse, TurnStatus
-from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, InputModality, StoredTimeRange
+from protocol.media import InputModality
+from protocol.store import ConversationMessageDTO, ConversationMessageMetadata, StoredTimeRange
 from store.conversation import NewMessage
 from store.ids import new_id
 

@@ -28,10 +28,12 @@ class User:
         return self.business_user_id.startswith(SHADOW_PREFIX)
 
 
-def _user(row: asyncpg.Record | None) -> User | None:
-    if row is None:
-        return None
+def _user(row: asyncpg.Record) -> User:
     return User(row["id"], row["business_user_id"], row["email"], row["password_hash"], row["display_name"])
+
+
+def _found(row: asyncpg.Record | None) -> User | None:
+    return None if row is None else _user(row)
 
 
 _COLUMNS = "id, business_user_id, email, password_hash, display_name"
@@ -49,12 +51,12 @@ async def register(conn: asyncpg.Connection, *, email: str, password_hash: str, 
 
 
 async def by_email(conn: asyncpg.Connection, email: str) -> User | None:
-    return _user(await conn.fetchrow(
+    return _found(await conn.fetchrow(
         f"SELECT {_COLUMNS} FROM users WHERE email = $1 AND NOT is_deleted AND status = 'active'", email))
 
 
 async def by_id(conn: asyncpg.Connection, user_id: UUID) -> User | None:
-    return _user(await conn.fetchrow(
+    return _found(await conn.fetchrow(
         f"SELECT {_COLUMNS} FROM users WHERE id = $1 AND NOT is_deleted AND status = 'active'", user_id))
 
 

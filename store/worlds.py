@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -23,7 +24,7 @@ class Versioned:
     version: int  # 0: no row yet
 
 
-def leased(state: dict | None, version: int) -> Versioned:
+def leased(state: dict[str, Any] | None, version: int) -> Versioned:
     """The world a session lease returned with the lease (store.sessions.acquire)."""
     return Versioned(World.model_validate(state), version) if state is not None else Versioned(World(), 0)
 

@@ -8,7 +8,7 @@ The sub-agents' writes (feedback, replan, goal split) have their appliers in sto
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 import asyncpg
@@ -168,9 +168,9 @@ async def _apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Recor
         values = validated(table.payload, request["payload"]).model_dump()
         columns = list(values)
         try:
-            return await conn.fetchval(
+            return cast(UUID, await conn.fetchval(
                 f"INSERT INTO {table.name} (user_id, {', '.join(columns)}) VALUES ($1, {', '.join(f'${i + 2}' for i in range(len(columns)))})"
-                " RETURNING id", user_id, *values.values())
+                " RETURNING id", user_id, *values.values()))
         except asyncpg.ForeignKeyViolationError as exc:
             raise NotFound("The long goal this item belongs to does not exist.", field="payload.long_goal_id") from exc
     current = await _current(conn, table, user_id, request["target_id"], lock=True)
@@ -178,14 +178,14 @@ async def _apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Recor
     if action == "delete":
         await conn.execute(f"UPDATE {table.name} SET is_deleted = true, deleted_at = now(), version = version + 1,"
                            " updated_at = now() WHERE id = $1 AND version = $2", current["id"], current["version"])
-        return current["id"]
+        return cast(UUID, current["id"])
     merged = validated(table.payload, {**{f: current[f] for f in table.fields}, **request["payload"]}).model_dump()
     assignments = ", ".join(f"{column} = ${i + 3}" for i, column in enumerate(merged))
     result = await conn.execute(f"UPDATE {table.name} SET {assignments}, version = version + 1, updated_at = now()"
                                 " WHERE id = $1 AND version = $2", current["id"], current["version"], *merged.values())
     if not result.endswith(" 1"):
         raise StaleVersion("The target changed while the write was applied; review and retry.", field="base_version")
-    return current["id"]
+    return cast(UUID, current["id"])
 
 
 async def _apply_profile(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Record) -> UUID:
@@ -194,9 +194,10 @@ async def _apply_profile(conn: asyncpg.Connection, user_id: UUID, request: async
     if current is None:
         if request["base_version"] is not None:
             raise StaleVersion("The profile does not exist yet; create it without base_version.", field="base_version")
-        return await conn.fetchval("INSERT INTO user_profiles (user_id, profile_data) VALUES ($1, $2) RETURNING id",
-                                   user_id, values["profile_data"])
+        return cast(UUID, await conn.fetchval(
+            "INSERT INTO user_profiles (user_id, profile_data) VALUES ($1, $2) RETURNING id",
+            user_id, values["profile_data"]))
     _check_version(request, current["version"])
     await conn.execute("UPDATE user_profiles SET profile_data = $2, version = version + 1, updated_at = now() WHERE id = $1",
                        current["id"], values["profile_data"])
-    return current["id"]
+    return cast(UUID, current["id"])

@@ -5,10 +5,10 @@ import re
 
 from engine.agents.base import definition, failure, reply, the_one_candidate, unknown
 from engine.slots import parse_chinese_number
-from protocol.agents import AgentFunctionDefinition, AgentResponseEnvelope, SubAgentInputBase
+from protocol.agents import AgentFunctionDefinition, AgentName, AgentResponseEnvelope, SubAgentInputBase
 from protocol.write_payloads import FeedbackPayload, FeedbackStatus
 
-NAME = "feedback_agent"
+NAME: AgentName = "feedback_agent"
 _MAX_MINUTES = 24 * 60
 # first match wins: the more specific or negated readings come before the plain "done" words, so 没做完 is
 # not_completed, 做了一半 partially_completed and 没时间，改天再做 deferred
@@ -60,7 +60,7 @@ def duration_minutes(text: str) -> int | None:
 
 
 class FeedbackAgent:
-    name = NAME
+    name: AgentName = NAME
 
     def definitions(self) -> list[AgentFunctionDefinition]:
         return list(_DEFINITIONS)

@@ -5,44 +5,24 @@ Besides `run`, the agent tells the dialogue what it needs: `questions` (one Chin
 """
 from __future__ import annotations
 
-import calendar
 import math
-import re
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from engine.agents.goal_words import (MAX_WEEKLY_HOURS, MIN_WEEKLY_HOURS, RE_LEVEL, find_deadline, find_weekly_hours,
+                                     goal_title, tidy)
 from engine.agents.base import definition, failure, reply, unknown, zone
 from engine.agents.text import DEFAULT_WRITER_TIMEOUT_S, TextWriter, at_day_end, compose, date_label
 from engine.errors import InvalidInput
-from engine.slots import extract_datetime, parse_chinese_number
-from protocol.agents import AgentFunctionDefinition, AgentResponseEnvelope, GoalSplitCandidate, SubAgentInputBase
+from protocol.agents import (AgentFunctionDefinition, AgentName, AgentResponseEnvelope, GoalSplitCandidate,
+                             SubAgentInputBase)
 from protocol.rest import LongGoalPayload
 from protocol.write_payloads import GoalSplitPayload, SubtaskPayload
 
-NAME = "long_task_split_agent"
+NAME: AgentName = "long_task_split_agent"
 REQUIRED = ("goal_title", "deadline", "weekly_hours")
 OPTIONAL = ("current_level",)
 _NEAR_TERM_DAYS = 14
-_MIN_WEEKLY_HOURS = 0.5  # two sessions of a quarter hour a week
-_MAX_WEEKLY_HOURS = 7 * 24
-_NUM = r"\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百]+"
-_SMALL = r"(?<![\d零一二两三四五六七八九十])(?:\d{1,2}|[一二两三四五六七八九十]+|半)"
-_RE_SPAN = re.compile(rf"(?P<n>{_SMALL})(?P<unit>个月|个星期|个礼拜|年(?![\d一二三四五六七八九十底末初])|周|天"
-                      r"|月(?=内|以内|之内|后|以后|之后))(?:内|以内|之内|后|以后|之后)?")
-_RE_MONTH = re.compile(rf"(?P<y>明年|今年|后年|\d{{4}}年)?(?P<m>\d{{1,2}}|[一二三四五六七八九十]+)月份?"
-                       rf"(?:(?P<d>{_NUM})[日号])?(?P<edge>底|末|初|中)?(?P<before>之前|以前|前)?")
-_RE_YEAR_END = re.compile(r"(?P<y>明年|今年|后年)?(?:年底|年末|年终)(?:之前|以前|前)?")
-_YEARS = {"今年": 0, "明年": 1, "后年": 2}
-_RE_HOURS = re.compile(rf"(?P<per>工作日每天|每个星期|每个礼拜|每星期|每礼拜|每周|一周|每天|一天|每日|每晚|天天)?"
-                       rf"[^\d零一二两三四五六七八九十半，,。；;]{{0,4}}?(?P<n>{_NUM})?个?(?P<half>半)?个?"
-                       r"(?P<unit>小时|钟头|分钟)")
-_DAYS_PER = {"工作日每天": 5, "每天": 7, "一天": 7, "每日": 7, "每晚": 7, "天天": 7}
-_RE_BARE_NUMBER = re.compile(rf"(?:大概|大约|差不多|能有)?(?P<n>{_NUM})(?:个)?(?:小时)?(?:左右)?")
-_RE_LEVEL = re.compile(r"零基础|没有?(?:任何)?基础|有(?:一点|一些|一定的?)基础|学过一点|初学者?|新手")
-_RE_GOAL_CUT = re.compile(r"帮我|帮忙|请你|拆|分解|分阶段|规划|制定|怎么|如何|做个|做一个")
-_RE_GOAL_LEAD = re.compile(r"^(?:我|想要|想|要|打算|准备|计划|希望|在|把|争取|内|以内|之内|这个|将|今年|明年|后年)+")
-_RE_GOAL_TAIL = re.compile(r"(?:这个目标|这件事|这个|的|吧|呢)+$")
-_RE_CLAUSE = re.compile(r"[，,。！!？?；;\s]+")
 _STAGES = {
     1: (("冲刺完成", "集中时间完成最关键的部分，确保按时达成", 1.0),),
     3: (("起步准备", "明确标准、准备资料，建立每周固定的投入节奏", 0.3),
@@ -66,100 +46,8 @@ _DEFINITIONS = [
 ]
 
 
-def _add_months(moment: datetime, months: int) -> datetime:
-    years, index = divmod(moment.month - 1 + months, 12)
-    year, month = moment.year + years, index + 1
-    return moment.replace(year=year, month=month, day=min(moment.day, calendar.monthrange(year, month)[1]))
-
-
-def _span_deadline(match: re.Match[str], now: datetime) -> datetime:
-    n = 0.5 if match.group("n") == "半" else float(parse_chinese_number(match.group("n")) or 0)
-    unit = match.group("unit")
-    if unit.startswith("年"):
-        return _add_months(now, round(n * 12))
-    if "月" in unit:
-        return _add_months(now, int(n)) + timedelta(days=15 if n % 1 else 0)  # 半个月 is about 15 days
-    return now + timedelta(days=n * (7 if unit in ("周", "个星期", "个礼拜") else 1))
-
-
-def _month_day(match: re.Match[str], year: int) -> date | None:
-    month = parse_chinese_number(match.group("m"))
-    if not isinstance(month, int) or not 1 <= month <= 12:
-        return None
-    last = calendar.monthrange(year, month)[1]
-    if match.group("d"):
-        day = parse_chinese_number(match.group("d"))
-        return date(year, month, day) if isinstance(day, int) and 1 <= day <= last else None
-    if match.group("edge") in ("初", "中"):
-        return date(year, month, 1 if match.group("edge") == "初" else 15)
-    if match.group("before") and not match.group("edge"):
-        return date(year, month, 1) - timedelta(days=1)  # 三月前: by the end of February
-    return date(year, month, last)
-
-
-def _month_deadline(match: re.Match[str], today: date) -> date | None:
-    said = match.group("y")
-    if said:
-        return _month_day(match, today.year + _YEARS[said] if said in _YEARS else int(said[:4]))
-    found = _month_day(match, today.year)
-    # an unqualified month already past (三月 said in December) is next year's
-    return _month_day(match, today.year + 1) if found and found < today else found
-
-
-def find_deadline(text: str, now: datetime) -> tuple[datetime, str] | None:
-    """(deadline, the words that said it): 三个月/半年内 from `now`, 明年三月前/年底/2027年3月1日 at that day's end;
-    None when the text says no deadline after `now`."""
-    found = _deadline_words(text, now)
-    return found if found is not None and found[0] > now else None
-
-
-def _deadline_words(text: str, now: datetime) -> tuple[datetime, str] | None:
-    tz = now.tzinfo
-    if year_end := _RE_YEAR_END.search(text):
-        return at_day_end(date(now.year + _YEARS[year_end.group("y") or "今年"], 12, 31), tz), year_end.group(0)
-    month = _RE_MONTH.search(text)
-    if month and (day := _month_deadline(month, now.date())):
-        return at_day_end(day, tz), month.group(0)
-    if span := _RE_SPAN.search(text):
-        return _span_deadline(span, now), span.group(0)
-    found = extract_datetime(text, now=now, tz=tz)
-    if found is None:
-        return None
-    return (at_day_end(found.start.date(), tz) if found.all_day else found.start), found.text
-
-
-def find_weekly_hours(text: str, *, bare: bool) -> tuple[float, str] | None:
-    """(hours per week, the words that said it): 每周五小时 → 5, 一天一小时 → 7, 工作日每天两小时 → 10; with
-    `bare`, a number alone (10, 十个小时) is per week too. None outside [0.5, 168]."""
-    match = _RE_HOURS.search(text)
-    if match and (match.group("per") or bare):
-        amount = float(parse_chinese_number(match.group("n")) or 0) if match.group("n") else 0.0
-        amount += 0.5 if match.group("half") else 0
-        amount /= 60 if match.group("unit") == "分钟" else 1
-        amount *= _DAYS_PER.get(match.group("per") or "", 1)
-        said = match.group(0)
-    elif bare and (number := _RE_BARE_NUMBER.fullmatch(text.strip())):
-        amount, said = float(parse_chinese_number(number.group("n")) or 0), number.group(0)
-    else:
-        return None
-    return (round(amount, 1), said) if _MIN_WEEKLY_HOURS <= amount <= _MAX_WEEKLY_HOURS else None
-
-
-def _tidy(hours: float) -> float | int:
-    return int(hours) if float(hours).is_integer() else hours
-
-
-def _goal_title(text: str) -> str | None:
-    for clause in _RE_CLAUSE.split(text):
-        cut = _RE_GOAL_CUT.search(clause)
-        title = _RE_GOAL_TAIL.sub("", _RE_GOAL_LEAD.sub("", clause[:cut.start()] if cut else clause))
-        if title:
-            return title[:200]
-    return None
-
-
 class LongTaskSplitAgent:
-    name = NAME
+    name: AgentName = NAME
     questions: dict[str, str] = {
         "goal_title": "你想完成的长期目标是什么？",
         "deadline": "这个目标打算在什么时候之前完成？",
@@ -181,17 +69,17 @@ class LongTaskSplitAgent:
         rest = raw_input
         hours = find_weekly_hours(rest, bare=False)
         if hours:
-            found["weekly_hours"] = _tidy(hours[0])
+            found["weekly_hours"] = tidy(hours[0])
             rest = rest.replace(hours[1], "，", 1)
         deadline = find_deadline(rest, now)
         if deadline:
             found["deadline"] = deadline[0].isoformat()
             rest = rest.replace(deadline[1], "", 1)
-        level = _RE_LEVEL.search(rest)
+        level = RE_LEVEL.search(rest)
         if level:
             found["current_level"] = level.group(0)
             rest = rest.replace(level.group(0), "，", 1)
-        if title := _goal_title(rest):
+        if title := goal_title(rest):
             found["goal_title"] = title
         return found
 
@@ -206,7 +94,7 @@ class LongTaskSplitAgent:
             return deadline[0].isoformat() if deadline else None
         if field == "weekly_hours":
             hours = find_weekly_hours(text, bare=True)
-            return _tidy(hours[0]) if hours else None
+            return tidy(hours[0]) if hours else None
         if field == "current_level":
             return text.strip() or None
         raise InvalidInput(f"{NAME} has no field {field!r}", field=field)
@@ -220,7 +108,7 @@ class LongTaskSplitAgent:
             if name == "deadline" and isinstance(value, (str, datetime)):
                 value = _deadline_value(value, inp.now)
             elif name == "weekly_hours" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                value = _tidy(value) if _MIN_WEEKLY_HOURS <= value <= _MAX_WEEKLY_HOURS else None
+                value = tidy(value) if MIN_WEEKLY_HOURS <= value <= MAX_WEEKLY_HOURS else None
             elif isinstance(value, str):
                 value = self.parse_answer(name, value, inp.now)
             else:
@@ -268,10 +156,11 @@ class LongTaskSplitAgent:
 def _deadline_value(value: str | datetime, now: datetime) -> str | None:
     """A deadline given as a date-time (with offset, after `now`), as its ISO text, or as words."""
     if isinstance(value, str):
+        text = value
         try:
-            value = datetime.fromisoformat(value)
+            value = datetime.fromisoformat(text)
         except ValueError:
-            found = find_deadline(value, now)
+            found = find_deadline(text, now)
             return found[0].isoformat() if found else None
     return value.isoformat() if value.tzinfo is not None and value > now else None
 

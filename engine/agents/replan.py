@@ -12,11 +12,11 @@ from uuid import UUID
 
 from engine.agents.base import definition, reply, unknown, zone
 from engine.agents.text import moment_label
-from protocol.agents import (AgentFunctionDefinition, AgentResponseEnvelope, CandidateItem, FeedbackFact,
+from protocol.agents import (AgentFunctionDefinition, AgentName, AgentResponseEnvelope, CandidateItem, FeedbackFact,
                              SubAgentInputBase)
 from protocol.write_payloads import ItemChange, ReplanPayload
 
-NAME = "replan_agent"
+NAME: AgentName = "replan_agent"
 _MOVE_ON_FEEDBACK = frozenset({"not_completed", "partially_completed", "deferred"})
 _SETTLED = frozenset({"completed", "cancelled"})
 _MAX_CHANGES = 100  # ReplanPayload's bound
@@ -52,9 +52,16 @@ def _overlaps(span: _Span, busy: list[_Span]) -> bool:
     return any(span[0] < end and start < span[1] for start, end in busy)
 
 
+def _moment(item: CandidateItem) -> datetime:
+    """The item's start, else its deadline: only items with one of them are replanned."""
+    moment = item.start_at or item.due_at
+    assert moment is not None, "an item without a start or a deadline is not replanned"
+    return moment
+
+
 def _place(item: CandidateItem, busy: list[_Span], now: datetime, tz: tzinfo) -> tuple[datetime, datetime | None]:
     """(new start or deadline, new end) for `item`: the first free day at its clock time."""
-    start = (item.start_at or item.due_at).astimezone(tz)
+    start = _moment(item).astimezone(tz)
     duration = item.end_at - item.start_at if item.start_at and item.end_at else None
     day = max(now.astimezone(tz).date(), start.date()) + timedelta(days=1)
     while True:
@@ -83,12 +90,14 @@ def _change(item: CandidateItem, start: datetime, end: datetime | None) -> ItemC
 
 def _line(item: CandidateItem, change: ItemChange, now: datetime) -> str:
     if item.start_at:
+        assert change.start_at is not None  # _change moves a scheduled item's start
         return f"「{item.title}」{moment_label(item.start_at, now)} → {moment_label(change.start_at, now)}"
+    assert item.due_at is not None and change.due_at is not None  # else it moves the deadline
     return f"「{item.title}」截止 {moment_label(item.due_at, now)} → {moment_label(change.due_at, now)}"
 
 
 class ReplanAgent:
-    name = NAME
+    name: AgentName = NAME
 
     def definitions(self) -> list[AgentFunctionDefinition]:
         return list(_DEFINITIONS)
@@ -100,7 +109,7 @@ class ReplanAgent:
         latest = _latest(inp.feedbacks)
         done = {f.task_item_id for f in inp.feedbacks if f.feedback_status == "completed"}
         timed = sorted((item for item in inp.candidate_items if item.start_at or item.due_at),
-                       key=lambda item: item.start_at or item.due_at)
+                       key=_moment)
         moving = [item for item in timed if _needs_move(item, latest.get(item.id), done, inp.now)][:_MAX_CHANGES]
         if not moving:
             return reply(NAME, function, {"reply": _NOTHING, "changes": []})

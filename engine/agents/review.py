@@ -10,10 +10,10 @@ from typing import Any
 
 from engine.agents.base import definition, reply, unknown, zone
 from engine.agents.text import DEFAULT_WRITER_TIMEOUT_S, TextWriter, compose, date_label, is_whole_days, single_day
-from protocol.agents import (AgentFunctionDefinition, AgentResponseEnvelope, CandidateItem, FeedbackFact,
+from protocol.agents import (AgentFunctionDefinition, AgentName, AgentResponseEnvelope, CandidateItem, FeedbackFact,
                              SubAgentInputBase)
 
-NAME = "review_agent"
+NAME: AgentName = "review_agent"
 _OUTCOMES = ("completed", "partially_completed", "not_completed", "deferred", "cancelled", "no_feedback")
 _OUTCOME_TEXT = {"partially_completed": "部分完成", "not_completed": "未完成", "deferred": "推迟", "cancelled": "取消",
                  "no_feedback": "未记录结果"}
@@ -106,7 +106,7 @@ def review_text(stats: dict[str, Any]) -> str:
 
 
 class ReviewAgent:
-    name = NAME
+    name: AgentName = NAME
 
     def __init__(self, writer: TextWriter | None = None, *, timeout_s: float = DEFAULT_WRITER_TIMEOUT_S) -> None:
         self._writer = writer

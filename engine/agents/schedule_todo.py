@@ -12,10 +12,11 @@ from typing import Any
 from engine.agents.base import definition, failure, reply, the_one_candidate, unknown, zone
 from engine.agents.text import at_day_end, clock, date_label, is_whole_days, moment_label, single_day
 from engine.slots import DEFAULT_LIMITS, extract_datetime, parse_chinese_number
-from protocol.agents import AgentFunctionDefinition, AgentResponseEnvelope, CandidateItem, SubAgentInputBase
+from protocol.agents import (AgentFunctionDefinition, AgentName, AgentResponseEnvelope, CandidateItem,
+                             SubAgentInputBase)
 from protocol.rest import TaskItemPayload
 
-NAME = "schedule_todo_agent"
+NAME: AgentName = "schedule_todo_agent"
 _FALLBACK_TITLE = "日程"
 _SHORTEST_SCHEDULE = timedelta(minutes=15)
 # removed anywhere in the sentence when a title is derived; longest first so 帮我记上 goes before 帮我
@@ -51,7 +52,8 @@ _DEFINITIONS = [
 def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, bool]:
     """(title, is_deadline) read from the request: the time expressions and command words taken out, clause by
     clause; `is_deadline` when the first time expression is followed by 之前/以前/前 (周五之前要交报告)."""
-    clauses, deadline = [], False
+    clauses: list[str] = []
+    deadline = False
     for clause in _RE_CLAUSE.split(raw_input):
         for _ in range(3):  # 下午三点到五点 holds two expressions
             found = extract_datetime(clause, now=now, tz=tz)
@@ -89,7 +91,7 @@ def _line(item: CandidateItem, now: datetime, *, with_day: bool) -> str:
 
 
 class ScheduleTodoAgent:
-    name = NAME
+    name: AgentName = NAME
 
     def definitions(self) -> list[AgentFunctionDefinition]:
         return list(_DEFINITIONS)
@@ -202,8 +204,10 @@ def _time_changes(item: CandidateItem, text: str, inp: SubAgentInputBase) -> dic
     if item.start_at is None and (item.due_at is not None or item.item_type == "todo"):
         new = {"due_at": new_start}
     else:
-        has_span = item.start_at is not None and item.end_at is not None
-        duration = item.end_at - item.start_at if has_span else DEFAULT_LIMITS.event_duration
+        if item.start_at is not None and item.end_at is not None:
+            duration = item.end_at - item.start_at
+        else:
+            duration = DEFAULT_LIMITS.event_duration
         new = {"start_at": new_start, "end_at": new_start + duration}
     if old is not None and new_start == old:
         return {}  # the time said is the item's own

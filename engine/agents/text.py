@@ -55,7 +55,7 @@ def moment_label(moment: datetime, now: datetime, *, relative: bool = False) -> 
     return f"{date_label(local.date(), now.date(), relative=relative)} {clock(local)}"
 
 
-def at_day_end(day: date, tz: tzinfo) -> datetime:
+def at_day_end(day: date, tz: tzinfo | None) -> datetime:
     return datetime.combine(day, DAY_END, tzinfo=tz)
 
 

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from engine.conversation.scope import MOVE_MARKER
-from engine.settings import ConversationConfig
+from config.engine import ConversationConfig
 from engine.slots import DEFAULT_LIMITS, SlotLimits, extract_datetime
 from protocol.agents import (AGENT_NAMES, AgentTimeRange, ClarificationQuestion, ClarificationRequest, PerceptionDecision)
 from protocol.http_chat import ChatResponse, TimeRange, TurnStatus

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from config.llm import CompactionConfig
 
 logger = logging.getLogger(__name__)
 
@@ -30,16 +30,7 @@ _SENTENCE_END = re.compile(r"[。！？!?；;\n]")
 Message = dict[str, Any]
 # summarizer(middle messages, max_chars) -> summary text; may raise, is cut off after summarizer_timeout_s
 Summarizer = Callable[[list[Message], int], Awaitable[str]]
-
-
-class CompactionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_chars: int = Field(default=6000, gt=0, description="Budget: total content characters of the messages sent.")
-    keep_recent: int = Field(default=6, ge=0, description="The last N messages, always kept verbatim.")
-    summary_max_chars: int = Field(default=600, gt=0, description="The summary message is never longer than this.")
-    summarizer_timeout_s: float = Field(default=3.0, gt=0, description="After this the extractive summary is used.")
-    pin_system: bool = Field(default=True, description="A leading system message (the prompt) is kept, not summarised.")
+CompactionSource = Literal["none", "summarizer", "extractive", "dropped"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +40,7 @@ class Compacted:
     result still exceeds the budget because the pinned message and the tail alone do."""
 
     messages: list[Message]
-    source: Literal["none", "summarizer", "extractive", "dropped"]
+    source: CompactionSource
     chars: int
     over_budget: bool = False
 
@@ -80,6 +71,7 @@ class ContextCompactor:
         if not middle:
             return Compacted(messages, "none", total, over_budget=True)
         room = min(self.config.summary_max_chars, budget - length(pinned) - length(tail)) - len(SUMMARY_PREFIX)
+        source: CompactionSource
         summary, source = (await self._summarize(middle, room)) if room >= _MIN_SUMMARY else ("", "dropped")
         if not summary:
             source = "dropped"

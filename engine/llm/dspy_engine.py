@@ -11,15 +11,18 @@ The models are async (Serve handles): programs are called with `acall`; the sync
 """
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.deadline import Deadline, StageTimeout
 from engine.llm.lm import PRIORITY_INTERACTIVE, LanguageModel, LmReply, LmRequest, abort_quietly, complete_within, new_request_id
+
+if TYPE_CHECKING:
+    import dspy
+    from dspy.lm15 import Request, Response
 
 MODEL_NAME = "baton/planner"
 _FINISH = {"stop": "stop", "length": "length"}  # anything else (abort) ends the stream as an error
@@ -59,10 +62,10 @@ def current_call() -> LmCall:
 class _SyncRefused:
     """dspy.LM needs a sync engine too; Baton's model is reached through async handles only."""
 
-    def complete(self, request):
+    def complete(self, request: Request) -> Response:
         raise TypeError("Baton's language model is asynchronous: call the program with `await program.acall(...)`")
 
-    def stream(self, request):
+    def stream(self, request: Request) -> Iterator[Any]:
         raise TypeError("Baton's language model is asynchronous: use dspy.streamify with an async program")
 
     def close(self) -> None:
@@ -75,7 +78,7 @@ class LanguageModelEngine:
     def __init__(self, lm: LanguageModel, *, max_tokens: int) -> None:
         self._lm, self._max_tokens = lm, max_tokens
 
-    def _request(self, request) -> LmRequest:
+    def _request(self, request: Request) -> LmRequest:
         call = current_call()
         messages = []
         if request.system is not None:
@@ -86,13 +89,13 @@ class LanguageModelEngine:
                          temperature=request.config.temperature or 0.0, request_id=new_request_id("dspy"),
                          priority=call.priority)
 
-    async def complete(self, request):
+    async def complete(self, request: Request) -> Response:
         call = current_call()
         lm_request = self._request(request)
         reply = await complete_within(self._lm, lm_request, deadline=call.deadline, stage=call.stage, budget_s=call.budget_s)
         return _response(lm_request.request_id, reply)
 
-    async def stream(self, request) -> AsyncIterator[Any]:
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
         """Deltas as the model decodes them (the model's own stream when it has one), inside the call's budget;
         past it the model's stream is closed, which aborts the request in the engine."""
         from dspy.lm15 import StreamDeltaEvent, StreamEndEvent, StreamStartEvent, TextDelta, Usage
@@ -119,14 +122,14 @@ class LanguageModelEngine:
             raise
         finally:
             await deltas.aclose()
-        yield StreamEndEvent(finish_reason=_FINISH.get(last.get("finish_reason"), "error"),
+        yield StreamEndEvent(finish_reason=_FINISH.get(last.get("finish_reason", ""), "error"),
                              usage=Usage(input_tokens=last.get("prompt_tokens", 0), output_tokens=last.get("completion_tokens", 0)))
 
     async def aclose(self) -> None:
         pass
 
 
-def _response(request_id: str, reply: LmReply):
+def _response(request_id: str, reply: LmReply) -> Response:
     from dspy.lm15 import Message, Response, TextPart, Usage
 
     return Response(id=request_id, model=MODEL_NAME, message=Message.assistant([TextPart(reply.text)]),
@@ -134,10 +137,10 @@ def _response(request_id: str, reply: LmReply):
                     usage=Usage(input_tokens=reply.prompt_tokens, output_tokens=reply.completion_tokens))
 
 
-def dspy_lm(lm: LanguageModel, *, max_tokens: int):
+def dspy_lm(lm: LanguageModel, *, max_tokens: int) -> dspy.LM:
     """`dspy.LM` over `lm` (no cache: every call reaches the engine; temperature 0 by default)."""
-    # litellm (under dspy) fetches a model cost map at import unless told it is offline
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # litellm (under dspy) fetches a model cost map at import unless LITELLM_LOCAL_MODEL_COST_MAP is set: the
+    # Serve configs' runtime_env and the Makefile set it
     import dspy
 
     return dspy.LM(MODEL_NAME, engine=_SyncRefused(), async_engine=LanguageModelEngine(lm, max_tokens=max_tokens),

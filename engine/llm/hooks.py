@@ -14,7 +14,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from config.llm import HooksConfig, HookSpec
 
 logger = logging.getLogger(__name__)
 
@@ -66,27 +68,6 @@ class HookChain:
 
 
 # -- config --------------------------------------------------------------------------------------------------
-
-
-class HookSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
-class HooksConfig(BaseModel):
-    """The chain, in order. Validated against the registry when loaded, so a typo fails at start-up."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    chain: list[HookSpec] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _known(self) -> HooksConfig:
-        for spec in self.chain:
-            _options(spec)  # raises HookError (a ValueError: pydantic reports it as a validation error)
-        return self
 
 
 HookFactory = Callable[[BaseModel], Hook]
@@ -152,7 +133,8 @@ class TraceIdHook:
 
 # Order matters: an ID-card number contains 11-digit runs that could pass for a mobile number, so it goes first.
 # The lookarounds keep a pattern from matching inside a longer run of digits (an order number, say).
-BUILTIN_PATTERNS: dict[str, tuple[str, str]] = {
+BuiltinPattern = Literal["id_card", "mobile", "email"]
+BUILTIN_PATTERNS: dict[BuiltinPattern, tuple[str, str]] = {
     "id_card": (r"(?<![0-9A-Za-z])[1-9][0-9]{5}(?:18|19|20)[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])"
                 r"[0-9]{3}[0-9Xx](?![0-9A-Za-z])", "[身份证号]"),
     "mobile": (r"(?<![0-9])(?:\+?86[- ]?)?1[3-9][0-9](?:[- ]?[0-9]{4}){2}(?![0-9])", "[手机号]"),
@@ -179,7 +161,7 @@ class RedactPattern(BaseModel):
 class RedactOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    builtins: list[Literal["id_card", "mobile", "email"]] = Field(
+    builtins: list[BuiltinPattern] = Field(
         default_factory=lambda: list(BUILTIN_PATTERNS), description="Which built-in patterns apply, in this order.")
     patterns: list[RedactPattern | str] = Field(
         default_factory=list, description="Extra patterns, applied after the built-ins; a bare string gets [已隐藏].")

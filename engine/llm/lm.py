@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,7 +24,7 @@ PRIORITY_BACKGROUND = 10   # summaries, offline evaluation: may queue behind eve
 ABORT_TIMEOUT_S = 0.5      # how long a caller that gave up waits for the abort to be delivered
 
 # aborts still in flight after their caller stopped waiting: held so the event loop does not drop them
-_PENDING_ABORTS: set[asyncio.Task[None]] = set()
+_PENDING_ABORTS: set[asyncio.Task[bool]] = set()
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,19 @@ class LanguageModel(Protocol):
     async def abort(self, request_id: str) -> None:
         """Stop generating for `request_id` and release what it holds. Must be a no-op for an id that is
         unknown or already finished: the caller cannot tell whether the request reached the server."""
+        ...
+
+
+@runtime_checkable
+class RoutedLanguageModel(LanguageModel, Protocol):
+    """A deployed language model: its answers also stream, and each caller (planner, reply, openai, ...) gets the same
+    model with its calls counted under its own `route`."""
+
+    def for_route(self, route: str) -> RoutedLanguageModel: ...
+
+    def stream(self, request: LmRequest) -> AsyncIterator[dict[str, Any]]:
+        """The answer's deltas as it is decoded (dicts: text, finish_reason, token counts); closing the iterator
+        aborts the request."""
         ...
 
 

@@ -147,7 +147,7 @@ class SlotValues:
             start = self._iso(value)
             if start is not None:
                 return TimeRange(start, start + self._limits.event_duration, value, False).to_dict(), None
-            found = extract_datetime(value, now=self._now, tz=self._tz, limits=self._limits)  # type: ignore[arg-type]
+            found = extract_datetime(value, now=self._now, tz=self._tz, limits=self._limits)
             return (found.to_dict(), None) if found else (None, f"{value!r} is no date or time")
         if not isinstance(value, dict):
             return None, f"{value!r} is no date or time"

@@ -9,22 +9,17 @@ normalisations name a step by its position in the model's list ("step 3" is the 
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
+from engine.llm.plan_steps import (OPERATOR_ALIASES, SCALARS, STEP_KEYS, Draft, canon, cycle, ref,
+                                    workflow_steps)
 from engine.llm.plan_schema import CONDITION_OPERATORS, MAX_RAW_CHARS, PLAN_TYPES, SlotValues, parse_plan_text
 from engine.pack import SPECIAL_INTENTS, Intent, Pack, Risk
 from engine.slots import DEFAULT_LIMITS, SlotLimits, extract_slots
-from protocol.http_chat import StepCondition, Workflow, WorkflowStep, WorkflowType
+from protocol.http_chat import Workflow, WorkflowType
 
-_STEP_REF = re.compile(r"^\s*(?:s|step)?\s*(\d+)\s*$", re.I)
-_OPERATOR_ALIASES = {"==": "equals", "=": "equals", "eq": "equals", "equal": "equals", "is": "equals",
-                     "!=": "not_equals", "ne": "not_equals", "neq": "not_equals", "not_equal": "not_equals",
-                     "one_of": "in", "any_of": "in"}
-_STEP_KEYS = {"step", "intent_id", "intent", "slots", "depends_on", "condition", "requires_confirmation"}
-_SCALARS = (str, int, float, bool, type(None))
 
 
 @dataclass(frozen=True)
@@ -42,7 +37,7 @@ class RejectedPlan:
     reasons: list[str]
 
 
-def validate_plan(raw: str | dict, pack: Pack, *, max_steps: int, tz: tzinfo, now: datetime,
+def validate_plan(raw: str | dict[str, Any], pack: Pack, *, max_steps: int, tz: tzinfo, now: datetime,
                   limits: SlotLimits = DEFAULT_LIMITS, text: str = "", planner: str = "llm") -> ValidatedPlan | RejectedPlan:
     """Check the model's plan `raw` against `pack` (the shape of engine.llm.plan_schema.plan_json_schema).
 
@@ -55,45 +50,23 @@ def validate_plan(raw: str | dict, pack: Pack, *, max_steps: int, tz: tzinfo, no
         return RejectedPlan([f"validation failed: {type(exc).__name__}: {exc}"])
 
 
-def _ref(value: Any) -> int | None:
-    """A step reference: 2, "2", "s2" or "step 2"."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    m = _STEP_REF.match(value) if isinstance(value, str) else None
-    return int(m.group(1)) if m else None
-
-
-def _canon(intent_id: str) -> str:
-    return re.sub(r"[\s\-]+", "_", intent_id.strip()).lower()
-
-
-@dataclass
-class _Draft:
-    pos: int                 # 1-based position in the model's list, for messages
-    key: int                 # the number the model's references use for this step
-    intent: Intent
-    slots: dict[str, Any]
-    depends_on: list[int]    # model keys
-    condition: dict[str, Any] | None  # {"step": model key, "field", "operator", "value"}
-    confirm: bool
-
-
 class _Validation:
     def __init__(self, pack: Pack, *, max_steps: int, tz: tzinfo, now: datetime, limits: SlotLimits, text: str) -> None:
         self._pack, self._max, self._tz, self._limits, self._text = pack, max_steps, tz, limits, text
         self._now = now.astimezone(tz)
         self._values = SlotValues(limits=limits, tz=tz, now=now)
-        self._by_canon = {_canon(i.id): i for i in pack.intents}
+        self._by_canon = {canon(i.id): i for i in pack.intents}
         self.reasons: list[str] = []
         self.notes: list[str] = []
 
-    def run(self, raw: str | dict, planner: str) -> ValidatedPlan | RejectedPlan:
+    def run(self, raw: str | dict[str, Any], planner: str) -> ValidatedPlan | RejectedPlan:
         doc = self._load(raw)
         steps = doc.get("steps") if isinstance(doc, dict) else None
         if doc is not None and (not isinstance(steps, list) or not steps):
             self.reasons.append("the plan has no steps" if isinstance(doc, dict) else "the plan is not a JSON object")
         if self.reasons:
             return RejectedPlan(self.reasons)
+        assert isinstance(steps, list)  # else a reason was given above
         keys = self._keys(steps)
         drafts = [d for d in (self._draft(n, key, entry) for n, (key, entry) in enumerate(zip(keys, steps), 1)) if d]
         if self.reasons:
@@ -106,7 +79,7 @@ class _Validation:
             return RejectedPlan(self.reasons)
         self._complete(kept, index)
         kind = self._kind(doc.get("type"), kept)
-        return ValidatedPlan(Workflow(type=kind, steps=self._steps(kept, index), planner=planner), self.notes)
+        return ValidatedPlan(Workflow(type=kind, steps=workflow_steps(kept, index), planner=planner), self.notes)
 
     # ---- reading ------------------------------------------------------------------------------
 
@@ -114,13 +87,17 @@ class _Validation:
         if isinstance(raw, (dict, list)):
             doc = raw
         elif not isinstance(raw, str):
-            return self.reasons.append(f"the plan is a {type(raw).__name__}, not JSON text")
+            self.reasons.append(f"the plan is a {type(raw).__name__}, not JSON text")
+            return None
         elif not raw.strip() or len(raw) > MAX_RAW_CHARS:
-            return self.reasons.append("the reply is empty" if not raw.strip() else f"the reply is over {MAX_RAW_CHARS} characters")
+            self.reasons.append("the reply is empty" if not raw.strip()
+                                else f"the reply is over {MAX_RAW_CHARS} characters")
+            return None
         else:
             doc, how = parse_plan_text(raw)
             if doc is None:
-                return self.reasons.append("the reply holds no JSON object")
+                self.reasons.append("the reply holds no JSON object")
+                return None
             if how:
                 self.notes.append(how)
         if isinstance(doc, list):
@@ -131,25 +108,26 @@ class _Validation:
     def _keys(self, steps: list[Any]) -> list[int]:
         """The numbers references use: the steps' own `step` numbers when each has a distinct one (a model
         numbering from 0 or by tens), else positions 1..n."""
-        own = [_ref(s.get("step")) if isinstance(s, dict) else None for s in steps]
-        if None not in own and len(set(own)) == len(own):
-            if own != list(range(1, len(steps) + 1)):
-                self.notes.append(f"steps numbered {own}: renumbered 1..{len(steps)} in order")
-            return own  # type: ignore[return-value]
+        own = [ref(s.get("step")) if isinstance(s, dict) else None for s in steps]
+        numbers = [key for key in own if key is not None]
+        if len(numbers) == len(own) and len(set(numbers)) == len(numbers):
+            if numbers != list(range(1, len(steps) + 1)):
+                self.notes.append(f"steps numbered {numbers}: renumbered 1..{len(steps)} in order")
+            return numbers
         return list(range(1, len(steps) + 1))
 
-    def _draft(self, n: int, key: int, entry: Any) -> _Draft | None:
+    def _draft(self, n: int, key: int, entry: Any) -> Draft | None:
         where, before = f"step {n}", len(self.reasons)
         if not isinstance(entry, dict):
             self.reasons.append(f"{where} is not an object")
             return None
         intent = self._intent(entry.get("intent_id", entry.get("intent")), where)
-        ignored = sorted(set(entry) - _STEP_KEYS)
+        ignored = sorted(set(entry) - STEP_KEYS)
         if ignored:
             self.notes.append(f"{where}: ignored {ignored} (the catalog decides plugin and action)")
         slots = self._slots(intent, entry.get("slots"), where) if intent else {}
         deps = entry.get("depends_on") or []
-        refs = [_ref(d) for d in (deps if isinstance(deps, list) else [deps])]
+        refs = [ref(d) for d in (deps if isinstance(deps, list) else [deps])]
         if None in refs:
             self.reasons.append(f"{where}: depends_on {deps!r} is not a list of step numbers")
         condition = self._condition(entry.get("condition"), where)
@@ -159,16 +137,20 @@ class _Validation:
             self.notes.append(f"{where}: requires_confirmation read as {confirm}")
         if len(self.reasons) > before or intent is None:
             return None
-        return _Draft(n, key, intent, slots, list(dict.fromkeys(refs)), condition, confirm)  # type: ignore[arg-type]
+        depends_on = [r for r in dict.fromkeys(refs) if r is not None]  # a None was a reason given above
+        return Draft(n, key, intent, slots, depends_on, condition, confirm)
 
     def _intent(self, raw: Any, where: str) -> Intent | None:
         if not isinstance(raw, str) or not raw.strip():
-            return self.reasons.append(f"{where} names no intent_id")
-        intent = self._by_canon.get(_canon(raw))
+            self.reasons.append(f"{where} names no intent_id")
+            return None
+        intent = self._by_canon.get(canon(raw))
         if intent is None:
-            return self.reasons.append(f"{where}: unknown intent '{raw}'")
+            self.reasons.append(f"{where}: unknown intent '{raw}'")
+            return None
         if intent.id in SPECIAL_INTENTS:
-            return self.reasons.append(f"{where}: {intent.id} is not an executable intent")
+            self.reasons.append(f"{where}: {intent.id} is not an executable intent")
+            return None
         if intent.id != raw:
             self.notes.append(f"{where}: intent '{raw}' read as {intent.id}")
         return intent
@@ -200,27 +182,31 @@ class _Validation:
         if raw is None or raw == {}:
             return None
         if not isinstance(raw, dict):
-            return self.reasons.append(f"{where}: condition is not an object")
-        step, name = _ref(raw.get("step", raw.get("source_step"))), raw.get("field")
+            self.reasons.append(f"{where}: condition is not an object")
+            return None
+        step, name = ref(raw.get("step", raw.get("source_step"))), raw.get("field")
         op = str(raw.get("op", raw.get("operator", ""))).strip().lower()
-        op, value = _OPERATOR_ALIASES.get(op, op), raw.get("value")
+        op, value = OPERATOR_ALIASES.get(op, op), raw.get("value")
         if step is None or not isinstance(name, str) or not name.strip():
-            return self.reasons.append(f"{where}: condition needs a step number and a field")
+            self.reasons.append(f"{where}: condition needs a step number and a field")
+            return None
         if op not in CONDITION_OPERATORS:
-            return self.reasons.append(f"{where}: condition operator {op!r} is none of {list(CONDITION_OPERATORS)}")
+            self.reasons.append(f"{where}: condition operator {op!r} is none of {list(CONDITION_OPERATORS)}")
+            return None
         if op == "in" and not isinstance(value, list):
             value = [value]
-        if not all(isinstance(v, _SCALARS) for v in (value if isinstance(value, list) else [value])) or (
+        if not all(isinstance(v, SCALARS) for v in (value if isinstance(value, list) else [value])) or (
                 op != "in" and isinstance(value, list)):
-            return self.reasons.append(f"{where}: condition value {value!r} does not fit operator {op}")
+            self.reasons.append(f"{where}: condition value {value!r} does not fit operator {op}")
+            return None
         return {"step": step, "field": name.strip(), "operator": op, "value": value}
 
     # ---- structure ----------------------------------------------------------------------------
 
-    def _dedupe(self, drafts: list[_Draft]) -> tuple[list[_Draft], dict[int, int]]:
+    def _dedupe(self, drafts: list[Draft]) -> tuple[list[Draft], dict[int, int]]:
         """Drop a step repeating the one before (same intent, slots and condition); a reference to it means
         the kept one. Returns the kept steps and model key -> new 1-based number."""
-        kept: list[_Draft] = []
+        kept: list[Draft] = []
         alias: dict[int, int] = {}
         for d in drafts:
             prev = kept[-1] if kept else None
@@ -235,7 +221,7 @@ class _Validation:
         index.update({k: index[v] for k, v in alias.items()})
         return kept, index
 
-    def _check_refs(self, kept: list[_Draft], index: dict[int, int]) -> None:
+    def _check_refs(self, kept: list[Draft], index: dict[int, int]) -> None:
         """Every reference names a step of the plan, and an earlier one: no cycle, nothing waiting on later."""
         edges: dict[int, list[int]] = {}
         for n, d in enumerate(kept, 1):
@@ -245,22 +231,22 @@ class _Validation:
                     self.reasons.append(f"step {d.pos} refers to step {key}, which the plan does not have")
             edges[n] = [index[k] for k in refs if k in index]
         pos = [0, *(d.pos for d in kept)]
-        cycle = _cycle(edges)
-        if cycle:
-            self.reasons.append(f"steps {' → '.join(str(pos[n]) for n in cycle)} form a cycle")
+        loop = cycle(edges)
+        if loop:
+            self.reasons.append(f"steps {' → '.join(str(pos[n]) for n in loop)} form a cycle")
             return
         for n, targets in edges.items():
             for t in sorted(set(targets)):
                 if t >= n:
                     self.reasons.append(f"step {pos[n]} refers to step {pos[t]}, which comes later")
 
-    def _complete(self, kept: list[_Draft], index: dict[int, int]) -> None:
+    def _complete(self, kept: list[Draft], index: dict[int, int]) -> None:
         """§18.3's merge: the user's words fill slots and conditional hints; a condition's source is a
         dependency; the catalog's confirm / high risk forces the confirmation."""
         for n, d in enumerate(kept, 1):
             missing, where = [s for s in d.intent.slots if s.name not in d.slots], f"step {d.pos}"
             if self._text and missing:
-                found = extract_slots(self._text, missing, now=self._now, tz=self._tz, limits=self._limits)  # type: ignore[arg-type]
+                found = extract_slots(self._text, missing, now=self._now, tz=self._tz, limits=self._limits)
                 if found:
                     d.slots.update(found)
                     self.notes.append(f"{where}: {sorted(found)} taken from the user's words")
@@ -280,7 +266,7 @@ class _Validation:
                 d.confirm = True
                 self.notes.append(f"{where}: {d.intent.id} needs confirmation (catalog)")
 
-    def _kind(self, declared: Any, kept: list[_Draft]) -> WorkflowType:
+    def _kind(self, declared: Any, kept: list[Draft]) -> WorkflowType:
         if any(d.condition for d in kept):
             kind = WorkflowType.conditional
         elif declared == WorkflowType.conditional.value:
@@ -296,29 +282,3 @@ class _Validation:
             shown = declared if declared in PLAN_TYPES else repr(declared)
             self.notes.append(f"type {shown} read as {kind.value}")
         return kind
-
-    @staticmethod
-    def _steps(kept: list[_Draft], index: dict[int, int]) -> list[WorkflowStep]:
-        steps = []
-        for n, d in enumerate(kept, 1):
-            c = d.condition
-            steps.append(WorkflowStep(
-                step=n, step_id=f"s{n}", intent_id=d.intent.id, plugin_id=d.intent.plugin, agent=d.intent.agent,
-                action=d.intent.action, slots=d.slots, requires_confirmation=d.confirm,
-                depends_on=[f"s{k}" for k in sorted({index[k] for k in d.depends_on})],
-                condition=StepCondition(source_step=f"s{index[c['step']]}", field=c["field"], operator=c["operator"],
-                                        value=c["value"]) if c else None))
-        return steps
-
-
-def _cycle(edges: dict[int, list[int]]) -> list[int] | None:
-    """A cycle among the references (a step waiting on itself included), as the steps along it. A plan has at
-    most max_steps steps, so walking every path is cheap."""
-    def walk(path: list[int]) -> list[int] | None:
-        for t in edges.get(path[-1], []):
-            found = [*path[path.index(t):], t] if t in path else walk([*path, t])
-            if found:
-                return found
-        return None
-
-    return next((c for n in edges if (c := walk([n]))), None)

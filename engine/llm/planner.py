@@ -25,7 +25,7 @@ from engine.llm.plan_schema import plan_json_schema
 from engine.llm.plan_validation import RejectedPlan, ValidatedPlan, validate_plan
 from engine.llm.prompts import PromptSet, catalog_of, format_now
 from engine.pack import Pack
-from engine.settings import Settings
+from config.settings import Settings
 from engine.slots import DEFAULT_LIMITS, SlotLimits
 from engine.workflow.planners import Plan
 
@@ -126,8 +126,9 @@ class LlmWorkflowPlanner:
             lines.append(f"用户：{example.text}\n输出：{json.dumps(example.plan, ensure_ascii=False, separators=(',', ':'))}")
         return "\n".join(lines)
 
-    async def plan(self, text: str, *, deadline: Deadline, budget_s: float, history: list[dict] | None = None,
-                   user_profile: dict | None = None, memory: list[str] | None = None, now: datetime) -> LlmPlanOutcome:
+    async def plan(self, text: str, *, deadline: Deadline, budget_s: float,
+                   history: list[dict[str, Any]] | None = None, user_profile: dict[str, Any] | None = None,
+                   memory: list[str] | None = None, now: datetime) -> LlmPlanOutcome:
         """Plan `text` (the user's turn) within min(budget_s, the turn's work time left).
 
         `history`: the conversation before this turn ({role, content}, oldest first), compacted to fit; `memory`:
@@ -169,8 +170,8 @@ class LlmWorkflowPlanner:
             return LlmPlanOutcome(rejected=checked, reply=reply, request_id=request_id, trace_id=ctx.trace_id)
         return LlmPlanOutcome(plan=checked, reply=reply, request_id=request_id, trace_id=ctx.trace_id)
 
-    async def _messages(self, text: str, history: list[dict] | None, user_profile: dict | None, now: datetime,
-                        zone: tzinfo, budget_s: float, memory: list[str]) -> list[dict[str, Any]]:
+    async def _messages(self, text: str, history: list[dict[str, Any]] | None, user_profile: dict[str, Any] | None,
+                        now: datetime, zone: tzinfo, budget_s: float, memory: list[str]) -> list[dict[str, Any]]:
         """[system: the pack's prompt + the planning instruction] + the history + [user: text], compacted.
         The system message is pinned and the user's turn is the tail, so compaction only folds the history."""
         prompt = self._prompts.render(catalog=self.catalog, now=now, user_profile=user_profile, capabilities="",
@@ -193,7 +194,7 @@ class LlmWorkflowPlanner:
             compacted = await ContextCompactor(self._compactor.config).compact(messages)  # no summarizer: no wait
         return compacted.messages
 
-    def _zone(self, user_profile: dict | None) -> tzinfo:
+    def _zone(self, user_profile: dict[str, Any] | None) -> tzinfo:
         # the zone the prompt shows the time in must be the one datetime slots are read in
         name = (user_profile or {}).get("timezone")
         if isinstance(name, str) and name:

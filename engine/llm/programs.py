@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, conlist, create_model
 
 from engine.deadline import Deadline, StageTimeout
 from engine.llm.dspy_engine import LmCall, lm_call
 from engine.llm.lm import PRIORITY_INTERACTIVE
+
+if TYPE_CHECKING:
+    import dspy
 
 logger = logging.getLogger(__name__)
 MAX_TEXT_CHARS = 200
@@ -37,56 +40,58 @@ class InteractionContext(BaseModel):
     task_level: str | None = None
 
 
-def _signatures():
-    """Seed 000's and seed 002's signatures (built on first use: dspy is imported lazily)."""
+def _signatures() -> dict[str, Any]:
+    """Seed 000's and seed 002's signatures (built on first use: dspy is imported lazily).
+
+    dspy ships no type information, so `dspy.Signature` is Any to mypy: each subclass says so (misc)."""
     import dspy
 
-    class Router(dspy.Signature):
+    class Router(dspy.Signature):  # type: ignore[misc]
         """判断使用者意图，决定后续 pipeline。"""
         dialog_history: str = dspy.InputField(desc="对话历史")
         user_input: str = dspy.InputField(desc="使用者输入")
         pipeline_description: str = dspy.OutputField(desc="1~3 句话描述接下来的步骤")
         pipeline: list[str] = dspy.OutputField(desc="要执行的模组，按顺序")
 
-    class EmotionSupport(dspy.Signature):
+    class EmotionSupport(dspy.Signature):  # type: ignore[misc]
         """温柔的情绪安抚：正常化感受，自然衔接后续步骤；不声称做了任何事。"""
         interaction_context: InteractionContext = dspy.InputField()
         emotion_reply: str = dspy.OutputField(desc="温柔、正常化感受的回应")
 
-    class SummaryWriter(dspy.Signature):
+    class SummaryWriter(dspy.Signature):  # type: ignore[misc]
         """区间回顾：只用给出的数据，不编造。"""
         interaction_context: InteractionContext = dspy.InputField()
         time_interval_data: str = dspy.InputField()
         summary_text: str = dspy.OutputField(desc="总结文本")
 
-    class SchedulingRouter(dspy.Signature):
+    class SchedulingRouter(dspy.Signature):  # type: ignore[misc]
         """任务等级判断：L1 想法、L2 方案、L3 行动。"""
         interaction_context: InteractionContext = dspy.InputField()
         catch_and_rephrase: str = dspy.OutputField(desc="重述意图")
         ai_can_do: str = dspy.OutputField(desc="AI 可做的动作摘要")
         task_level: str = dspy.OutputField(desc="L1/L2/L3")
 
-    class DraftPlan(dspy.Signature):
+    class DraftPlan(dspy.Signature):  # type: ignore[misc]
         """L2 方案生成。"""
         interaction_context: InteractionContext = dspy.InputField()
         draft_plan: str = dspy.OutputField(desc="草案说明（含候选时段）")
         constraints_and_missing_info: str = dspy.OutputField(desc="缺资讯、假设、风险；没有就留空")
 
-    class DraftAction(dspy.Signature):
+    class DraftAction(dspy.Signature):  # type: ignore[misc]
         """L3 行动生成。"""
         interaction_context: InteractionContext = dspy.InputField()
         action_description: str = dspy.OutputField(desc="可执行的行动描述")
         start_instructions: str = dspy.OutputField(desc="首步骤指南")
         constraints_and_missing_info: str = dspy.OutputField(desc="缺资讯；没有就留空")
 
-    class AskQuestion(dspy.Signature):
+    class AskQuestion(dspy.Signature):  # type: ignore[misc]
         """资讯不足时追问。"""
         constraints_and_missing_info_from_draft: str = dspy.InputField()
         interaction_context: InteractionContext = dspy.InputField()
         questions: str = dspy.OutputField(desc="追问题目")
         next_steps_suggestion: str = dspy.OutputField(desc="下一步建议")
 
-    class Perception(dspy.Signature):
+    class Perception(dspy.Signature):  # type: ignore[misc]
         """把用户这句话理解成交给哪个子代理的哪个功能，参数只填用户说出的。"""
         recent_messages: str = dspy.InputField(desc="最近的对话")
         user_input: str = dspy.InputField()
@@ -97,7 +102,7 @@ def _signatures():
         time_range: dict[str, str] | None = dspy.OutputField(desc="{start, end} ISO 8601，或 null")
         missing_fields: list[str] = dspy.OutputField()
 
-    class SocialReply(dspy.Signature):
+    class SocialReply(dspy.Signature):  # type: ignore[misc]
         """闲聊回复（seed 003 §10.3）：简短、口语、一两句话；绝不说做了什么操作。"""
         user_input: str = dspy.InputField()
         reply: str = dspy.OutputField(desc="不超过五十个字")
@@ -109,17 +114,19 @@ def _signatures():
 _SIGNATURES: dict[str, Any] = {}
 
 
-def signature(name: str):
+def signature(name: str) -> Any:
     if not _SIGNATURES:
         _SIGNATURES.update(_signatures())
     return _SIGNATURES[name]
 
 
-def output_schema(sig, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def output_schema(sig: Any, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON schema of `sig`'s output fields as one object (the JSON adapter's answer), every field required;
     `overrides` replace a field's type (a Literal for a closed set)."""
-    fields = {name: ((overrides or {}).get(name, f.annotation), ...) for name, f in sig.output_fields.items()}
-    schema = create_model(f"{sig.__name__}Output", **fields).model_json_schema()
+    fields: dict[str, Any] = {name: ((overrides or {}).get(name, f.annotation), ...)
+                              for name, f in sig.output_fields.items()}
+    output = create_model(f"{sig.__name__}Output", **fields)
+    schema: dict[str, Any] = output.model_json_schema()
     schema.pop("title", None)
     schema["additionalProperties"] = False
     for prop in schema["properties"].values():
@@ -128,9 +135,9 @@ def output_schema(sig, overrides: dict[str, Any] | None = None) -> dict[str, Any
     return schema
 
 
-def closed(values: list[str]):
+def closed(values: list[str]) -> Any:
     """A type whose values are `values` only (the schema's enum)."""
-    return Literal[tuple(values)]  # type: ignore[valid-type]
+    return Literal[tuple(values)]
 
 
 @dataclass
@@ -146,8 +153,8 @@ class Program:
         self.signature = signature(self.name)
         self.schema = output_schema(self.signature, self.overrides)
 
-    async def run(self, lm, *, deadline: Deadline, stage: str, budget_s: float, priority: int = PRIORITY_INTERACTIVE,
-                  **inputs) -> dict[str, Any] | None:
+    async def run(self, lm: dspy.LM, *, deadline: Deadline, stage: str, budget_s: float,
+                  priority: int = PRIORITY_INTERACTIVE, **inputs: Any) -> dict[str, Any] | None:
         """The validated outputs, or None (late, failed, unparseable or refused by the check; logged)."""
         import dspy
 
@@ -185,8 +192,15 @@ def router(modules: list[str]) -> Program:
         if not pipeline or any(m not in modules for m in pipeline) or len(set(pipeline)) != len(pipeline):
             return f"pipeline {pipeline} is not a sequence of distinct modules of {modules}"
         return None
-    pipeline = Annotated[list[closed(modules)], Field(min_length=1, max_length=len(modules))]
+    pipeline = conlist(closed(modules), min_length=1, max_length=len(modules))
     return Program("Router", {"pipeline": pipeline}, check)
+
+
+class _Common(TypedDict):
+    deadline: Deadline
+    stage: str
+    budget_s: float
+    priority: int
 
 
 def scheduling_chain() -> dict[str, Program]:
@@ -195,11 +209,11 @@ def scheduling_chain() -> dict[str, Program]:
             "plan": Program("DraftPlan"), "action": Program("DraftAction"), "ask": Program("AskQuestion")}
 
 
-async def schedule(lm, chain: dict[str, Program], ctx: InteractionContext, *, deadline: Deadline, stage: str,
+async def schedule(lm: dspy.LM, chain: dict[str, Program], ctx: InteractionContext, *, deadline: Deadline, stage: str,
                    budget_s: float, priority: int = PRIORITY_INTERACTIVE) -> dict[str, Any] | None:
     """Seed 000's Scheduling module: the task level decides the draft; missing information adds the questions.
     Each step gets min(budget_s, what the deadline leaves)."""
-    common = {"deadline": deadline, "stage": stage, "budget_s": budget_s, "priority": priority}
+    common: _Common = {"deadline": deadline, "stage": stage, "budget_s": budget_s, "priority": priority}
     routed = await chain["route"].run(lm, interaction_context=ctx, **common)
     if routed is None:
         return None

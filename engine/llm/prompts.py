@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jinja2
-from pydantic import BaseModel, ConfigDict, Field
+from config.llm import PromptsConfig
 
 if TYPE_CHECKING:  # only for the annotation: this module must not need engine.pack at import time
     from engine.pack import Pack
@@ -34,16 +34,6 @@ _SPECIAL_PREFIX = "__"
 
 class PromptError(ValueError):
     """A prompt file is missing, does not parse, or names an unknown variable; the message names the file."""
-
-
-class PromptsConfig(BaseModel):
-    """Where a pack's prompt files live and how long the rendered system prompt may get."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    dir: str = Field(default="prompts", description="Folder of the prompt files, relative to the pack folder.")
-    max_chars: int = Field(default=8000, gt=0, description="A rendered system prompt longer than this is an error: "
-                                                          "it would crowd the conversation out of the context.")
 
 
 def catalog_of(pack: Pack, *, include_special: bool = False) -> list[dict[str, Any]]:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.deadline import Deadline
 from engine.llm.lm import PRIORITY_BACKGROUND, PRIORITY_INTERACTIVE
 from engine.llm.programs import InteractionContext, Program
+
+if TYPE_CHECKING:
+    import dspy
 
 # "已经帮您打开了", "给你设置好了", "删除了": an action reported as done. An offer or a question ("我可以帮您打开",
 # "要不要我帮你安排一下？") reports nothing.
@@ -53,7 +56,7 @@ class ReplyWriter:
     """Seed 003's social responder and seed 000's EmotionSupport over the LLM (`lm`: a dspy.LM from
     engine.llm.dspy_engine.dspy_lm), each inside `budget_s` of the turn's deadline; None means "use the template"."""
 
-    def __init__(self, lm, *, budget_s: float, max_chars: int = 60, stage: str = "reply") -> None:
+    def __init__(self, lm: dspy.LM, *, budget_s: float, max_chars: int = 60, stage: str = "reply") -> None:
         self._lm, self._budget_s, self._max_chars, self._stage = lm, budget_s, max_chars, stage
         self._social, self._emotion = Program("SocialReply"), Program("EmotionSupport")
 
@@ -73,7 +76,7 @@ class LlmTextWriter:
     """The sub-agents' TextWriter (engine/agents/text.py) over seed 000's SummaryWriter: the agent's facts in, a
     summary out, at background priority; refused when it states a number the facts do not hold or claims an action."""
 
-    def __init__(self, lm, *, max_chars: int = 300, stage: str = "agent") -> None:
+    def __init__(self, lm: dspy.LM, *, max_chars: int = 300, stage: str = "agent") -> None:
         self._lm, self._max_chars, self._stage = lm, max_chars, stage
         self._program = Program("SummaryWriter")
 

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Protocol
-from zoneinfo import ZoneInfo
 
 from engine.slots.datetime_range import TimeRange, extract_datetime
 from engine.slots.destination import extract_destination
@@ -30,12 +29,15 @@ __all__ = [
 
 
 class SlotSpecLike(Protocol):
-    name: str
-    type: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
 
 
 def _slot_value(
-    slot_type: str, text: str, *, now: datetime, tz: ZoneInfo, limits: SlotLimits
+    slot_type: str, text: str, *, now: datetime, tz: tzinfo, limits: SlotLimits
 ) -> object | None:
     if slot_type == "temperature":
         value = extract_temperature(text, limits)
@@ -57,7 +59,7 @@ def extract_slots(
     specs: Iterable[SlotSpecLike],
     *,
     now: datetime,
-    tz: ZoneInfo,
+    tz: tzinfo,
     limits: SlotLimits = DEFAULT_LIMITS,
 ) -> dict[str, object]:
     """Values for the slots found in `text`, keyed by spec name; missing or invalid slots are left out.

@@ -5,6 +5,7 @@ import calendar
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from datetime import date, timedelta
 
 from engine.slots.numbers import _CN_DIGITS, _INT, _int
@@ -164,7 +165,7 @@ _DATE_RULES: tuple[tuple[re.Pattern[str], Callable[[date, re.Match[str]], _Days 
 
 def _find_days(scanner: _Scanner, today: date) -> _Days | None:
     for pattern, rule in _DATE_RULES:
-        found = scanner.take(pattern, lambda m, rule=rule: rule(today, m))
+        found = scanner.take(pattern, partial(rule, today))
         if found is not None:
             return found
     return None

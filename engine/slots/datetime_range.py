@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
-from zoneinfo import ZoneInfo
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
 from engine.slots.dates import _Days, _find_days
 from engine.slots.limits import DEFAULT_LIMITS, SlotLimits
@@ -108,11 +107,11 @@ def _resolve_hour(hour: int, kind: str | None, *, colon: bool) -> int:
     return hour
 
 
-def _at(day: date, tz: ZoneInfo, hours: int = 0, minutes: int = 0) -> datetime:
+def _at(day: date, tz: tzinfo | None, hours: int = 0, minutes: int = 0) -> datetime:
     return datetime.combine(day, time(), tzinfo=tz) + timedelta(hours=hours, minutes=minutes)
 
 
-def _localize(now: datetime, tz: ZoneInfo) -> datetime:
+def _localize(now: datetime, tz: tzinfo | None) -> datetime:
     return now.replace(tzinfo=tz) if now.tzinfo is None else now.astimezone(tz)
 
 
@@ -132,7 +131,7 @@ class _Parts:
 
 
 def _range_from_parts(
-    parts: _Parts, now: datetime, tz: ZoneInfo, duration: timedelta
+    parts: _Parts, now: datetime, tz: tzinfo | None, duration: timedelta
 ) -> tuple[datetime, datetime, bool]:
     base = parts.days.first if parts.days else now.date()
     roll = timedelta(days=0 if parts.days else 1)  # a bare time already past today means tomorrow
@@ -151,7 +150,7 @@ def _range_from_parts(
 
 
 def extract_datetime(
-    text: str, *, now: datetime, tz: ZoneInfo, limits: SlotLimits = DEFAULT_LIMITS
+    text: str, *, now: datetime, tz: tzinfo | None, limits: SlotLimits = DEFAULT_LIMITS
 ) -> TimeRange | None:
     """Resolve a Chinese date/time expression against the injected `now`.
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from engine.keyword import KeywordMatcher
 from engine.pack import SPECIAL_INTENTS, Intent, Pack
 from engine.polarity import Polarity
-from engine.settings import PlannerConfig
+from config.engine import PlannerConfig
 from protocol.http_chat import Candidate
 
 _SKIP = re.compile(r"[\s，。！？!?,.~、吧啊呀哦了的把给我帮请一下]+")

@@ -18,13 +18,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from engine.deadline import Deadline
 from engine.llm.grounding import Extract, ungrounded
 from engine.llm.planner import NAME, PLANNER, LlmPlanOutcome, LlmWorkflowPlanner
 from engine.model_client import ENCODER
 from engine.pack import Pack
-from engine.settings import Settings
+from config.settings import Settings
 from engine.workflow.planners import Plan
 from protocol.http_chat import LlmPlanDebug, PlannerDebug
 
@@ -96,7 +97,7 @@ class LlmEscalation:
         return self._settings.budgets.escalation_ms()
 
     async def plan(self, text: str, local: Plan, debug: PlannerDebug, deadline: Deadline, *, now: datetime,
-                   history: list[dict] | None = None, memory: list[str] | None = None) -> Plan:
+                   history: list[dict[str, Any]] | None = None, memory: list[str] | None = None) -> Plan:
         """The LLM's plan if it may run, else `local` with the reason added; `debug.llm` says what happened."""
         assert local.analysis is not None
         outcome = await self._llm.plan(text, deadline=deadline, budget_s=self._settings.budgets.stage_s(STAGE),

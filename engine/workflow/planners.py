@@ -99,7 +99,7 @@ class TemplateWorkflowPlanner:
         ids = [i for i, _ in matched]
         for t in self._templates:
             if ids[: len(t.intent_sequence)] == t.intent_sequence and all(k in analysis.text for k in t.trigger_keywords):
-                hints = t.steps or [None] * len(t.intent_sequence)
+                hints: Sequence[StepHint | None] = t.steps or [None] * len(t.intent_sequence)
                 picks = [(i, c.text, h) for (i, c), h in zip(matched, hints)]
                 steps = self._builder.steps(analysis.text, picks)
                 return Plan(True, f"{self.name}:{t.id}", f"template {t.id}",

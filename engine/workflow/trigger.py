@@ -10,7 +10,7 @@ import re
 from engine.fusion import RouteDecision
 from engine.keyword import KeywordMatcher
 from engine.router import Route
-from engine.settings import PlannerConfig
+from config.engine import PlannerConfig
 from engine.workflow.analysis import ClauseAnalyzer
 
 

@@ -16,7 +16,7 @@ from engine.responses import ResponsePolicy, render
 from engine.router import Route
 from engine.session import SessionState, SessionStatus
 from engine.slot_filling import SlotFiller
-from engine.settings import Settings
+from config.settings import Settings
 from engine.workflow.analysis import ClauseAnalyzer
 from engine.workflow.escalation import LlmEscalation
 from engine.workflow.executor import FINISHED, OnStep, Pause, RunPlugin, WorkflowExecutor
@@ -30,7 +30,8 @@ from engine.workflow.planners import (
     TurnAnalysis,
 )
 from engine.workflow.trigger import LEXICAL, PlanTrigger
-from protocol.http_chat import ClauseDebug, PlannerDebug, StepStatus, TurnStatus, Workflow, WorkflowStatus, WorkflowStep
+from protocol.http_chat import (Candidate, ClauseDebug, PlannerDebug, StepStatus, TurnStatus, Workflow,
+                                WorkflowStatus, WorkflowStep)
 
 PLANNER = "planner"
 EVIDENCE_SLOTS = [SlotSpec(name="temperature", type="temperature"), SlotSpec(name="order_id", type="order_id")]
@@ -96,7 +97,8 @@ class WorkflowTurns:
         """Each clause scored with what the served heads said of it (one pass embedded them all); a single clause
         with what they said of the whole text."""
         if route.clauses:
-            clauses, none = list(route.clauses), ([],) * len(route.clauses)
+            clauses = list(route.clauses)
+            none: tuple[list[Candidate], ...] = ([],) * len(route.clauses)
             cls, det = route.clause_scores.get("classifier", none), route.clause_scores.get("detector", none)
         else:
             clauses, cls, det = [text], (route.stages["classifier"].candidates,), (route.detector.candidates,)
@@ -127,14 +129,14 @@ class WorkflowTurns:
         step = self._executor.paused_step(wf)
         if step is None:
             return None
-        intent = self._pack.intent(step.intent_id)
         if wf.status == WorkflowStatus.waiting_confirmation and slots is None:
             answer = self._rules.confirmation(text)
             if answer is None and self._rules.is_stop(text):
                 return self._stop(session, wf)
             if answer is None:
+                label = render(self._pack.known_intent(step.intent_id).label, **step.slots)
                 return self._outcome(session, wf, TurnStatus.waiting_confirmation,
-                                     self._say.simple("confirm_retry", label=render(intent.label, **step.slots)), step)
+                                     self._say.simple("confirm_retry", label=label), step)
             if answer:
                 return await self._advance(session, wf, run, confirmed=step.step_id, on_step=on_step)
             self._executor.skip(step, "declined")
@@ -143,6 +145,7 @@ class WorkflowTurns:
             return await self._advance(session, wf, run, on_step=on_step, declined=step)
         if text and self._rules.is_stop(text):
             return self._stop(session, wf)
+        intent = self._pack.known_intent(step.intent_id)
         pending = [s for s in intent.slots if s.required and s.name not in step.slots]
         # slots sent by name must be the step's (422 naming the first that is not); words fill what they say
         filled = SlotFiller.known(intent, slots) if slots is not None else self._extract(text, pending, free_text)
@@ -175,7 +178,7 @@ class WorkflowTurns:
         if pause.kind == "ask_slot":
             assert pause.slot is not None
             return self._outcome(session, wf, TurnStatus.waiting_slot, said + self._say.ask_slot(pause.slot), pause.step)
-        intent = self._pack.intent(pause.step.intent_id)
+        intent = self._pack.known_intent(pause.step.intent_id)
         return self._outcome(session, wf, TurnStatus.waiting_confirmation,
                              said + self._say.confirm(intent, pause.step.slots), pause.step)
 
@@ -203,8 +206,11 @@ class WorkflowTurns:
         waiting = status == TurnStatus.waiting_confirmation
         session.status = SessionStatus.waiting_confirmation if waiting else SessionStatus.waiting_slot
         session.current_intent = step.intent_id
-        intent = self._pack.intent(step.intent_id)
-        session.pending_slots = ["confirmation"] if waiting else [s.name for s in intent.slots if s.required and s.name not in step.slots]
+        if waiting:
+            session.pending_slots = ["confirmation"]
+        else:
+            intent = self._pack.known_intent(step.intent_id)
+            session.pending_slots = [s.name for s in intent.slots if s.required and s.name not in step.slots]
         return Outcome(status, reply, wf, step.intent_id, list(session.pending_slots))
 
     def ask_again(self, session: SessionState) -> Outcome:
@@ -213,7 +219,7 @@ class WorkflowTurns:
         assert wf is not None
         step = self._executor.paused_step(wf)
         assert step is not None
-        intent = self._pack.intent(step.intent_id)
+        intent = self._pack.known_intent(step.intent_id)
         if wf.status == WorkflowStatus.waiting_confirmation:
             return self._outcome(session, wf, TurnStatus.waiting_confirmation, self._say.confirm(intent, step.slots), step)
         pending = [s for s in intent.slots if s.required and s.name not in step.slots]

@@ -14,7 +14,7 @@ def test_the_smoke_copy_changes_only_what_one_machine_needs():
     source = yaml.safe_load(GPU_CONFIG.read_text(encoding="utf-8"))
     smoke = smoke_config(source, shipped_models=False)
     args = smoke["applications"][0]["args"]["overrides"]
-    assert args["auth"]["require_token"] is False and args["media"]["store"]["backend"] == "local"
+    assert args["auth"]["require_token"] is False and args["media"]["object_store"]["backend"] == "local"
     assert args["models"]["device"] == "cuda" and args["asr"]["device"] == "cuda" and args["ocr"]["device"] == "cuda"
     for deployment in smoke["applications"][0]["deployments"]:
         options = deployment["ray_actor_options"]

@@ -15,6 +15,7 @@ import pytest
 from benchmarks.driver import LOST, Sample
 from benchmarks.multinode_report import figure, markdown, outcome, summarize
 
+pytestmark = pytest.mark.ray  # a head and two worker nodes, in a process of their own
 ROOT = Path(__file__).resolve().parents[2]
 # Server time over the turn budget an answer may show when this 2-core machine is starved by other work beside the
 # cluster (load averages of 50 were seen: asyncio timers fire late); a turn left waiting on a dead replica instead of

@@ -1,4 +1,4 @@
-"""Texts and assertions shared by the deployment contract tests (imported by name: pytest puts this folder on sys.path)."""
+"""Texts and assertions shared by the deployment contract tests."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -42,7 +42,7 @@ def assert_same_results(batch: list[list[Candidate]], single: list[list[Candidat
 def shared_encoder(path: str, runtime: str, threads: int):
     """The real shared encoder, loaded once per test session and configuration."""
     from deployments.encoder import Encoder
-    from conftest import settings_for
+    from tests.support.packs import settings_for
 
     settings = settings_for("cockpit")
     cfg = settings.models.model_copy(update={"encoder_runtime": runtime, "threads": threads})
@@ -51,7 +51,7 @@ def shared_encoder(path: str, runtime: str, threads: int):
 
 def encoder_of(settings):
     """The encoder the pack's heads were built on (its tuned one), as the NLU replica loads it."""
-    from models.artifacts import encoder_for
+    from deployments.artifacts import encoder_for
 
     m = settings.models
     return shared_encoder(str(encoder_for(settings.artifacts_dir(), settings.encoder_path)), m.encoder_runtime, m.threads)

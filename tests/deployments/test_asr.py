@@ -5,7 +5,7 @@ import pytest
 
 from benchmarks.media_samples import ENCODINGS, silence_wav, speak, speech_samples, transcode, wer
 from deployments.asr import SpeechRecognizer
-from models.whisper import bootstrap_whisper
+from deployments.whisper import bootstrap_whisper
 
 
 @pytest.fixture(scope="module")

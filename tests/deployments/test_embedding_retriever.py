@@ -6,9 +6,9 @@ import json
 import pytest
 
 from deployments.embedding_retriever import EmbeddingRetriever
-from models.artifacts import RETRIEVER_ROWS
+from deployments.artifacts import RETRIEVER_ROWS
 
-from deploy_checks import CLEAR, FedHead, assert_ranked, assert_same_results
+from tests.deployments.deploy_checks import CLEAR, FedHead, assert_ranked, assert_same_results
 
 MIXED = ["打开车窗", "我想听点周杰伦的歌", "今天晚上吃什么好", "你好", "把空调调到22度", "后视镜收一下", "嗯"]
 

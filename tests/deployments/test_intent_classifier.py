@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from deployments.intent_classifier import BACKENDS, IntentClassifier
-from engine.settings import HeadConfig
-from models.artifacts import read_manifest
+from config.models import HeadConfig
+from deployments.artifacts import read_manifest
 
-from deploy_checks import CLEAR, FedHead, assert_ranked, assert_same_results
+from tests.deployments.deploy_checks import CLEAR, FedHead, assert_ranked, assert_same_results
 
 MIXED = ["打开车窗", "我想听点周杰伦的歌", "今天晚上吃什么好", "你好", "把空调调到22度", "后视镜收一下"]
 
@@ -164,7 +164,7 @@ def test_the_fast_ngram_scoring_equals_the_pipelines(cockpit):
     import joblib
 
     from deployments.intent_classifier import NgramModel
-    from models.artifacts import CLASSIFIER_NGRAM
+    from deployments.artifacts import CLASSIFIER_NGRAM
 
     _, settings = cockpit
     pipeline = joblib.load(settings.artifacts_dir("cockpit") / CLASSIFIER_NGRAM)

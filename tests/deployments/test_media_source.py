@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from deployments.media_source import StoredMediaRecognizer, build_media_recognizer
-from media.keys import new_key
+from engine.media_keys import new_key
 from media.store import LocalStore
 from protocol.media import Recognition
 

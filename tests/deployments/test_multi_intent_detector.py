@@ -6,9 +6,9 @@ import pytest
 from deployments.multi_intent_detector import MultiIntentDetector
 from engine.clauses import ClauseSplitter
 from engine.pack import SPECIAL_INTENTS
-from models.artifacts import read_manifest
+from deployments.artifacts import read_manifest
 
-from deploy_checks import FedHead, assert_ranked, assert_same_results
+from tests.deployments.deploy_checks import FedHead, assert_ranked, assert_same_results
 
 # Two requests in one breath, each clause naming a different cockpit intent; own phrasings, not the pack's.
 PAIRS = [

@@ -5,7 +5,7 @@ import pytest
 
 from deployments.nlu import NluItem, build_nlu
 
-from deploy_checks import CLEAR
+from tests.deployments.deploy_checks import CLEAR
 
 ITEMS = [NluItem(text) for text in CLEAR] + [NluItem("打开车窗然后播放音乐", ("打开车窗", "播放音乐"))]
 

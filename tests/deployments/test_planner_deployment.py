@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from deployments.faults import InjectedFault
-from deployments.planner import STAGE, Planner
+from serve_app.replicas.planner import STAGE, Planner
 
 
 class FakeEngine:

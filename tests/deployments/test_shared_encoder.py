@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from deployments.encoder import Encoder
-from models.artifacts import encoder_for
-from models.embedding import PassStopped, RunControl
+from deployments.artifacts import encoder_for
+from deployments.embedding import PassStopped, RunControl
 
 TEXTS = ["打开车窗", "把空调调到二十二度", "导航去最近的加油站", "我想听点周杰伦的歌"]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from engine.clauses import ClauseSplitter
 
-from fakes import base_settings
+from tests.support.fakes import base_settings
 
 SPLIT = ClauseSplitter(base_settings().clauses)
 

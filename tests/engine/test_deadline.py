@@ -7,10 +7,10 @@ import time
 import pytest
 
 from engine.deadline import Deadline, StageTimeout
-from engine.settings import STAGES
+from config.budgets import STAGES
 from protocol.http_chat import ChatRequest, TurnStatus
 
-from fakes import FakeModelClient, Rig, with_budgets
+from tests.support.fakes import FakeModelClient, Rig, with_budgets
 
 SLOW = 5.0  # seconds a "hung" fake stage would sleep; every test must finish far sooner
 HEADS = ["classifier", "detector", "retriever"]

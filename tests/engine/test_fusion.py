@@ -6,7 +6,7 @@ import pytest
 from engine.fusion import RouteDecision, fuse, stage_debug
 from protocol.http_chat import Candidate, StageDebug
 
-from fakes import base_settings
+from tests.support.fakes import base_settings
 
 CFG = base_settings().fusion
 W = CFG.weights

@@ -7,7 +7,7 @@ from engine.dialog_rules import DialogRules
 from engine.keyword import KeywordMatcher
 from engine.social import SocialRouter
 
-from fakes import pack
+from tests.support.fakes import pack
 
 COCKPIT = pack("cockpit")
 TIMEFLOW = pack("timeflow")

@@ -22,11 +22,11 @@ from engine.model_client import StageError
 from engine.plugins import PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
-from media.keys import new_key, source_url_for
+from engine.media_keys import new_key, source_url_for
 from protocol.http_chat import ChatRequest, TurnStatus
 from protocol.media import Recognition
 
-from fakes import FakeModelClient, base_settings, pack, with_budgets
+from tests.support.fakes import FakeModelClient, base_settings, pack, with_budgets
 
 IMAGE_KEY, AUDIO_KEY = new_key("image", "png"), new_key("audio", "wav")
 
@@ -184,7 +184,7 @@ async def test_an_engine_without_media_refuses_media_turns() -> None:
 
 
 def test_media_turn_budgets_must_add_up() -> None:
-    from engine.settings import Budgets
+    from config.budgets import Budgets
 
     budgets = base_settings().budgets.model_dump()
     budgets["turn_ms"]["image_ocr"] += 1

@@ -9,7 +9,7 @@ from engine.pack import Pack, Rules
 from engine.polarity import Polarity
 from protocol.http_chat import Candidate, ChatRequest, TurnStatus
 
-from fakes import FakeModelClient, Rig, pack
+from tests.support.fakes import FakeModelClient, Rig, pack
 
 
 async def said(text: str, on: str) -> tuple:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from protocol.http_chat import ChatRequest, TurnStatus
 
-from fakes import FakeModelClient, Rig
+from tests.support.fakes import FakeModelClient, Rig
 
 TEXT = "后排说风直往脸上扑，风量调低"
 

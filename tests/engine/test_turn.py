@@ -8,10 +8,10 @@ import pytest
 
 from engine.plugins import World
 from engine.session import SessionStatus
-from engine.settings import STAGES
+from config.budgets import STAGES
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest, TurnStatus
 
-from fakes import FakeModelClient, Rig
+from tests.support.fakes import FakeModelClient, Rig
 
 TZ = ZoneInfo("Asia/Shanghai")
 ROUTED = {"keyword", "encoder", "classifier", "retriever", "detector", "fusion", "commit"}

@@ -7,7 +7,7 @@ from engine.errors import InvalidInput, SessionForbidden, TextTooLong
 from engine.session import InMemorySessionStore, SessionState, SessionStatus, StaleSession
 from protocol.http_chat import ChatRequest, FillSlotsRequest, TurnStatus
 
-from fakes import FakeModelClient, Rig, base_settings
+from tests.support.fakes import FakeModelClient, Rig, base_settings
 
 LIMIT = 12
 

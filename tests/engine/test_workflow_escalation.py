@@ -9,7 +9,7 @@ import time
 from engine.events import TurnListener
 from protocol.http_chat import ChatRequest, TurnStatus, WorkflowStep
 
-from fakes import FakeLm, FakeModelClient, Rig, base_settings
+from tests.support.fakes import FakeLm, FakeModelClient, Rig, base_settings
 
 # two requests said without the packs' keywords: the clause analysis sees them, but not surely enough to plan
 UTTERANCE = "把窗户弄开一点然后歌先别放了"

@@ -10,7 +10,7 @@ from engine.workflow.executor import condition_holds
 from engine.workflow.trigger import PlanTrigger
 from protocol.http_chat import StepCondition
 
-from fakes import base_settings, pack
+from tests.support.fakes import base_settings, pack
 
 
 def trigger(name: str = "cockpit") -> tuple[PlanTrigger, ClauseSplitter]:

@@ -7,13 +7,13 @@ import pytest
 
 from deployments.in_process import InProcessModels
 from deployments.nlu import build_nlu
-from models.artifacts import served_settings
+from deployments.artifacts import served_settings
 from engine.plugins import InMemoryWorlds, PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from protocol.http_chat import ChatRequest
 
-from workflow_cases import check_case, load_cases
+from tests.engine.workflow_cases import check_case, load_cases
 
 MIN_RIGHT = 0.9
 
@@ -45,6 +45,7 @@ async def test_multi_step_commands_are_planned_and_run_step_by_step(cockpit_engi
     assert right >= MIN_RIGHT, wrong
 
 
+@pytest.mark.models
 @pytest.mark.parametrize("name", ["cockpit", "timeflow"])
 async def test_no_single_command_of_the_held_out_split_becomes_a_workflow(request, name):
     engine, _, models = engine_for(request.getfixturevalue(name))

@@ -11,7 +11,7 @@ from engine.session import SessionStatus
 from engine.turn import TurnEngine
 from protocol.http_chat import ChatRequest, FillSlotsRequest, TurnStatus, WorkflowStep
 
-from fakes import FakeModelClient, Rig, with_budgets
+from tests.support.fakes import FakeModelClient, Rig, with_budgets
 
 PENDING, SHIPPED = "A12345", "B7788"  # sha256(id) % 3: pending_shipment, shipped
 

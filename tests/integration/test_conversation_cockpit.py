@@ -7,7 +7,7 @@ import uuid
 import httpx
 import pytest
 
-from ws_client import Conversation, types
+from tests.support.ws_client import Conversation, types
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ import subprocess
 import time
 
 import pytest
-from demo_page import PHONE, DemoPage
+from tests.support.demo_page import PHONE, DemoPage
 from playwright.sync_api import WebSocketRoute, expect
 
 from benchmarks.media_samples import available_fonts, render_text
-from conftest import until_fault_shows
+from tests.support.serving import until_fault_shows
 from engine.plugins import ORDER_STATUSES
-from serve_app import launcher
+from serve_app.ops import launcher
 
 PACK = "cockpit"  # the session app's pack: these tests need no redeploy
 

@@ -14,12 +14,12 @@ import openai
 import pytest
 from ray import serve
 
-from conftest import until_fault_shows
-from serve_app import launcher
-from serve_app.app_args import PLANNER
+from tests.support.serving import until_fault_shows
+from serve_app.ops import launcher
+from serve_app.args import PLANNER
 
-from ws_client import Conversation
-from http_client import served_client
+from tests.support.ws_client import Conversation
+from tests.support.http_client import served_client
 
 CHAT, STREAM = "/api/v1/agent/chat", "/api/v1/agent/chat-stream"
 MODEL = "baton-planner"
@@ -167,7 +167,7 @@ def test_a_dspy_program_reaches_the_planner_through_its_handle_under_its_schema(
     from engine.deadline import Deadline
     from engine.llm.dspy_engine import dspy_lm
     from engine.llm.programs import router
-    from serve_app.llm_client import HandleLanguageModel
+    from serve_app.replicas.llm_client import HandleLanguageModel
 
     class Recorded(HandleLanguageModel):
         replies: list = []

@@ -5,7 +5,7 @@ import httpx
 import pytest
 
 from benchmarks.media_samples import available_fonts, blank_png, render_text, silence_wav, speak
-from http_client import served_client
+from tests.support.http_client import served_client
 
 UPLOAD, CHAT = "/api/v1/media/upload", "/api/v1/agent/chat"
 

@@ -6,9 +6,9 @@ import time
 import httpx
 import pytest
 
-from conftest import until_fault_shows
-from serve_app import launcher
-from http_client import served_client
+from tests.support.serving import until_fault_shows
+from serve_app.ops import launcher
+from tests.support.http_client import served_client
 
 CHAT = "/api/v1/agent/chat"
 FILL = "/api/v1/agent/fill-slots"

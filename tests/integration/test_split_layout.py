@@ -9,10 +9,12 @@ import httpx
 import pytest
 import yaml
 
-from serve_app import launcher
+from serve_app.ops import launcher
 
-from conftest import until_fault_shows, CONFIG_DIR
-from http_client import served_client
+from tests.support.serving import until_fault_shows
+
+from tests.support.packs import CONFIG_DIR
+from tests.support.http_client import served_client
 
 APP, PREFIX = "baton_split", "/split"
 HEADS = ("classifier", "detector", "retriever")

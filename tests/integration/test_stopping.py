@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import yaml
 
-from conftest import CONFIG_DIR, ROOT, STATE_DIR
-from serve_app import launcher
+from tests.support.packs import CONFIG_DIR, ROOT, STATE_DIR
+from serve_app.ops import launcher
 
 STOP_WITHIN_S = 15.0
 START_WITHIN_S = 240.0
@@ -65,7 +65,7 @@ def _run_once(serve_yaml: Path, pgdata: Path, log: Path) -> float:
     env = {**os.environ, "BATON_STATE_DIR": str(STATE_DIR), "BATON_METRICS_PORT": str(metrics_port)}
     env.pop("DATABASE_URL", None)
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "serve_app.launcher", "--config", str(serve_yaml), "--port", str(port),
+        proc = subprocess.Popen([sys.executable, "-m", "serve_app.ops.launcher", "--config", str(serve_yaml), "--port", str(port),
                                  "--pgdata", str(pgdata)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:

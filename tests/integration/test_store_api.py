@@ -8,7 +8,7 @@ import uuid
 
 import httpx
 import pytest
-from http_client import served_client
+from tests.support.http_client import served_client
 
 
 CHAT = "/api/v1/agent/chat"

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from serve_app import launcher
-from http_client import served_client
+from serve_app.ops import launcher
+from tests.support.http_client import served_client
 
 CHAT = "/api/v1/agent/chat"
 PHASES = ("auth", "lease", "encoder", "classifier", "detector", "retriever", "fusion", "commit")

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from conftest import until_fault_shows
-from serve_app import launcher
-from serve_app.turns import REPLICA_HEADER
-from http_client import served_client
+from tests.support.serving import until_fault_shows
+from serve_app.ops import launcher
+from serve_app.http.middleware import REPLICA_HEADER
+from tests.support.http_client import served_client
 
 CHAT, FILL, STREAM = "/api/v1/agent/chat", "/api/v1/agent/fill-slots", "/api/v1/agent/chat-stream"
 PENDING = ("A12345", "C2024", "A10002", "A20003")  # sha256(id) % 3 -> pending_shipment

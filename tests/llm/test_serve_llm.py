@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 
 from engine.llm.lm import PRIORITY_INTERACTIVE, LmRequest
-from serve_app.app_args import PLANNER
-from serve_app.serve_llm import ServeLlmLanguageModel, serve_llm_deployment
+from serve_app.args import PLANNER
+from serve_app.replicas.serve_llm import ServeLlmLanguageModel, serve_llm_deployment
 
 ROOT = Path(__file__).resolve().parents[2]
 

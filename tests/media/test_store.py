@@ -5,8 +5,8 @@ import socket
 
 import pytest
 
-from engine.settings import Settings
-from media.keys import key_from_source_url, new_key, source_url_for
+from config.settings import Settings
+from engine.media_keys import key_from_source_url, new_key, source_url_for
 from media.store import LocalStore, ObjectNotFound, S3Store, build_store
 
 
@@ -36,16 +36,16 @@ def moto_endpoint():
 
 def _s3_settings(settings: Settings, endpoint: str, bucket: str, prefix: str = "") -> Settings:
     media = settings.media
-    store = media.store.model_copy(update={"backend": "s3", "s3": media.store.s3.model_copy(
+    store = media.object_store.model_copy(update={"backend": "s3", "s3": media.object_store.s3.model_copy(
         update={"endpoint_url": endpoint, "bucket": bucket, "prefix": prefix})})
-    return settings.model_copy(update={"media": media.model_copy(update={"store": store})})
+    return settings.model_copy(update={"media": media.model_copy(update={"object_store": store})})
 
 
 @pytest.fixture(params=["local", "s3"])
 def store(request, tmp_path, cockpit):
     _, settings = cockpit
     if request.param == "local":
-        local = settings.media.model_copy(update={"store": settings.media.store.model_copy(update={"local_dir": str(tmp_path)})})
+        local = settings.media.model_copy(update={"object_store": settings.media.object_store.model_copy(update={"local_dir": str(tmp_path)})})
         return build_store(settings.model_copy(update={"media": local}))
     import boto3
 

@@ -1,4 +1,4 @@
-"""Helpers for the build tests (imported by name: pytest puts this folder on sys.path)."""
+"""Helpers for the build tests."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "config"
+# the tests' packs from rows build with a short tune (`--serve-config` of `python -m models.build`)
+SHORT_TUNE = ROOT / "tests" / "data" / "short_tune.yaml"
 
 
 def tmp_state(state_dir: Path, encoder: Path) -> Path:
@@ -21,9 +23,11 @@ def tmp_state(state_dir: Path, encoder: Path) -> Path:
 
 
 def settings_in(state_dir: Path, pack: str):
-    from engine.settings import load_settings
+    """The settings of a test's pack in `state_dir`, with the short tune the tests build with."""
+    from config.settings import load_settings
+    from models.build import serve_overrides
 
-    return load_settings(CONFIG_DIR, {"BATON_PACK": pack, "BATON_STATE_DIR": str(state_dir)})
+    return load_settings(CONFIG_DIR, {"BATON_PACK": pack, "BATON_STATE_DIR": str(state_dir)}, serve_overrides(SHORT_TUNE))
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

@@ -19,11 +19,11 @@ import yaml
 from sklearn.base import clone
 
 from engine.pack import SPECIAL_INTENTS, Rules, find_pack, load_pack
-from models import artifacts as layout
+from deployments import artifacts as layout
 from models.build import build, rows_to_pack
 from models.evaluate import held_out
 
-from build_helpers import CONFIG_DIR, run_module, settings_in, tmp_state, write_jsonl
+from tests.models.build_helpers import CONFIG_DIR, SHORT_TUNE, run_module, settings_in, tmp_state, write_jsonl
 
 MIN_HELD_OUT_ACCURACY = 0.90
 
@@ -274,7 +274,8 @@ def cli_build(cockpit, module_dir):
     base = module_dir
     state = tmp_state(base / "state", settings.encoder_path)
     rows = write_jsonl(base / "rows.jsonl", [{"text": t, "intent": i, "source": "handwritten"} for i, ts in HANDWRITTEN.items() for t in ts])
-    proc = run_module(["models.build", "--pack", CLI_PACK, "--data", str(rows)], state_dir=state)
+    proc = run_module(["models.build", "--pack", CLI_PACK, "--data", str(rows), "--serve-config", str(SHORT_TUNE)],
+                      state_dir=state)
     return state, proc
 
 
@@ -308,7 +309,7 @@ def test_held_out_accuracy_of_shipped_packs(shipped):
 def test_packs_for_a_cluster_are_built_on_its_serve_configs_encoder():
     """`--serve-config` takes the encoder (and the rest) from the config a cluster deploys; `--device` only moves the
     build's encoder passes (a CPU build machine for a GPU cluster)."""
-    from engine.settings import load_settings, merged
+    from config.settings import load_settings, merged
     from models.build import serve_overrides
 
     overrides = serve_overrides(CONFIG_DIR / "serve_gpu.yaml")

@@ -13,11 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-_ROOT = Path(__file__).resolve().parents[2]
-if str(_ROOT) not in sys.path:  # allow running as plain `pytest` without a rootdir conftest
-    sys.path.insert(0, str(_ROOT))
-
-from models.encoder import (  # noqa: E402
+from models.encoder import (
     CODE_VERSION,
     PASSAGE_PREFIX,
     QUERY_PREFIX,

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.embedding import SentenceEncoder
+from deployments.embedding import SentenceEncoder
 from models.finetune import Base, Recipe, TunedTop, read_stamp, rows_digest
 
-from test_build import HANDWRITTEN
+from tests.models.test_build import HANDWRITTEN
 
 ROWS = [(t, i) for i, texts in sorted(HANDWRITTEN.items()) for t in texts[:6]]  # 24 rows, 4 intents
 LABELS = sorted(HANDWRITTEN)
@@ -20,7 +20,7 @@ PROBE = ["帮我浇浇花", "打车去机场", "明天天气如何", "点一份�
 
 @pytest.fixture(scope="module")
 def base():
-    from conftest import settings_for
+    from tests.support.packs import settings_for
     from models.encoder import bootstrap_encoder
 
     return Base(bootstrap_encoder(settings_for("cockpit").encoder_path), max_tokens=RECIPE.max_tokens)

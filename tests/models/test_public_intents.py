@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from build_helpers import run_module, settings_in, tmp_state, write_jsonl
+from tests.models.build_helpers import run_module, settings_in, tmp_state, write_jsonl
 
 pytest.importorskip("home_assistant_intents")
 
@@ -24,7 +24,7 @@ PACK = "ha_public_zh"
 def benchmark(cockpit, module_dir):
     from deployments.intent_classifier import IntentClassifier
     from engine.pack import load_pack
-    from models.artifacts import encoder_for
+    from deployments.artifacts import encoder_for
     from models.build import build, rows_to_pack
     from models.pack_models import sentence_encoder
 

@@ -11,10 +11,10 @@ import pytest
 
 from engine.keyword import KeywordMatcher
 from engine.pack import Intent, Pack
-from models.artifacts import softmax
+from deployments.artifacts import softmax
 from models.selection import FrozenEncoder, OutOfFold, fold_ids, out_of_fold, select, temperature, votes
 
-from conftest import settings_for
+from tests.support.packs import settings_for
 
 LABELS = ["a", "b", "c"]
 

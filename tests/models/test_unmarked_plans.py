@@ -12,7 +12,7 @@ from engine.pack import Intent, Pack
 from models.selection import Clauses, out_of_fold
 from models.unmarked_plans import UnmarkedPlans
 
-from conftest import settings_for
+from tests.support.packs import settings_for
 
 LABELS = ["feedback", "replan", "review"]
 GRID = [1.3, 1.4, 1.5, 1.6, 1.8]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.settings import AuthConfig
+from config.serving import AuthConfig
 from serve_app.auth import Auth, Unauthorized, bearer_token, signing_secret
 
 CONFIG = AuthConfig(token_ttl_s=60, secret_env="TEST_SECRET")
@@ -73,14 +73,14 @@ def test_bearer_header_parsing():
 
 
 def test_signing_secret_prefers_env_and_is_generated_once(tmp_path):
-    assert signing_secret(CONFIG, tmp_path, {"TEST_SECRET": "e" * 32}) == "e" * 32
-    first = signing_secret(CONFIG, tmp_path, {})
-    assert len(first) >= 40 and signing_secret(CONFIG, tmp_path, {}) == first
+    assert signing_secret(CONFIG, tmp_path, "e" * 32) == "e" * 32
+    first = signing_secret(CONFIG, tmp_path, None)
+    assert len(first) >= 40 and signing_secret(CONFIG, tmp_path, None) == first
     assert (tmp_path / "auth_secret").stat().st_mode & 0o077 == 0
 
 
 def _secret_in(folder: str) -> str:
-    return signing_secret(CONFIG, Path(folder), {})
+    return signing_secret(CONFIG, Path(folder), None)
 
 
 def test_replicas_starting_together_on_a_fresh_state_dir_share_one_whole_secret(tmp_path):
@@ -97,23 +97,23 @@ def test_replicas_starting_together_on_a_fresh_state_dir_share_one_whole_secret(
 def test_an_empty_secret_file_is_a_clear_error(tmp_path):
     (tmp_path / "auth_secret").write_text("", encoding="ascii")
     with pytest.raises(RuntimeError, match="empty"):
-        signing_secret(CONFIG, tmp_path, {})
+        signing_secret(CONFIG, tmp_path, None)
 
 
 def test_a_short_secret_refuses_to_start_wherever_it_comes_from(tmp_path):
     with pytest.raises(RuntimeError, match="TEST_SECRET has 31 characters; it needs at least 32"):
-        signing_secret(CONFIG, tmp_path, {"TEST_SECRET": "e" * 31})
+        signing_secret(CONFIG, tmp_path, "e" * 31)
     (tmp_path / "auth_secret").write_text("hand-written", encoding="ascii")
     with pytest.raises(RuntimeError, match="12 characters; it needs at least 32"):
-        signing_secret(CONFIG, tmp_path, {})
+        signing_secret(CONFIG, tmp_path, None)
     longer = CONFIG.model_copy(update={"min_secret_chars": 80})
     with pytest.raises(RuntimeError, match="at least 80"):
-        signing_secret(longer, tmp_path / "fresh", {})  # the generated one (64 characters) is held to the setting too
+        signing_secret(longer, tmp_path / "fresh", None)  # the generated one (64 characters) is held to the setting too
 
 
 def test_a_cluster_never_generates_a_secret_of_its_own(tmp_path):
     cluster = CONFIG.model_copy(update={"generate_secret": False})
     with pytest.raises(RuntimeError, match="TEST_SECRET is not set and auth.generate_secret is false"):
-        signing_secret(cluster, tmp_path, {})
+        signing_secret(cluster, tmp_path, None)
     assert not (tmp_path / "auth_secret").exists()
-    assert signing_secret(cluster, tmp_path, {"TEST_SECRET": "k" * 40}) == "k" * 40
+    assert signing_secret(cluster, tmp_path, "k" * 40) == "k" * 40

@@ -5,7 +5,7 @@ import time
 import urllib.error
 import urllib.request
 
-from serve_app.launcher import free_ports
+from serve_app.ops.launcher import free_ports
 from serve_app.metrics import TurnMetrics
 
 

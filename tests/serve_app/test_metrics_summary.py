@@ -123,7 +123,7 @@ def test_in_a_multiprocess_directory_the_summary_is_the_sum_over_every_replica(t
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from tests.support.packs import ROOT
 
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     reader = TurnMetrics(CollectorRegistry(), multiproc_dir=str(tmp_path))

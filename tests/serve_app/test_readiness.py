@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from engine.deadline import Deadline
 from protocol.http_chat import ChatResponse, Timings, TurnStatus
-from serve_app.readiness import AppReadiness
+from serve_app.readiness import AppReadiness, Readiness
 
 ALL = {"encoder": 9.0, "classifier": 1.0, "detector": 1.0, "retriever": 1.0, "keyword": 0.1}
 
@@ -21,23 +21,27 @@ class Engine:
     def deadline(self, modality, *, arrived=None):
         return Deadline(600)
 
-    async def chat(self, body, *, deadline):
+    async def chat(self, body, *, deadline, listener=None):
         self.turns += 1
         return ChatResponse(session_id=body.session_id, reply="?", status=TurnStatus.clarify,
                             timings=Timings(stages=self.stages, degraded=self.degraded))
 
 
 @dataclass
-class Serving:
+class State:
+    """The parts of the app state the warm-up reads: an in-process engine, no store, no media, no LLM."""
+
     engine: Engine
-    persistence = None
+    readiness: Readiness = field(default_factory=Readiness)
+    store = None
     uploads = None
+    llm_planner = None
 
 
 def readiness(engine: Engine, waiting: list[str] | None = None, **kw) -> AppReadiness:
     async def running():
         return f"waiting for {', '.join(waiting)}" if waiting else None
-    return AppReadiness(serving=Serving(engine), replica="r1", deployments_running=running, retry_s=0.01, **kw)
+    return AppReadiness(state=State(engine), replica="r1", deployments_running=running, retry_s=0.01, **kw)
 
 
 async def test_not_ready_while_a_deployment_is_not_running():

@@ -7,7 +7,7 @@ import uuid
 
 from store import memory, users
 
-from test_conversation import _append, _input
+from tests.store.test_conversation import _append, _input
 
 
 def unit(*xs: float) -> list[float]:

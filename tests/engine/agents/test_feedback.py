@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from agent_inputs import at, checked_action, item, make_input
+from tests.engine.agents.agent_inputs import at, checked_action, item, make_input
 
 from engine.agents import AgentRegistry
 from engine.agents.feedback import duration_minutes, feedback_status

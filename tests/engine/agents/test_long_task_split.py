@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from agent_inputs import NOW, FakeWriter, at, checked_action, make_input
+from tests.engine.agents.agent_inputs import NOW, FakeWriter, at, checked_action, make_input
 
 from engine.agents import AgentRegistry
 from engine.agents.long_task_split import LongTaskSplitAgent

@@ -6,7 +6,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from agent_inputs import at, item, make_input
+from tests.engine.agents.agent_inputs import at, item, make_input
 
 from engine.agents import AgentContractViolation, AgentRegistry, UnknownAgentFunction
 from engine.agents.base import definition

@@ -1,7 +1,7 @@
 """replan_agent.replan: which items move, where they land (next free day, same clock, no overlaps)."""
 from __future__ import annotations
 
-from agent_inputs import NOW, at, checked_action, fact, item, make_input
+from tests.engine.agents.agent_inputs import NOW, at, checked_action, fact, item, make_input
 
 from engine.agents import AgentRegistry
 from protocol.write_payloads import ReplanPayload

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from agent_inputs import FakeWriter, at, fact, item, make_input
+from tests.engine.agents.agent_inputs import FakeWriter, at, fact, item, make_input
 
 from engine.agents import AgentRegistry
 from engine.agents.review import ReviewAgent

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from agent_inputs import NOW, at, checked_action, item, make_input
+from tests.engine.agents.agent_inputs import NOW, at, checked_action, item, make_input
 
 from engine.agents import AgentRegistry
 from engine.agents.schedule_todo import derive_title

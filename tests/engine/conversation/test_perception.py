@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.conversation.perception import Clarify, Decided, Perception, Shown, default_range
-from engine.settings import load_settings
+from config.settings import load_settings
 from protocol.http_chat import ChatResponse, Decision, TimeRange, TurnStatus
 from protocol.store import ConversationMessageDTO, ConversationMessageMetadata
 

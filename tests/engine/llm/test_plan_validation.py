@@ -17,7 +17,7 @@ from engine.clauses import ClauseSplitter
 from engine.llm.plan_schema import CONDITION_OPERATORS, executable_intents, plan_json_schema
 from engine.llm.plan_validation import RejectedPlan, ValidatedPlan, validate_plan
 from engine.pack import SPECIAL_INTENTS, find_pack, load_pack
-from engine.settings import load_settings
+from config.settings import load_settings
 from engine.slot_filling import SlotFiller
 from engine.slots import SlotLimits
 from engine.workflow.analysis import ClauseAnalyzer, ClauseScore
@@ -32,7 +32,7 @@ NOW = datetime(2025, 6, 2, 9, 0, tzinfo=TZ)  # a Monday morning
 
 @lru_cache(maxsize=None)
 def shipped(name: str):
-    """(pack, settings) as tests/conftest.py's built_pack loads them, without building the models."""
+    """(pack, settings) as tests/support/packs.py's built_pack loads them, without building the models."""
     settings = load_settings(ROOT / "config", {"BATON_PACK": name, "BATON_STATE_DIR": str(STATE_DIR)})
     return load_pack(find_pack(name, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)), settings
 

@@ -22,10 +22,10 @@ from engine.llm.plan_validation import RejectedPlan, ValidatedPlan
 from engine.llm.planner import NAME, LlmWorkflowPlanner
 from engine.llm.prompts import PromptSet, catalog_of
 from engine.pack import find_pack, load_pack
-from engine.settings import load_settings
+from config.settings import load_settings
 from engine.slots import SlotLimits
 
-from fakes import FakeLm
+from tests.support.fakes import FakeLm
 
 ROOT = Path(__file__).resolve().parents[3]
 TZ = ZoneInfo("Asia/Shanghai")

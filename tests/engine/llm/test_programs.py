@@ -14,7 +14,7 @@ from engine.llm.dspy_engine import LanguageModelEngine, LmCall, dspy_lm, lm_call
 from engine.llm.lm import PRIORITY_BACKGROUND, LmReply, LmRequest
 from engine.llm.programs import InteractionContext, perception, router, schedule, scheduling_chain
 
-from fakes import FakeLm
+from tests.support.fakes import FakeLm
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 MODULES = ["EmotionSupport", "Scheduling", "Feedback", "Summary"]

@@ -12,7 +12,7 @@ from engine.llm.dspy_engine import dspy_lm
 from engine.llm.replies import LlmTextWriter, ReplyWriter, checked_reply, claims_an_action
 from protocol.http_chat import ChatRequest, TurnStatus
 
-from fakes import FakeLm, FakeModelClient, Rig, base_settings
+from tests.support.fakes import FakeLm, FakeModelClient, Rig, base_settings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 CHITCHAT = "今天天气真不错啊"

@@ -1,0 +1,57 @@
+"""The turn routes (seed 003 §6): chat, fill-slots and chat-stream over the one turn runner, and /health."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from protocol.http_chat import ChatRequest, ChatResponse, ChatStreamLine, ErrorEvent, FillSlotsRequest, HealthStatus
+from serve_app.apidocs.openapi import TOKEN_OPTIONAL, Authorization, errors
+from serve_app.http.chat_stream import ChatStream
+from serve_app.http.deps import ArrivedDep, StateDep
+
+router = APIRouter()
+# what a turn may answer besides its reply: a refusal before anything ran (media ones for voice and image turns)
+TURN_ERRORS = errors(400, 401, 403, 404, 413, 422, 503)
+
+
+class NdjsonStream(StreamingResponse):
+    media_type = "application/x-ndjson"
+
+
+def turn_json(response: ChatResponse) -> Response:
+    """The turn as JSON, serialized once by its own model (it is already valid: no second validation)."""
+    return Response(content=response.model_dump_json(), media_type="application/json")
+
+
+@router.get("/health", response_model=HealthStatus,
+            responses={503: {"model": HealthStatus, "description": "Still starting; `reason` says what is missing."}})
+async def health(state: StateDep) -> JSONResponse:
+    """200 only when every stage answers warm; 503 with the reason before that."""
+    pack = state.engine.pack.name
+    if not state.readiness.ready:
+        return JSONResponse({"status": "starting", "pack": pack, "reason": state.readiness.reason}, status_code=503,
+                            headers={"Retry-After": str(state.retry_after_s)})
+    return JSONResponse({"status": "ok", "pack": pack})
+
+
+@router.post("/api/v1/agent/chat", response_model=ChatResponse, responses=TURN_ERRORS, openapi_extra=TOKEN_OPTIONAL)
+async def chat(body: ChatRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization) -> Response:
+    return turn_json(await state.turns.chat(body, authorization=authorization, arrived=arrived))
+
+
+@router.post("/api/v1/agent/fill-slots", response_model=ChatResponse, responses=TURN_ERRORS, openapi_extra=TOKEN_OPTIONAL)
+async def fill_slots(body: FillSlotsRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization) -> Response:
+    return turn_json(await state.turns.fill_slots(body, authorization=authorization, arrived=arrived))
+
+
+@router.post("/api/v1/agent/chat-stream", response_class=NdjsonStream, openapi_extra=TOKEN_OPTIONAL,
+             responses={200: {"model": ChatStreamLine, "description": "One event per line, the last `final` or `error`."},
+                        **TURN_ERRORS})
+async def chat_stream(body: ChatRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization) -> Response:
+    """The chat turn as NDJSON events (serve_app/http/chat_stream.py)."""
+    stream = ChatStream(lambda listener: state.turns.chat(body, authorization=authorization, arrived=arrived,
+                                                          listener=listener))
+    first = await stream.first()
+    if isinstance(first, ErrorEvent) and stream.failure is not None:
+        raise stream.failure  # refused before anything ran: the status /chat would answer
+    return NdjsonStream(stream.lines(first))

@@ -1,0 +1,71 @@
+"""Plain ASGI middleware (Starlette's `@app.middleware("http")` costs a task and two streams per request): the
+arrival stamp every deadline starts from, the admission gate in front of the turn routes, the replica's name."""
+from __future__ import annotations
+
+import time
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from engine.errors import Overloaded
+from protocol.base import ErrorBody, ErrorEnvelope
+from serve_app.state import state_of
+
+TURN_PATHS = frozenset({"/api/v1/agent/chat", "/api/v1/agent/fill-slots", "/api/v1/agent/chat-stream"})
+REPLICA_HEADER = "X-Baton-Replica"
+
+
+class ArrivalStamp:
+    """Outermost: notes when each request arrived (epoch seconds) in `request.state.arrived`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope.setdefault("state", {})["arrived"] = time.time()
+        await self.app(scope, receive, send)
+
+
+class AdmissionGate:
+    """Sheds a turn the admission would refuse before its body is read or validated: under a burst, most
+    requests are sheds, and every millisecond one costs is taken from the turns being answered. (The turn
+    runner checks again with the turn's own modality.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in TURN_PATHS:
+            state = state_of(scope["app"])
+            try:
+                state.turns.admit("text")
+            except Overloaded as exc:
+                state.metrics.errors.labels(Overloaded.code).inc()
+                body = ErrorEnvelope(error=ErrorBody(code=Overloaded.code, message=exc.message)).model_dump_json().encode()
+                await send({"type": "http.response.start", "status": 503,
+                            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                        (b"retry-after", str(state.retry_after_s).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+class ReplicaName:
+    """Names the replica that answered in `REPLICA_HEADER` (sessions are shared, so a conversation may move between
+    replicas)."""
+
+    def __init__(self, app: ASGIApp, name: str) -> None:
+        self.app = app
+        self._header = (REPLICA_HEADER.lower().encode(), name.encode())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def named(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), self._header]}
+            await send(message)
+
+        await self.app(scope, receive, named)

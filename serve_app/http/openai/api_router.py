@@ -1,0 +1,47 @@
+"""Thin routes of the OpenAI-compatible API: `GET /v1/models`, `POST /v1/chat/completions` (logic in `serving`)."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response, StreamingResponse
+
+from protocol.openai import ChatCompletion, ChatCompletionRequest, ModelList
+from serve_app.http.openai.serving import OpenAiServing
+from serve_app.apidocs.openapi import errors
+from serve_app.http.deps import StateDep
+
+
+class EventStream(StreamingResponse):
+    media_type = "text/event-stream"
+
+
+async def openai_serving(state: StateDep, request: Request) -> OpenAiServing:
+    """The endpoints' logic, for a caller the deployment lets in (`Callers.check_api_key`: the header is read here,
+    not declared, since in the local mode the api_key is no Baton account)."""
+    if state.store is not None:
+        state.store.callers.check_api_key(request.headers.get("authorization"))
+    return state.openai
+
+
+OpenAiDep = Annotated[OpenAiServing, Depends(openai_serving)]
+router = APIRouter(tags=["openai"])
+
+
+@router.get("/v1/models", response_model=ModelList, responses=errors(401))
+async def models(openai: OpenAiDep) -> ModelList:
+    """The language model this app serves (none when it deploys no Planner)."""
+    return openai.models()
+
+
+@router.post("/v1/chat/completions", response_model=ChatCompletion, response_class=Response,
+             responses={200: {"content": {"text/event-stream": {}},
+                              "description": "The completion, or with `stream: true` its chunks as server-sent events."},
+                        **errors(400, 401, 404, 422, 503, 504)})
+async def chat_completions(body: ChatCompletionRequest, openai: OpenAiDep) -> Response:
+    """A chat completion from the Planner's model; `response_format` json_schema constrains the answer to it."""
+    lm_request = openai.request(body)
+    if body.stream:
+        return EventStream(openai.stream(lm_request, body.model))
+    completion = await openai.complete(lm_request, body.model)
+    return Response(content=completion.model_dump_json(), media_type="application/json")

@@ -1,0 +1,159 @@
+"""The KubeRay RayService for a Serve config (KubeRay v1.7.0, `ray.io/v1`).
+
+One source: the Serve config (deployments, GPU shares, accelerator types, node labels, autoscaling, the settings
+overrides) is embedded as `serveConfigV2`; the cluster it runs on (image, Secret, the head and each worker group's
+pods and labels) comes from a small cluster spec (deploy/kuberay/cluster.yaml). Every pod gets Ray Serve's switches
+(serve_app/node_env.py) and the secrets as references to a Kubernetes Secret, never their values: this module reads
+no environment. Rendering refuses a deployment that no worker group can place (its labels, its GPU share, its
+accelerator type)."""
+from __future__ import annotations
+
+import copy
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from serve_app.args import AppArgs
+from serve_app.ops.node_env import SECRET_ENV, serve_switches
+
+KUBERAY_VERSION = "v1.7.0"
+API_VERSION = "ray.io/v1"
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set on GPU nodes by NVIDIA's GPU feature discovery
+HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
+SERVE_PORT_NAME = "serve"
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PodSize(_Spec):
+    cpu: str = Field(description="CPU of each pod (requests = limits), a Kubernetes quantity.")
+    memory: str = Field(description="Memory of each pod, e.g. 32Gi.")
+    gpus: int = Field(default=0, ge=0, description="Whole NVIDIA GPUs per pod.")
+
+
+class WorkerGroup(_Spec):
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    labels: dict[str, str] = Field(default_factory=dict, description="Ray node labels the deployments' label_selector match.")
+    replicas: int = Field(ge=0)
+    min_replicas: int = Field(ge=0)
+    max_replicas: int = Field(ge=1)
+    size: PodSize
+    accelerator_type: str = Field(default="", description="Ray's name for the group's GPUs (L4, A100, H100...).")
+    gpu_product: str = Field(default="", description="Node label value of nvidia.com/gpu.product the pods are placed on.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> WorkerGroup:
+        if not self.min_replicas <= self.replicas <= self.max_replicas:
+            raise ValueError(f"worker group {self.name}: need min_replicas <= replicas <= max_replicas")
+        if bool(self.accelerator_type) != (self.size.gpus > 0):
+            raise ValueError(f"worker group {self.name}: accelerator_type goes with gpus, and only with them")
+        return self
+
+
+class SecretRef(_Spec):
+    name: str = Field(description="The Kubernetes Secret every pod reads.")
+    keys: dict[str, str] = Field(description="Environment variable -> key in the Secret.")
+
+    @model_validator(mode="after")
+    def _required(self) -> SecretRef:
+        missing = [name for name in SECRET_ENV if name not in self.keys]
+        if missing:
+            raise ValueError(f"secret.keys must map {', '.join(missing)}: replicas read them from their environment")
+        return self
+
+
+class ClusterSpec(_Spec):
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    namespace: str
+    ray_version: str
+    image: str = Field(description="Baton installed on Ray's image of ray_version, the built packs under app_root/var.")
+    app_root: str = Field(pattern=r"^/", description="Where the repository's config/ and var/ are inside the image.")
+    autoscaling: bool = Field(default=True, description="KubeRay's in-tree autoscaler sizes the worker groups to Serve's demand.")
+    secret: SecretRef
+    head: PodSize
+    workers: list[WorkerGroup] = Field(min_length=1)
+
+
+def render(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = "") -> str:
+    """The RayService manifest as YAML text. `serve_config` has the launcher's absolute local paths (its settings
+    are read from them); the embedded copy points at the image's `app_root` instead."""
+    apps = serve_config["applications"]
+    settings = AppArgs.model_validate(apps[0]["args"]).settings(environ={})
+    placements = {d["name"]: _place(d, cluster.workers) for app in apps for d in app.get("deployments", [])}
+    ingress_groups = placements.get("Orchestrator", set())
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in serve_switches(settings).items()]
+    env += [{"name": var, "valueFrom": {"secretKeyRef": {"name": cluster.secret.name, "key": key}}}
+            for var, key in cluster.secret.keys.items()]
+    serve_port = {"containerPort": int(serve_config.get("http_options", {}).get("port", 8000)), "name": SERVE_PORT_NAME}
+    metrics_port = {"containerPort": settings.serving.metrics_port, "name": "metrics"} if settings.serving.metrics_port else None
+
+    head = {"rayStartParams": {"num-cpus": "0", "dashboard-host": "0.0.0.0"},  # no replica on the head: it holds GCS
+            "template": {"spec": {"containers": [_container("ray-head", cluster, cluster.head, env,
+                                                            [*({"containerPort": p, "name": n} for n, p in HEAD_PORTS.items()), serve_port])]}}}
+    workers = []
+    for group in cluster.workers:
+        ports = [serve_port, *([metrics_port] if metrics_port and group.name in ingress_groups else [])]
+        spec: dict[str, Any] = {"containers": [_container("ray-worker", cluster, group.size, env, ports)]}
+        if group.size.gpus:
+            spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+        if group.gpu_product:
+            spec["nodeSelector"] = {GPU_PRODUCT_LABEL: group.gpu_product}
+        workers.append({"groupName": group.name, "replicas": group.replicas, "minReplicas": group.min_replicas,
+                        "maxReplicas": group.max_replicas, **({"labels": dict(group.labels)} if group.labels else {}),
+                        "rayStartParams": {}, "template": {"spec": spec}})
+    manifest = {
+        "apiVersion": API_VERSION, "kind": "RayService",
+        "metadata": {"name": cluster.name, "namespace": cluster.namespace, "labels": {"app.kubernetes.io/name": cluster.name}},
+        "spec": {"serveConfigV2": _literal(yaml.safe_dump(in_image(serve_config, cluster.app_root), sort_keys=False,
+                                                           allow_unicode=True, width=120)),
+                 "rayClusterConfig": {"rayVersion": cluster.ray_version, "enableInTreeAutoscaling": cluster.autoscaling,
+                                      "headGroupSpec": head, "workerGroupSpecs": workers}},
+    }
+    return header + yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+def in_image(serve_config: dict[str, Any], app_root: str) -> dict[str, Any]:
+    """The Serve config with its apps' folders inside the image (the launcher made them absolute on this machine)."""
+    out = copy.deepcopy(serve_config)
+    root = PurePosixPath(app_root)
+    for app in out["applications"]:
+        args = app.setdefault("args", {})
+        args["config_dir"] = str(root / "config")
+        args["state_dir"] = str(root / "var")
+    return out
+
+
+def _place(deployment: dict[str, Any], groups: list[WorkerGroup]) -> set[str]:
+    """The worker groups that can run a replica of `deployment`; none is an error that says what it asked for."""
+    options = deployment.get("ray_actor_options") or {}
+    wanted = options.get("label_selector", {})
+    share, accelerator = float(options.get("num_gpus", 0)), options.get("accelerator_type")
+    fits = {g.name for g in groups if wanted.items() <= g.labels.items() and share <= g.size.gpus
+            and (not accelerator or accelerator == g.accelerator_type)}
+    if not fits:
+        raise ValueError(f"no worker group can place {deployment['name']}: it selects labels {wanted}, "
+                         f"num_gpus {share:g}, accelerator_type {accelerator or 'any'}")
+    return fits
+
+
+def _container(name: str, cluster: ClusterSpec, size: PodSize, env: list[dict], ports: list[dict]) -> dict[str, Any]:
+    amounts = {"cpu": size.cpu, "memory": size.memory, **({GPU_RESOURCE: size.gpus} if size.gpus else {})}
+    return {"name": name, "image": cluster.image, "env": env, "ports": ports,
+            "resources": {"limits": dict(amounts), "requests": dict(amounts)}}
+
+
+class _literal(str):
+    """A multi-line string written as a YAML literal block (the embedded Serve config stays readable)."""
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # each pod spelled out in full, no anchors: easier to read and to diff
+
+
+_Dumper.add_representer(_literal, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|"))

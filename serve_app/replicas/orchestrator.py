@@ -1,0 +1,116 @@
+"""The Orchestrator: the app's ingress, a plain class that the builder wraps with `serve.ingress` and binds to the
+model deployments' handles. It builds the app state once, warms up, and hands Serve the FastAPI app."""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from fastapi import FastAPI
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from config.settings import Settings
+from deployments.faults import FaultSet
+from deployments.nlu import shared_heads
+from engine.llm.lm import RoutedLanguageModel
+from engine.model_client import ENCODER, HEADS, ModelClient
+from deployments.artifacts import served_settings
+from serve_app.args import AppArgs
+from serve_app.http.api import create_api
+from serve_app.metrics import LlmMetrics
+from serve_app.readiness import AppReadiness, Readiness
+from serve_app.replicas.clients import FusedHandleModels, SplitHandleModels
+from serve_app.replicas.heap import freeze_startup_heap
+from serve_app.replicas.llm_client import HandleLanguageModel
+from serve_app.replicas.media_client import HandleMedia
+from serve_app.state import ModelClients, attach, build_state
+from store.database import Database
+
+# A replica warms up before its constructor returns, so Serve (and HAProxy) never route to it cold — on a first
+# deploy that includes waiting for the model replicas to load, minutes on a busy 2-core machine. Only a warm-up
+# that cannot pass this long (a broken deployment) lets the replica start anyway, answering 503 `starting` with
+# the reason on /health while it keeps trying.
+CONSTRUCTOR_WARMUP_S = 300.0
+Connect = Callable[[str, Any], Awaitable[Database]]
+
+
+class Orchestrator:
+    async def __init__(  # type: ignore[misc]  # Serve awaits an async constructor
+            self, models: dict[str, DeploymentHandle], media: dict[str, DeploymentHandle], args: dict[str, Any], *,
+            connect: Connect = Database.open) -> None:
+        """`models`: the text models' handles (and the Planner's, under `planner`); `media`: ASR's and OCR's; `args`:
+        the app's `AppArgs`. `connect(dsn, database settings)` opens the pool (PostgreSQL's, by default)."""
+        app_args = AppArgs.model_validate(args)
+        settings = served_settings(app_args.settings())  # with the fusion values the built pack chose
+        if settings.env.database_url is None:
+            raise RuntimeError("DATABASE_URL is not set: start Baton with `make run` (embedded PostgreSQL) or set it.")
+        llm_metrics = LlmMetrics()
+        clients = model_clients(app_args, settings, dict(models), media, llm_metrics)
+        db = await connect(settings.env.database_url.get_secret_value(), settings.database)  # migrates under a lock
+        self.state = build_state(settings, clients, db, readiness=Readiness(ready=False, reason="warming up"),
+                                 llm_metrics=llm_metrics)
+        if settings.serving.metrics_port:
+            self.state.metrics.serve(settings.serving.metrics_port, host=settings.serving.metrics_host)
+        context = serve.get_replica_context()
+        self._replica = context.replica_id.unique_id
+        others = [d for d in app_args.deployment_names() if d != context.deployment]
+        readiness = AppReadiness(state=self.state, replica=self._replica,
+                                 deployments_running=lambda: deployments_running(context.app_name, others),
+                                 allowed_degraded=frozenset(FaultSet.parse(settings.env.faults).faults))
+        if not await readiness.until_ready(within_s=CONSTRUCTOR_WARMUP_S):
+            self._warming = asyncio.ensure_future(self._warm_up(readiness))
+
+    @staticmethod
+    async def _warm_up(readiness: AppReadiness) -> None:
+        """Serve freezes a replica's heap when its constructor returns; what a late warm-up loads is frozen here."""
+        await readiness.until_ready()
+        freeze_startup_heap()
+
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        return attach(create_api(replica=self._replica), self.state)
+
+    def check_health(self) -> None:
+        """This replica's own state only; the other deployments' readiness is /health's business."""
+
+
+def model_clients(args: AppArgs, settings: Settings, models: dict[str, DeploymentHandle],
+                  media: dict[str, DeploymentHandle], llm_metrics: LlmMetrics) -> ModelClients:
+    """The engine's clients over this app's handles: the layout's text models, ASR and OCR, the language model."""
+    planner = models.pop("planner", None)
+    return ModelClients(nlu=model_client(models, settings),
+                        media=HandleMedia(asr=media["asr"], ocr=media["ocr"]) if {"asr", "ocr"} <= media.keys() else None,
+                        llm=language_model(args, planner, llm_metrics) if planner is not None else None)
+
+
+def model_client(models: dict[str, DeploymentHandle], settings: Settings) -> ModelClient:
+    """The layout's client: one NLU handle (fused) or the Encoder and head handles (split).
+
+    `serving.model_calls: grpc` sends each call by value over the replica's gRPC server instead of as a Ray actor
+    task: idle, a call to a replica took 2.9 against 5.0 ms here (config/TUNING.md), and a turn's text models are
+    called on every turn. A split layout's encoder response is then resolved by the orchestrator and sent on."""
+    if settings.serving.model_calls == "grpc":
+        models = {name: handle.options(_by_reference=False) for name, handle in models.items()}
+    if "nlu" in models:
+        return FusedHandleModels(models["nlu"])
+    return SplitHandleModels(encoder=models[ENCODER], heads={h: models[h] for h in HEADS}, shared=shared_heads(settings.models))
+
+
+def language_model(args: AppArgs, handle: DeploymentHandle, metrics: LlmMetrics) -> RoutedLanguageModel:
+    """The engine's LanguageModel over the Planner: Baton's own deployment (dicts), or Ray Serve LLM's LLMServer."""
+    if args.planner == "serve_llm":
+        from serve_app.replicas.serve_llm import ServeLlmLanguageModel
+
+        return ServeLlmLanguageModel(handle, args.llm_config["model_loading_config"]["model_id"], metrics)
+    return HandleLanguageModel(handle, metrics)
+
+
+async def deployments_running(app_name: str, names: list[str]) -> str | None:
+    """None when every named deployment of the app has a running replica, else what is still missing."""
+    status = await asyncio.to_thread(serve.status)
+    app = status.applications.get(app_name)
+    if app is None:
+        return f"application {app_name!r} is not deployed yet"
+    waiting = [f"{n} ({app.deployments[n].status})" if n in app.deployments else f"{n} (not created)"
+               for n in names if n not in app.deployments or not cast(dict[str, int], app.deployments[n].replica_states).get("RUNNING")]
+    return f"waiting for {', '.join(waiting)}" if waiting else None

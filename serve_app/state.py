@@ -1,0 +1,194 @@
+"""The app state: everything the routes and the WebSocket need, built once per replica by `build_state` and never
+changed after (the readiness flag inside it is set by the warm-up; the objects inside keep their own state).
+
+The served app builds it in the Orchestrator's constructor from the model deployments' handles; an app served by a
+plain ASGI server (the monolith baseline, in-process tests) builds it in its lifespan, since the PostgreSQL pool
+belongs to the server's event loop.
+"""
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from fastapi import FastAPI
+from pydantic import SecretStr
+
+from config.settings import Settings
+from deployments.faults import StageFaults
+from engine.clock import Clock, app_clock
+from engine.conversation.perception import Perception
+from engine.agents.long_task_split import LongTaskSplitAgent
+from engine.agents.registry import AgentRegistry
+from engine.llm.dspy_engine import dspy_lm
+from engine.llm.hooks import build_chain
+from engine.llm.planner import LlmWorkflowPlanner
+from engine.llm.prompts import PromptSet
+from engine.llm.replies import LlmTextWriter, ReplyWriter
+from engine.media import MediaClient
+from engine.model_client import ModelClient
+from engine.pack import Pack, find_pack, load_pack
+from engine.plugins import PluginRegistry
+from engine.session import InMemorySessionStore
+from engine.turn import TurnEngine
+from media.store import build_store
+from media.uploads import MediaUploads
+from serve_app.auth import Auth, Callers, signing_secret
+from serve_app.http.openai.serving import OpenAiServing
+from serve_app.metrics import LlmMetrics, TurnMetrics
+from serve_app.readiness import Readiness
+from engine.llm.lm import RoutedLanguageModel
+from serve_app.turns.admission import Admission
+from serve_app.turns.runner import TurnRunner
+from serve_app.turns.stored import StoredChat
+from serve_app.ws.agent import ConversationAgent
+from store.database import Database
+
+
+@dataclass(frozen=True)
+class ModelClients:
+    """How this replica reaches the models: the text models (`nlu`), ASR and OCR (`media`), the language model (`llm`,
+    routes counted apart); Serve handles in the served app, in-process models in the monolith and the tests."""
+
+    nlu: ModelClient
+    media: MediaClient | None = None
+    llm: RoutedLanguageModel | None = None
+
+
+@dataclass(frozen=True)
+class Persistence:
+    """The store-backed parts: the pool, the accounts, and chat turns over leased sessions."""
+
+    db: Database
+    callers: Callers
+    chat: StoredChat
+
+    @property
+    def auth(self) -> Auth:
+        return self.callers.auth
+
+
+@dataclass(frozen=True)
+class AppState:
+    settings: Settings
+    engine: TurnEngine
+    turns: TurnRunner
+    metrics: TurnMetrics
+    readiness: Readiness
+    openai: OpenAiServing
+    store: Persistence | None = None
+    uploads: MediaUploads | None = None
+    conversation: ConversationAgent | None = None  # the WebSocket main agent; needs the store
+    llm_planner: LlmWorkflowPlanner | None = None
+    llm_metrics: LlmMetrics = field(default_factory=LlmMetrics)
+
+    @property
+    def admission(self) -> Admission:
+        return self.turns.admission
+
+    @property
+    def retry_after_s(self) -> int:
+        return self.settings.serving.retry_after_s
+
+
+def build_engine(settings: Settings, models: ModelClients, pack: Pack, clock: Clock, *,
+                 planner: LlmWorkflowPlanner | None = None) -> TurnEngine:
+    """The turn engine over `pack`. The hooks chain is built here whether or not an LLM is deployed, so a hook config
+    that names an unknown hook stops the start, naming it."""
+    build_chain(settings.hooks)
+    llm = models.llm
+    replies = None
+    if llm is not None and settings.llm.generate_replies:
+        replies = ReplyWriter(dspy_lm(llm.for_route("reply"), max_tokens=settings.llm.reply_max_tokens),
+                              budget_s=settings.budgets.stage_s("reply"))
+    return TurnEngine(pack=pack, settings=settings, models=models.nlu, sessions=InMemorySessionStore(settings.session.ttl_s),
+                      plugins=PluginRegistry(), media=models.media, faults=StageFaults(settings.env.faults, settings.env.faults_file),
+                      llm_planner=planner, replies=replies, clock=clock)
+
+
+def llm_planner(settings: Settings, models: ModelClients, pack_dir: Path, pack: Pack) -> LlmWorkflowPlanner | None:
+    if models.llm is None:
+        return None
+    prompts = PromptSet.load(pack_dir, settings.prompts)  # a pack missing a required prompt file does not start; the error names it
+    return LlmWorkflowPlanner.configured(models.llm.for_route("planner"), pack, prompts, settings)
+
+
+def build_state(settings: Settings, models: ModelClients, db: Database | None, *, engine: TurnEngine | None = None,
+                readiness: Readiness | None = None, uploads: MediaUploads | None = None, auth: Auth | None = None,
+                admission: Admission | None = None, metrics: TurnMetrics | None = None,
+                llm_metrics: LlmMetrics | None = None) -> AppState:
+    """The app state over `settings` and `models`, with the store when `db` is given (else sessions stay in-process).
+
+    The keyword arguments replace a part that is otherwise built from the settings (a test's engine, a media store of
+    its own); `readiness` defaults to ready, since only a replica with a warm-up to run starts not ready."""
+    planner = None
+    clock = app_clock(ZoneInfo(settings.timezone), settings.testing.now)
+    if engine is None:
+        pack_dir = find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)
+        pack = load_pack(pack_dir)
+        planner = llm_planner(settings, models, pack_dir, pack)
+        engine = build_engine(settings, models, pack, clock, planner=planner)
+    metrics = metrics or TurnMetrics(multiproc_dir=str(settings.env.metrics_dir) if settings.env.metrics_dir else None)
+    readiness = readiness or Readiness()
+    store = None
+    if db is not None:
+        auth = auth or Auth(settings.auth, signing_secret(settings.auth, settings.state_dir,
+                                                          _revealed(settings.env.auth_secret)))
+        store = Persistence(db=db, callers=Callers(auth=auth, db=db, require_token=settings.auth.require_token),
+                            chat=StoredChat(engine, db, settings))
+    turns = TurnRunner(engine=engine, admission=admission or Admission(settings.serving.admission), metrics=metrics,
+                       readiness=readiness,
+                       stored=store.chat if store else None, callers=store.callers if store else None)
+    return AppState(settings=settings, engine=engine, turns=turns, metrics=metrics, readiness=readiness,
+                    openai=OpenAiServing(models.llm.for_route("openai") if models.llm else None, settings.llm),
+                    store=store, uploads=uploads or MediaUploads(store=build_store(settings), cfg=settings.media),
+                    conversation=conversation_agent(settings, turns, store, models, clock) if store else None,
+                    llm_planner=planner, llm_metrics=llm_metrics or LlmMetrics())
+
+
+def conversation_agent(settings: Settings, turns: TurnRunner, store: Persistence, models: ModelClients,
+                       clock: Clock) -> ConversationAgent:
+    """The WebSocket main agent: the five sub-agents, perception over the long-task split agent's questions."""
+    writer = None
+    if models.llm is not None and settings.llm.generate_replies:
+        writer = LlmTextWriter(dspy_lm(models.llm.for_route("summary"), max_tokens=settings.llm.reply_max_tokens * 4))
+    agents = AgentRegistry.default(writer)
+    split = agents.definition("long_task_split_agent", "split")
+    split_agent = agents.agent("long_task_split_agent")
+    assert isinstance(split_agent, LongTaskSplitAgent)  # its questions, prefill and answers drive perception
+    perception = Perception(settings.conversation, split_agent,
+                            (list(split.required_fields), list(split.optional_fields)))
+    return ConversationAgent(settings=settings, turns=turns, db=store.db, agents=agents, perception=perception, clock=clock)
+
+
+def _revealed(secret: SecretStr | None) -> str | None:
+    return secret.get_secret_value() if secret is not None else None
+
+
+def attach(api: FastAPI, state: AppState) -> FastAPI:
+    api.state.baton = state
+    return api
+
+
+def state_of(app: FastAPI) -> AppState:
+    """The app's state (a plain ASGI app's lifespan, or the Orchestrator, attached it before any request)."""
+    state: AppState = app.state.baton
+    return state
+
+
+def on_start(api: FastAPI, build: Callable[[Database], AppState], dsn: str, settings: Settings) -> None:
+    """For an app run by a plain ASGI server: on start, open the pool on `dsn` and attach `build(db)`; on stop, close
+    the pool."""
+
+    @asynccontextmanager
+    async def with_store(app: FastAPI) -> AsyncIterator[None]:
+        db = await Database.open(dsn, settings.database)
+        attach(app, build(db))
+        try:
+            yield
+        finally:
+            await db.close()
+
+    api.router.lifespan_context = with_store
