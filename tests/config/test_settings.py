@@ -96,3 +96,33 @@ def test_overrides_merge_key_by_key_over_both_files_and_are_validated_like_them(
         load_settings(CONFIG_DIR, {}, {"auth": {"no_such_key": 1}})
     with pytest.raises(ValidationError, match="device"):
         load_settings(CONFIG_DIR, {}, {"models": {"device": "gpu"}})
+
+
+def test_the_environment_is_read_once_into_the_settings_and_its_secrets_stay_secret():
+    env = {"DATABASE_URL": "postgresql://u:pw@db/baton", "BATON_AUTH_SECRET": "s" * 40, "BATON_FAULTS": "encoder:delay_ms=5",
+           "BATON_FAULTS_FILE": "/run/faults", "PROMETHEUS_MULTIPROC_DIR": "/run/metrics", "BATON_STATE_DIR": "/srv/var"}
+    settings = load_settings(CONFIG_DIR, env)
+    assert settings.env.database_url is not None and settings.env.database_url.get_secret_value() == env["DATABASE_URL"]
+    assert settings.env.auth_secret is not None and settings.env.auth_secret.get_secret_value() == "s" * 40
+    assert (settings.env.faults, str(settings.env.faults_file), str(settings.env.metrics_dir)) == \
+        ("encoder:delay_ms=5", "/run/faults", "/run/metrics")
+    assert str(settings.state_dir) == "/srv/var"
+    assert "pw" not in repr(settings) and "pw" not in str(settings.model_dump())  # secrets never print
+    bare = load_settings(CONFIG_DIR, {})
+    assert bare.env.database_url is None and bare.env.faults == "" and bare.env.faults_file is None
+
+
+def test_the_test_clock_is_refused_in_a_production_posture_and_needs_a_zone():
+    pinned = {"testing": {"now": "2026-12-06T23:30:00+08:00"}}
+    assert load_settings(CONFIG_DIR, {}, pinned).testing.now is not None
+    with pytest.raises(ValidationError, match="testing.now"):
+        load_settings(CONFIG_DIR, {}, {**pinned, "auth": {"require_token": True}})
+    with pytest.raises(ValidationError, match="zone offset"):
+        load_settings(CONFIG_DIR, {}, {"testing": {"now": "2026-12-06T23:30:00"}})
+    from serve_app.ops.launcher import load_serve_config
+    from serve_app.args import AppArgs
+
+    gpu = load_serve_config(CONFIG_DIR / "serve_gpu.yaml", {})["applications"][0]["args"]
+    gpu["overrides"] = {**gpu.get("overrides", {}), **pinned}
+    with pytest.raises(ValidationError, match="testing.now"):
+        AppArgs.model_validate(gpu).settings(environ={})

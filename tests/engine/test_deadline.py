@@ -216,3 +216,16 @@ async def test_timings_run_from_arrival_and_draw_the_turn() -> None:
     c, r = t.spans_ms["classifier"], t.spans_ms["retriever"]
     assert max(c[0], r[0]) < min(c[1], r[1])
     assert t.spans_ms["encoder"][1] <= min(c[0], r[0]) + 1.0
+
+
+def test_a_pinned_clock_starts_at_its_instant_and_runs_on():
+    from datetime import datetime, timedelta, timezone
+
+    from engine.clock import app_clock, pinned_clock
+
+    ticks = iter([100.0, 100.0, 160.5])
+    start = datetime(2026, 12, 6, 23, 30, tzinfo=timezone(timedelta(hours=8)))
+    clock = pinned_clock(start, monotonic=lambda: next(ticks))
+    assert clock() == start and clock() == start + timedelta(seconds=60.5)
+    real = app_clock(timezone.utc, None)()
+    assert abs((real - datetime.now(timezone.utc)).total_seconds()) < 5

@@ -13,15 +13,16 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from benchmarks.media_samples import speak
+from tests.support.serving import PINNED_NOW
 from tests.support.ws_client import Conversation, types
 
 TZ = ZoneInfo("Asia/Shanghai")
 
 
 @pytest.fixture(scope="module")
-def app(switch_pack, timeflow, serve_app):
+def app(switch_pack, timeflow, served):
     with switch_pack("timeflow") as client:
-        yield {"client": client, "url": serve_app["url"]}
+        yield {"client": client, "url": served.url}
 
 
 @pytest.fixture
@@ -42,7 +43,8 @@ def conv(app, user):
 
 
 def timeline(app, user, day_offset: int = 1) -> list[dict]:
-    start = datetime.now(TZ).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=day_offset)
+    """The items of the day `day_offset` days from the app's (pinned) today."""
+    start = PINNED_NOW.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=day_offset)
     resp = app["client"].get("/api/v1/items/timeline", headers=user["headers"],
                              params={"start_at": start.isoformat(), "end_at": (start + timedelta(days=1)).isoformat()})
     assert resp.status_code == 200, resp.text

@@ -17,9 +17,9 @@ PACK = "timeflow"
 
 
 @pytest.fixture(scope="module")
-def app(switch_pack, timeflow, serve_app):
+def app(switch_pack, timeflow, served):
     with switch_pack(PACK) as client:
-        yield {"client": client, "url": serve_app["url"]}
+        yield {"client": client, "url": served.url}
 
 
 @pytest.fixture

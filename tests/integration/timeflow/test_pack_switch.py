@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from tests.models.build_helpers import settings_in
 from tests.support.packs import STATE_DIR, settings_for
 
 # A user's own rows: three banking intents, none of them in a shipped pack.
@@ -34,7 +35,7 @@ def user_rows_pack(tmp_path_factory):
     rows = tmp_path_factory.mktemp("rows") / "rows.jsonl"
     rows.write_text("".join(json.dumps({"text": t, "intent": i, "source": "it"}, ensure_ascii=False) + "\n"
                             for i, texts in USER_ROWS.items() for t in texts), encoding="utf-8")
-    settings = settings_for("it_user_rows")
+    settings = settings_in(STATE_DIR, "it_user_rows")  # the product's build with a short tune
     rows_to_pack(rows, "it_user_rows", settings)
     pack = load_pack(find_pack("it_user_rows", shipped_dir=settings.packs_dir, state_dir=STATE_DIR))
     build(pack, settings)
