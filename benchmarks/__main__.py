@@ -4,6 +4,7 @@ By default the harness starts every system of the scenario itself (Baton through
 monolith through `python -m benchmarks.monolith`) and stops them afterwards; `--url NAME=URL` targets a
 system that is already running instead (only the named systems are then measured).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,16 +22,22 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 def _pack_test_texts(pack_name: str) -> set[str]:
-    from engine.pack import find_pack, load_pack
     from config.settings import load_settings
+    from engine.pack import find_pack, load_pack
 
     settings = load_settings(ROOT / "config", {"BATON_PACK": pack_name})
     pack = load_pack(find_pack(pack_name, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
     return {text for text, _ in pack.test_rows()}
 
 
-def run_scenario(path: Path, *, out: Path | None = None, urls: dict[str, str] | None = None, quick: bool = False,
-                 monolith_port: int | None = None) -> tuple[dict, Path]:
+def run_scenario(
+    path: Path,
+    *,
+    out: Path | None = None,
+    urls: dict[str, str] | None = None,
+    quick: bool = False,
+    monolith_port: int | None = None,
+) -> tuple[dict, Path]:
     """Run one scenario file; returns the result and the folder it was written to."""
     from benchmarks.runner import Runner
 
@@ -78,12 +85,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="*", type=Path, default=[SCENARIOS / "default.yaml"])
     parser.add_argument("--quick", action="store_true", help="one short level per system (the scenario's `quick` load)")
-    parser.add_argument("--url", action="append", type=_url, default=[], metavar="NAME=URL",
-                        help="measure an already running system instead of starting it")
+    parser.add_argument(
+        "--url",
+        action="append",
+        type=_url,
+        default=[],
+        metavar="NAME=URL",
+        help="measure an already running system instead of starting it",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results/<name>)")
-    parser.add_argument("--monolith-port", type=int, default=None,
-                        help="port for the monolith the harness starts (default: a free one; run by hand it listens on 8001)")
-    parser.add_argument("--render", type=Path, default=None, metavar="DIR", help="only redraw report.md and figures of DIR")
+    parser.add_argument(
+        "--monolith-port",
+        type=int,
+        default=None,
+        help="port for the monolith the harness starts (default: a free one; run by hand it listens on 8001)",
+    )
+    parser.add_argument(
+        "--render", type=Path, default=None, metavar="DIR", help="only redraw report.md and figures of DIR"
+    )
     args = parser.parse_args(argv)
     if args.render:
         render(args.render)
@@ -93,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out and len(args.scenarios) > 1:
         parser.error("--out takes one scenario")
     for path in args.scenarios:
-        _, out = run_scenario(path, out=args.out, urls=dict(args.url), quick=args.quick, monolith_port=args.monolith_port)
+        _, out = run_scenario(
+            path, out=args.out, urls=dict(args.url), quick=args.quick, monolith_port=args.monolith_port
+        )
         print((out / "report.md").read_text(encoding="utf-8"))
     return 0
 

@@ -1,4 +1,5 @@
 """Open-loop arrival times: Poisson or gamma inter-arrivals at a target rate, with a linear ramp-up."""
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,9 @@ def _gap(rng: random.Random, rate: float, process: str, cv: float) -> float:
     return rng.gammavariate(shape, 1.0 / (shape * rate))
 
 
-def arrival_times(*, rate: float, duration_s: float, ramp_up_s: float = 0.0, process: str = "poisson",
-                  cv: float = 1.0, seed: int = 0) -> list[float]:
+def arrival_times(
+    *, rate: float, duration_s: float, ramp_up_s: float = 0.0, process: str = "poisson", cv: float = 1.0, seed: int = 0
+) -> list[float]:
     """Send times (s from start) over `duration_s` whose rate rises linearly from 0 to `rate` during `ramp_up_s`.
 
     The ramp is a time change: arrivals are drawn at a unit-rate process in "operational time"
@@ -23,7 +25,7 @@ def arrival_times(*, rate: float, duration_s: float, ramp_up_s: float = 0.0, pro
     if rate <= 0 or duration_s <= 0:
         return []
     rng = random.Random(seed)
-    total = rate * (duration_s - ramp_up_s / 2.0) if duration_s >= ramp_up_s else rate * duration_s ** 2 / (2 * ramp_up_s)
+    total = rate * (duration_s - ramp_up_s / 2.0) if duration_s >= ramp_up_s else rate * duration_s**2 / (2 * ramp_up_s)
     times, lam = [], 0.0
     while True:
         lam += _gap(rng, 1.0, process, cv)

@@ -1,5 +1,6 @@
 """Headline comparisons of one run: each system's idle latency and best clean goodput against the encoder timed
 alone (its batch-1 latency and its batch throughput ceiling) and against the monolith of the same run."""
+
 from __future__ import annotations
 
 
@@ -57,4 +58,9 @@ def comparisons(result: dict) -> dict:
             "clean_goodput_over_ceiling": ratio(rps, ceiling),
             "clean_goodput_over_monolith": ratio(rps, mono_best),
         }
-    return {"encoder_batch1_p50_ms": batch1, "encoder_ceiling_turns_per_s": ceiling, "monolith": monolith, "systems": out}
+    return {
+        "encoder_batch1_p50_ms": batch1,
+        "encoder_ceiling_turns_per_s": ceiling,
+        "monolith": monolith,
+        "systems": out,
+    }

@@ -7,6 +7,7 @@ its own user, repeating one conversation — create a schedule, confirm it, ask 
 records the time from the frame being sent to the event arriving; turns/s counts frames answered. Writes JSON,
 markdown and a figure under benchmarks/results/conversation_ws/.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,14 +30,23 @@ from benchmarks.stats import distribution
 
 ROOT = Path(__file__).resolve().parent.parent
 TZ = ZoneInfo("Asia/Shanghai")
-ENDS_TURN = {"dialogue.clarification", "selection.required", "write.confirmation_required", "write.applied",
-             "execution.result", "dialogue.error", "execution.error"}
+ENDS_TURN = {
+    "dialogue.clarification",
+    "selection.required",
+    "write.confirmation_required",
+    "write.applied",
+    "execution.result",
+    "dialogue.error",
+    "execution.error",
+}
 TITLES = ["开会", "交周报", "去健身", "给妈妈打电话", "取快递", "看牙医", "跑步", "买菜", "复习英语", "写日记"]
 HOURS = ["上午九点", "上午十点", "中午十二点", "下午两点", "下午三点", "下午四点", "晚上七点", "晚上八点"]
 
 
 def _frame(type_: str, payload: dict) -> str:
-    return json.dumps({"type": type_, "timestamp": datetime.now(TZ).isoformat(), "payload": payload}, ensure_ascii=False)
+    return json.dumps(
+        {"type": type_, "timestamp": datetime.now(TZ).isoformat(), "payload": payload}, ensure_ascii=False
+    )
 
 
 class Client:
@@ -72,23 +82,36 @@ class Client:
     async def conversation(self, n: int, *, record: bool = True) -> int:
         """One create -> confirm -> query round; returns the frames answered."""
         said = f"明天{HOURS[n % len(HOURS)]}提醒我{TITLES[n % len(TITLES)]}"
-        events = await self.retried("dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": said}, record=record)
+        events = await self.retried(
+            "dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": said}, record=record
+        )
         if events[-1]["type"] != "write.confirmation_required":
             raise RuntimeError(f"{said!r} ended with {events[-1]}")
         confirm = events[-1]["payload"]
-        applied = await self.retried("write.decide", {"write_request_id": confirm["write_request_id"], "decision": "confirmed",
-                                                   "idempotency_key": uuid.uuid4().hex, "payload_hash": confirm["payload_hash"]},
-                                  record=record)
+        applied = await self.retried(
+            "write.decide",
+            {
+                "write_request_id": confirm["write_request_id"],
+                "decision": "confirmed",
+                "idempotency_key": uuid.uuid4().hex,
+                "payload_hash": confirm["payload_hash"],
+            },
+            record=record,
+        )
         if applied[-1]["type"] != "write.applied":
             raise RuntimeError(f"decide ended with {applied[-1]}")
-        await self.retried("dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": "明天有什么安排"}, record=record)
+        await self.retried(
+            "dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": "明天有什么安排"}, record=record
+        )
         return 3
 
 
 async def _user(http: httpx.AsyncClient) -> tuple[str, str]:
     """A new account: (access token, user id)."""
-    reg = await http.post("/api/v1/auth/register", json={"email": f"ws-{uuid.uuid4().hex[:10]}@example.com",
-                                                         "password": "benchmark-password"})
+    reg = await http.post(
+        "/api/v1/auth/register",
+        json={"email": f"ws-{uuid.uuid4().hex[:10]}@example.com", "password": "benchmark-password"},
+    )
     reg.raise_for_status()
     return reg.json()["access_token"], reg.json()["user_id"]
 
@@ -115,7 +138,9 @@ async def idle(url: str, rounds: int) -> dict:
                     raise RuntimeError(resp.text)
                 if i >= 3:
                     http_ms.append(wall)
-                await client.turn("dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": said}, record=i >= 3)
+                await client.turn(
+                    "dialogue.input", {"client_message_id": uuid.uuid4().hex, "raw_content": said}, record=i >= 3
+                )
                 await asyncio.sleep(0.05)
     return {"http_chat_ms": distribution(http_ms), "ws_events_ms": {k: distribution(v) for k, v in ws.items()}}
 
@@ -149,8 +174,15 @@ async def closed_loop(url: str, connections: int, duration_s: float, warmup_s: f
                 n += 1
 
     await asyncio.gather(*(one(t, i * 7) for i, t in enumerate(tokens)))
-    return {"connections": connections, "frames_per_s": round(answered / duration_s, 2), "frames": answered,
-            "shed": sheds, "errors": len(errors), "error_examples": errors[:3], "events_ms": {k: distribution(v) for k, v in samples.items()}}
+    return {
+        "connections": connections,
+        "frames_per_s": round(answered / duration_s, 2),
+        "frames": answered,
+        "shed": sheds,
+        "errors": len(errors),
+        "error_examples": errors[:3],
+        "events_ms": {k: distribution(v) for k, v in samples.items()},
+    }
 
 
 def figure(result: dict, out: Path) -> Path:
@@ -164,8 +196,18 @@ def figure(result: dict, out: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for kind in kinds:
         xs = [loop["connections"] for loop in loops if kind in loop["events_ms"]]
-        left.plot(xs, [loop["events_ms"][kind]["p50"] for loop in loops if kind in loop["events_ms"]], marker="o", label=f"{kind} p50")
-        left.plot(xs, [loop["events_ms"][kind]["p99"] for loop in loops if kind in loop["events_ms"]], linestyle=":", label=f"{kind} p99")
+        left.plot(
+            xs,
+            [loop["events_ms"][kind]["p50"] for loop in loops if kind in loop["events_ms"]],
+            marker="o",
+            label=f"{kind} p50",
+        )
+        left.plot(
+            xs,
+            [loop["events_ms"][kind]["p99"] for loop in loops if kind in loop["events_ms"]],
+            linestyle=":",
+            label=f"{kind} p99",
+        )
     left.axhline(result["budget_ms"], color="grey", linestyle="--", label="text turn budget")
     left.set(xlabel="concurrent connections", ylabel="ms from frame sent", title="event latency", yscale="log")
     left.legend(fontsize=7)
@@ -180,28 +222,45 @@ def figure(result: dict, out: Path) -> Path:
 
 def markdown(result: dict) -> str:
     idle_r = result["idle"]
-    lines = [f"# WebSocket conversation ({result['machine']['cores']} cores, commit {result['git_commit'][:8]})", "",
-             "Idle, one at a time, the same sentence (a schedule to create):", "",
-             "| path | event | p50 ms | p99 ms | n |", "|---|---|---|---|---|",
-             f"| HTTP /api/v1/agent/chat | reply (perception only) | {idle_r['http_chat_ms']['p50']} | {idle_r['http_chat_ms']['p99']} | {idle_r['http_chat_ms']['n']} |"]
+    lines = [
+        f"# WebSocket conversation ({result['machine']['cores']} cores, commit {result['git_commit'][:8]})",
+        "",
+        "Idle, one at a time, the same sentence (a schedule to create):",
+        "",
+        "| path | event | p50 ms | p99 ms | n |",
+        "|---|---|---|---|---|",
+        f"| HTTP /api/v1/agent/chat | reply (perception only) | {idle_r['http_chat_ms']['p50']} | {idle_r['http_chat_ms']['p99']} | {idle_r['http_chat_ms']['n']} |",
+    ]
     for kind, d in idle_r["ws_events_ms"].items():
         lines.append(f"| WebSocket dialogue.input | {kind} | {d['p50']} | {d['p99']} | {d['n']} |")
-    lines += ["", f"WebSocket decision / HTTP reply, p50: **{result['ratios']['ws_decision_over_http_p50']}**; the confirmation "
-              f"(execution and the write request committed) / HTTP reply: **{result['ratios']['ws_confirmation_over_http_p50']}**.", "",
-              "Closed loop, each connection its own user repeating create → confirm → query; a shed frame "
-              "(`overloaded`, `retry_after_s`) is sent again after the pause it names and counted under *shed*; "
-              "its own time is in the `dialogue.error` row of the JSON:", "",
-              "| connections | frames/s | shed | errors | decision p50/p99 | confirmation p50/p99 | applied p50/p99 | query result p50/p99 |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"WebSocket decision / HTTP reply, p50: **{result['ratios']['ws_decision_over_http_p50']}**; the confirmation "
+        f"(execution and the write request committed) / HTTP reply: **{result['ratios']['ws_confirmation_over_http_p50']}**.",
+        "",
+        "Closed loop, each connection its own user repeating create → confirm → query; a shed frame "
+        "(`overloaded`, `retry_after_s`) is sent again after the pause it names and counted under *shed*; "
+        "its own time is in the `dialogue.error` row of the JSON:",
+        "",
+        "| connections | frames/s | shed | errors | decision p50/p99 | confirmation p50/p99 | applied p50/p99 | query result p50/p99 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for loop in result["closed_loop"]:
         ev = loop["events_ms"]
 
         def cell(kind: str) -> str:
             return f"{ev[kind]['p50']} / {ev[kind]['p99']}" if kind in ev else "–"
-        lines.append(f"| {loop['connections']} | {loop['frames_per_s']} | {loop.get('shed', 0)} | {loop['errors']} | {cell('dialogue.decision')} | "
-                     f"{cell('write.confirmation_required')} | {cell('write.applied')} | {cell('execution.result')} |")
-    lines += ["", f"Latency is client wall time from the frame sent to the event received, over loopback. Database: "
-              f"{result['database']}. Load average at the end: {result['machine']['loadavg_1m']}.", ""]
+
+        lines.append(
+            f"| {loop['connections']} | {loop['frames_per_s']} | {loop.get('shed', 0)} | {loop['errors']} | {cell('dialogue.decision')} | "
+            f"{cell('write.confirmation_required')} | {cell('write.applied')} | {cell('execution.result')} |"
+        )
+    lines += [
+        "",
+        f"Latency is client wall time from the frame sent to the event received, over loopback. Database: "
+        f"{result['database']}. Load average at the end: {result['machine']['loadavg_1m']}.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -239,13 +298,23 @@ def main(argv: list[str] | None = None) -> int:
     http_p50 = idle_r["http_chat_ms"]["p50"]
     result = {
         "benchmark": "WebSocket conversation: idle against HTTP chat, closed loops of concurrent connections",
-        "idle": idle_r, "closed_loop": loops,
-        "ratios": {"ws_decision_over_http_p50": round(idle_r["ws_events_ms"]["dialogue.decision"]["p50"] / http_p50, 3),
-                   "ws_confirmation_over_http_p50": round(idle_r["ws_events_ms"]["write.confirmation_required"]["p50"] / http_p50, 3)},
+        "idle": idle_r,
+        "closed_loop": loops,
+        "ratios": {
+            "ws_decision_over_http_p50": round(idle_r["ws_events_ms"]["dialogue.decision"]["p50"] / http_p50, 3),
+            "ws_confirmation_over_http_p50": round(
+                idle_r["ws_events_ms"]["write.confirmation_required"]["p50"] / http_p50, 3
+            ),
+        },
         "budget_ms": load_settings(ROOT / "config", env).budgets.turn_ms["text"],
         "database": "external DATABASE_URL" if database is None else "embedded PostgreSQL 18 (Unix socket), fresh",
         **provenance(),
-        "settings": {"idle_rounds": args.idle_rounds, "levels": args.levels, "duration_s": args.duration_s, "warmup_s": args.warmup_s},
+        "settings": {
+            "idle_rounds": args.idle_rounds,
+            "levels": args.levels,
+            "duration_s": args.duration_s,
+            "warmup_s": args.warmup_s,
+        },
     }
     print(write(args.out, "conversation_ws", result, markdown, figure))
     return 0

@@ -1,4 +1,5 @@
 """Draws the same sequence of conversations for every system: a seeded weighted pick of kind, then conversation."""
+
 from __future__ import annotations
 
 import random
@@ -29,4 +30,6 @@ class ConversationSource:
 def mean_turns(mix: Mix) -> float:
     """Expected turns per conversation, used to turn an offered turn rate into a conversation rate."""
     total = sum(k.weight for k in mix.kinds.values())
-    return sum(k.weight / total * sum(len(c) for c in k.conversations) / len(k.conversations) for k in mix.kinds.values())
+    return sum(
+        k.weight / total * sum(len(c) for c in k.conversations) / len(k.conversations) for k in mix.kinds.values()
+    )

@@ -6,6 +6,7 @@ come from baton.yaml (the shipped small models) or, with `--serve-config`, from 
 cluster's checkpoints). A class whose device this machine lacks is reported with the reason instead of a time.
 `scripts/gpu_smoke.sh` runs it on a GPU machine that has torch with CUDA but no Ray Serve LLM stack.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,11 @@ def _timed(run: Callable[[], object], rounds: int) -> dict[str, float]:
         t0 = time.perf_counter()
         run()
         times.append((time.perf_counter() - t0) * 1000.0)
-    return {"p50_ms": round(statistics.median(times), 2), "min_ms": round(min(times), 2), "max_ms": round(max(times), 2)}
+    return {
+        "p50_ms": round(statistics.median(times), 2),
+        "min_ms": round(min(times), 2),
+        "max_ms": round(max(times), 2),
+    }
 
 
 def _encoder(settings: Settings, rounds: int) -> dict:
@@ -40,8 +45,11 @@ def _encoder(settings: Settings, rounds: int) -> dict:
     encoder = Encoder(path=settings.encoder_path, cfg=settings.models, state_dir=settings.state_dir)
     load_s = time.perf_counter() - t0
     batch = [[TEXTS[i % len(TEXTS)]] for i in range(32)]
-    return {"load_s": round(load_s, 2), "batch_1": _timed(lambda: encoder.encode([TEXTS[:1]]), rounds),
-            "batch_32": _timed(lambda: encoder.encode(batch), rounds)}
+    return {
+        "load_s": round(load_s, 2),
+        "batch_1": _timed(lambda: encoder.encode([TEXTS[:1]]), rounds),
+        "batch_32": _timed(lambda: encoder.encode(batch), rounds),
+    }
 
 
 def _asr(settings: Settings, rounds: int) -> dict:
@@ -68,11 +76,20 @@ RUNS = {"encoder": _encoder, "asr": _asr, "ocr": _ocr}
 def on_device(settings: Settings, device: str) -> Settings:
     """The settings with every model class on `device` (the encoder through torch, Whisper in float16 on a GPU)."""
     gpu = device.startswith("cuda")
-    return settings.model_copy(update={
-        "models": settings.models.model_copy(update={"device": device, "encoder_runtime": "torch" if gpu else settings.models.encoder_runtime}),
-        "asr": settings.asr.model_copy(update={"device": "cuda" if gpu else device,
-                                               "compute_type": "float16" if gpu else settings.asr.compute_type}),
-        "ocr": settings.ocr.model_copy(update={"device": "cuda" if gpu else device})})
+    return settings.model_copy(
+        update={
+            "models": settings.models.model_copy(
+                update={"device": device, "encoder_runtime": "torch" if gpu else settings.models.encoder_runtime}
+            ),
+            "asr": settings.asr.model_copy(
+                update={
+                    "device": "cuda" if gpu else device,
+                    "compute_type": "float16" if gpu else settings.asr.compute_type,
+                }
+            ),
+            "ocr": settings.ocr.model_copy(update={"device": "cuda" if gpu else device}),
+        }
+    )
 
 
 def measure(settings: Settings, models: list[str], rounds: int) -> dict:
@@ -88,7 +105,9 @@ def measure(settings: Settings, models: list[str], rounds: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.device_models", description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cpu, cuda or cuda:N")
-    parser.add_argument("--serve-config", type=Path, default=None, help="take model paths from this Serve config's overrides")
+    parser.add_argument(
+        "--serve-config", type=Path, default=None, help="take model paths from this Serve config's overrides"
+    )
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--out", type=Path, default=None, help="also write device_models.json here")
@@ -98,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
 
     overrides = serve_overrides(args.serve_config) if args.serve_config else {}
     # the paths alone: where each model runs is --device's business
-    paths = {"models": {k: v for k, v in overrides.get("models", {}).items() if k in ("encoder", "heads")},
-             "asr": {k: v for k, v in overrides.get("asr", {}).items() if k == "model_path"}}
+    paths = {
+        "models": {k: v for k, v in overrides.get("models", {}).items() if k in ("encoder", "heads")},
+        "asr": {k: v for k, v in overrides.get("asr", {}).items() if k == "model_path"},
+    }
     settings = on_device(load_settings(ROOT / "config", {}, merged({}, paths)), args.device)
     result = {"device": args.device, "rounds": args.rounds, "models": measure(settings, args.models, args.rounds)}
     print(json.dumps(result, indent=1, ensure_ascii=False))

@@ -1,4 +1,5 @@
 """Drives one load window against a URL: open loop (arrivals at a rate) or closed loop (N sessions), over HTTP."""
+
 from __future__ import annotations
 
 import asyncio
@@ -71,8 +72,16 @@ class _Run:
             if i and self.arrival.think_time_ms:
                 await asyncio.sleep(self.arrival.think_time_ms / 1000.0)
             t_send = time.perf_counter() - self.t0
-            sample, body = await send_turn(self.session, kind=conv.kind, index=i, turn=turn, user_id=user_id,
-                                           session_id=session_id, t_send=t_send, warmup=t_send < self.load.warmup_s)
+            sample, body = await send_turn(
+                self.session,
+                kind=conv.kind,
+                index=i,
+                turn=turn,
+                user_id=user_id,
+                session_id=session_id,
+                t_send=t_send,
+                warmup=t_send < self.load.warmup_s,
+            )
             self.samples.append(sample)
             if sample.status != 200:  # a shed or failed turn ends the conversation, as a user would retry later
                 self.abandoned += len(conv.turns) - i - 1
@@ -91,8 +100,17 @@ def shed_backoff_s(sample: Sample | None) -> float:
         return 1.0
 
 
-async def send_turn(session: aiohttp.ClientSession, *, kind: str, index: int, turn: Turn, user_id: str,
-                    session_id: str | None, t_send: float, warmup: bool) -> tuple[Sample, dict]:
+async def send_turn(
+    session: aiohttp.ClientSession,
+    *,
+    kind: str,
+    index: int,
+    turn: Turn,
+    user_id: str,
+    session_id: str | None,
+    t_send: float,
+    warmup: bool,
+) -> tuple[Sample, dict]:
     """POST one turn and time it; an unanswered request is a LOST sample, never an exception."""
     payload = {"user_id": user_id, **({"session_id": session_id} if session_id else {})}
     if turn.endpoint == "fill_slots":
@@ -100,15 +118,16 @@ async def send_turn(session: aiohttp.ClientSession, *, kind: str, index: int, tu
     else:
         payload["text"] = turn.text
     start = time.perf_counter()
-    sample = Sample(kind=kind, turn=index, endpoint=turn.endpoint, t_send=round(t_send, 4), wall_ms=0.0,
-                    status=LOST, warmup=warmup)
+    sample = Sample(
+        kind=kind, turn=index, endpoint=turn.endpoint, t_send=round(t_send, 4), wall_ms=0.0, status=LOST, warmup=warmup
+    )
     body: dict = {}
     try:
         async with session.post(PATHS[turn.endpoint], json=payload) as resp:
             raw = await resp.read()
             sample.status = resp.status
             sample.retry_after = resp.headers.get("Retry-After")
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         sample.error_code = type(exc).__name__
     else:
         try:
@@ -128,8 +147,17 @@ async def send_turn(session: aiohttp.ClientSession, *, kind: str, index: int, tu
     return sample, body
 
 
-async def run_window(url: str, *, mix: Mix, load: Load, arrival: Arrival, level: float, seed: int,
-                     timeout_s: float, duration_s: float | None = None) -> Window:
+async def run_window(
+    url: str,
+    *,
+    mix: Mix,
+    load: Load,
+    arrival: Arrival,
+    level: float,
+    seed: int,
+    timeout_s: float,
+    duration_s: float | None = None,
+) -> Window:
     """Run one load level: the warm-up (discarded later) then `duration_s` measured; waits for every answer."""
     total_s = load.warmup_s + (duration_s if duration_s is not None else load.duration_s)
     source = ConversationSource(mix, seed)
@@ -144,14 +172,28 @@ async def run_window(url: str, *, mix: Mix, load: Load, arrival: Arrival, level:
             sent = await _open(run, source, mix, level, total_s, seed)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     run.samples.sort(key=lambda s: s.t_send)
-    return Window(level=level, process=arrival.process.value, samples=run.samples, wall_s=round(wall, 3), cpu_s=round(cpu, 3),
-                  loadavg_1m=round(os.getloadavg()[0], 2), abandoned_turns=run.abandoned, sent_conversations=sent)
+    return Window(
+        level=level,
+        process=arrival.process.value,
+        samples=run.samples,
+        wall_s=round(wall, 3),
+        cpu_s=round(cpu, 3),
+        loadavg_1m=round(os.getloadavg()[0], 2),
+        abandoned_turns=run.abandoned,
+        sent_conversations=sent,
+    )
 
 
 async def _open(run: _Run, source: ConversationSource, mix: Mix, rate: float, total_s: float, seed: int) -> int:
     # the level is a turn rate; conversations arrive at rate / (turns per conversation)
-    times = arrival_times(rate=rate / mean_turns(mix), duration_s=total_s, ramp_up_s=run.load.ramp_up_s,
-                          process=run.arrival.process.value, cv=run.arrival.gamma_cv, seed=seed)
+    times = arrival_times(
+        rate=rate / mean_turns(mix),
+        duration_s=total_s,
+        ramp_up_s=run.load.ramp_up_s,
+        process=run.arrival.process.value,
+        cv=run.arrival.gamma_cv,
+        seed=seed,
+    )
     tasks = []
     for t in times:
         delay = run.t0 + t - time.perf_counter()

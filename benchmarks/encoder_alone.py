@@ -7,6 +7,7 @@ the one JSON object it prints (`benchmarks.schema.EncoderMeasurement`). The enco
 normalized embeddings as the serving path does. The ceiling, 1000 / (batch cost per sentence in ms), is the
 turns/s one encoder process could sustain if every turn were one sentence in a full batch and nothing else ran.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,9 @@ def _default_encoder_path() -> Path:
     return load_settings(ROOT / "config", os.environ).encoder_path
 
 
-def measure(path: Path, texts: list[str], *, threads: int, batch1_turns: int, batch_size: int, rounds: int,
-            warmup: int) -> dict:
+def measure(
+    path: Path, texts: list[str], *, threads: int, batch1_turns: int, batch_size: int, rounds: int, warmup: int
+) -> dict:
     """Load the encoder in this process with `threads` torch threads and time it; returns an EncoderMeasurement dict."""
     import torch
 
@@ -95,17 +97,51 @@ def parse_result(stdout: str) -> dict:
     return EncoderMeasurement.model_validate(raw).model_dump(mode="json")
 
 
-def measure_in_subprocess(texts: list[str], *, threads: int, batch1_turns: int, batch_size: int, rounds: int,
-                          warmup: int, timeout_s: float = TIMEOUT_S) -> dict:
+def measure_in_subprocess(
+    texts: list[str],
+    *,
+    threads: int,
+    batch1_turns: int,
+    batch_size: int,
+    rounds: int,
+    warmup: int,
+    timeout_s: float = TIMEOUT_S,
+) -> dict:
     """Run `measure` in a child Python (torch threads set there only) on `texts`; returns its parsed measurement."""
-    cmd = [sys.executable, "-m", "benchmarks.encoder_alone", "--stdin", "--threads", str(threads),
-           "--batch1-turns", str(batch1_turns), "--batch-size", str(batch_size), "--rounds", str(rounds),
-           "--warmup", str(warmup)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.encoder_alone",
+        "--stdin",
+        "--threads",
+        str(threads),
+        "--batch1-turns",
+        str(batch1_turns),
+        "--batch-size",
+        str(batch_size),
+        "--rounds",
+        str(rounds),
+        "--warmup",
+        str(warmup),
+    ]
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+    }
     env.setdefault("BATON_STATE_DIR", str(ROOT / "var"))
-    done = subprocess.run(cmd, cwd=ROOT, env=env, input=json.dumps(texts, ensure_ascii=False), capture_output=True,
-                          text=True, timeout=timeout_s)
+    done = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        input=json.dumps(texts, ensure_ascii=False),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"encoder-alone process exited with {done.returncode}: {done.stderr[-2000:]}")
     return parse_result(done.stdout)
@@ -120,7 +156,7 @@ def pool(start: dict, end: dict | None) -> dict:
         raise ValueError("start and end measured different batch sizes")
     per_sentence = statistics.median(batches) / start["batch_size"]
     return {
-        "sources": ["start", "end"][:len(runs)],
+        "sources": ["start", "end"][: len(runs)],
         "batch1_p50_ms": round(percentile(single, 50), 3),
         "per_sentence_ms": round(per_sentence, 4),
         "ceiling_turns_per_s": round(1000.0 / per_sentence, 2),
@@ -131,8 +167,12 @@ def pool(start: dict, end: dict | None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.encoder_alone", description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO,
-                        help="texts and defaults from this scenario's mix and `encoder_alone` block")
+    parser.add_argument(
+        "--scenario",
+        type=Path,
+        default=DEFAULT_SCENARIO,
+        help="texts and defaults from this scenario's mix and `encoder_alone` block",
+    )
     parser.add_argument("--stdin", action="store_true", help="read the texts as a JSON list from stdin instead")
     parser.add_argument("--path", type=Path, default=None, help="encoder folder (default: settings.encoder_path)")
     parser.add_argument("--threads", type=int, default=None)
@@ -149,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         scenario, mix = load_scenario(args.scenario)
         spec = scenario.encoder_alone or EncoderAlone()
         texts = kind_texts(mix, spec.kind)
-    options = {key: getattr(args, key) if getattr(args, key) is not None else getattr(spec, key)
-               for key in ("threads", "batch1_turns", "batch_size", "rounds", "warmup")}
+    options = {
+        key: getattr(args, key) if getattr(args, key) is not None else getattr(spec, key)
+        for key in ("threads", "batch1_turns", "batch_size", "rounds", "warmup")
+    }
     result = measure(args.path or _default_encoder_path(), texts, **options)
     print(json.dumps(result, ensure_ascii=False), flush=True)
     return 0

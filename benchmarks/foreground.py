@@ -17,6 +17,7 @@ as when the encoder is timed alone (before any system starts and after all have 
 run on, so freezing is kept to windows far shorter than its health-check timeouts (Ray's and Serve's are tens of
 seconds); the long load windows keep SCHED_IDLE only.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,7 @@ def _parents(proc: Path = PROC) -> dict[int, int]:
         except OSError:
             continue  # gone meanwhile
         # the command name (field 2) may hold spaces and parentheses: the fields after the last ')' are fixed
-        out[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+        out[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
     return out
 
 

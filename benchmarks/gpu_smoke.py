@@ -6,6 +6,7 @@ One machine is not the cluster, so the smoke copy of the config changes only wha
 carry no token and there is no S3), and loopback HTTP. With `--shipped-models` the encoder and Whisper are the
 shipped small ones (still on the GPU), for a machine without the cluster's checkpoints. Missing model folders stop it
 with their names before anything starts."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_CONFIG = ROOT / "config" / "serve_gpu.yaml"
-LOCAL = {"auth": {"require_token": False, "generate_secret": True}, "media": {"object_store": {"backend": "local"}},
-         "serving": {"metrics_host": "127.0.0.1"}}
+LOCAL = {
+    "auth": {"require_token": False, "generate_secret": True},
+    "media": {"object_store": {"backend": "local"}},
+    "serving": {"metrics_host": "127.0.0.1"},
+}
 
 
 def smoke_config(config: dict[str, Any], *, shipped_models: bool) -> dict[str, Any]:
@@ -48,8 +52,11 @@ def smoke_config(config: dict[str, Any], *, shipped_models: bool) -> dict[str, A
 def missing_models(config: dict[str, Any]) -> list[str]:
     """The configured model folders (encoder, text-input heads, Whisper) that are not on this machine."""
     overrides = config["applications"][0]["args"].get("overrides", {})
-    paths = [overrides.get("models", {}).get("encoder"), overrides.get("asr", {}).get("model_path"),
-             *(h.get("checkpoint") for h in overrides.get("models", {}).get("heads", {}).values())]
+    paths = [
+        overrides.get("models", {}).get("encoder"),
+        overrides.get("asr", {}).get("model_path"),
+        *(h.get("checkpoint") for h in overrides.get("models", {}).get("heads", {}).values()),
+    ]
     return [p for p in paths if p and not Path(p).exists()]
 
 
@@ -70,7 +77,9 @@ def healthy(url: str, server: subprocess.Popen, *, timeout_s: float) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_smoke", description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=GPU_CONFIG)
-    parser.add_argument("--shipped-models", action="store_true", help="the shipped encoder and Whisper base, on the GPU")
+    parser.add_argument(
+        "--shipped-models", action="store_true", help="the shipped encoder and Whisper base, on the GPU"
+    )
     parser.add_argument("--pack", default="cockpit")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "gpu_smoke")
     args = parser.parse_args(argv)
@@ -78,8 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     config = smoke_config(yaml.safe_load(args.config.read_text(encoding="utf-8")), shipped_models=args.shipped_models)
     missing = missing_models(config)
     if missing:
-        print(f"gpu_smoke: model folders of {args.config.name} are not here: {', '.join(missing)}. Put them there, or "
-              f"run with --shipped-models (the shipped encoder and Whisper base, on the GPU).", file=sys.stderr)
+        print(
+            f"gpu_smoke: model folders of {args.config.name} are not here: {', '.join(missing)}. Put them there, or "
+            f"run with --shipped-models (the shipped encoder and Whisper base, on the GPU).",
+            file=sys.stderr,
+        )
         return 2
     from serve_app.ops import launcher
 
@@ -90,14 +102,30 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "BATON_PACK": args.pack}
     py = sys.executable
     # the packs' heads are built on the encoder this config serves (on the GPU it names)
-    subprocess.run([py, "-m", "models.build", "--pack", args.pack, "--serve-config", str(smoke)], cwd=ROOT, env=env, check=True)
-    server = subprocess.Popen([py, "-m", "serve_app.ops.launcher", "--config", str(smoke), "--port", str(port)], cwd=ROOT, env=env)
+    subprocess.run(
+        [py, "-m", "models.build", "--pack", args.pack, "--serve-config", str(smoke)], cwd=ROOT, env=env, check=True
+    )
+    server = subprocess.Popen(
+        [py, "-m", "serve_app.ops.launcher", "--config", str(smoke), "--port", str(port)], cwd=ROOT, env=env
+    )
     try:
         if not healthy(f"http://127.0.0.1:{port}/health", server, timeout_s=900):
-            print(f"gpu_smoke: Baton did not become healthy on :{port} (the launcher's output above says why)", file=sys.stderr)
+            print(
+                f"gpu_smoke: Baton did not become healthy on :{port} (the launcher's output above says why)",
+                file=sys.stderr,
+            )
             return 1
-        bench = [py, "-m", "benchmarks", str(ROOT / "benchmarks" / "scenarios" / "default.yaml"), "--quick",
-                 "--url", f"baton=http://127.0.0.1:{port}", "--out", str(args.out)]
+        bench = [
+            py,
+            "-m",
+            "benchmarks",
+            str(ROOT / "benchmarks" / "scenarios" / "default.yaml"),
+            "--quick",
+            "--url",
+            f"baton=http://127.0.0.1:{port}",
+            "--out",
+            str(args.out),
+        ]
         return subprocess.run(bench, cwd=ROOT, env=env).returncode
     finally:
         server.send_signal(signal.SIGTERM)

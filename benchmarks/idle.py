@@ -1,5 +1,6 @@
 """The idle phase: sequential single turns, one at a time with a short pause, each from a fresh user (a new
 session), systems interleaved in blocks (A B C D, then D C B A, …) on the same utterances per block."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,22 +31,49 @@ def block_texts(texts: list[str], spec: Idle, seed: int) -> list[list[str]]:
     return [[order[(r * n + i) % len(order)] for i in range(n)] for r in range(spec.rounds)]
 
 
-async def _turns(url: str, name: str, texts: list[str], *, warmup: bool, tag: str, block: int, pause_s: float,
-                 timeout_s: float, t0: float, kind: str) -> list[Sample]:
+async def _turns(
+    url: str,
+    name: str,
+    texts: list[str],
+    *,
+    warmup: bool,
+    tag: str,
+    block: int,
+    pause_s: float,
+    timeout_s: float,
+    t0: float,
+    kind: str,
+) -> list[Sample]:
     samples = []
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(base_url=url, timeout=timeout) as session:
         for i, text in enumerate(texts):
             user_id = f"idle-{tag}-{name}-{block}-{'w' if warmup else ''}{i}"  # a block's warm-up users are its own
-            sample, _ = await send_turn(session, kind=kind, index=0, turn=Turn(text=text), user_id=user_id,
-                                        session_id=None, t_send=time.perf_counter() - t0, warmup=warmup)
+            sample, _ = await send_turn(
+                session,
+                kind=kind,
+                index=0,
+                turn=Turn(text=text),
+                user_id=user_id,
+                session_id=None,
+                t_send=time.perf_counter() - t0,
+                warmup=warmup,
+            )
             samples.append(sample)
             await asyncio.sleep(pause_s)
     return samples
 
 
-async def run_idle(urls: dict[str, str], texts: list[str], spec: Idle, *, seed: int, timeout_s: float,
-                   log=print, focus: Callable[..., object] = lambda name, freeze=False: None) -> tuple[dict, dict[str, list[Sample]]]:
+async def run_idle(
+    urls: dict[str, str],
+    texts: list[str],
+    spec: Idle,
+    *,
+    seed: int,
+    timeout_s: float,
+    log=print,
+    focus: Callable[..., object] = lambda name, freeze=False: None,
+) -> tuple[dict, dict[str, list[Sample]]]:
     """Warm every system with `spec.warmup_turns` turns (kept, marked warm-up), then the interleaved blocks, each
     after `spec.block_warmup_turns` more warm-up turns.
 
@@ -78,8 +106,10 @@ async def run_idle(urls: dict[str, str], texts: list[str], spec: Idle, *, seed: 
             samples[name] += block
             by_block[name].append(block)
             wall = distribution([s.wall_ms for s in block if s.status == 200]) or {}
-            log(f"idle {name} round {rnd}: p50 {wall.get('p50')} ms p90 {wall.get('p90')} ms "
-                f"codes {sorted({s.status for s in block})}")
+            log(
+                f"idle {name} round {rnd}: p50 {wall.get('p50')} ms p90 {wall.get('p90')} ms "
+                f"codes {sorted({s.status for s in block})}"
+            )
     section = {
         "spec": spec.model_dump(mode="json"),
         "order": order,
@@ -96,8 +126,9 @@ def idle_summary(samples: list[Sample], blocks: list[list[Sample]]) -> dict:
     codes: dict[str, int] = {}
     for s in measured:
         codes[str(s.status)] = codes.get(str(s.status), 0) + 1
-    block_p50 = [percentile([s.wall_ms for s in b if s.status == 200], 50) for b in blocks
-                 if any(s.status == 200 for s in b)]
+    block_p50 = [
+        percentile([s.wall_ms for s in b if s.status == 200], 50) for b in blocks if any(s.status == 200 for s in b)
+    ]
     return {
         "turns": len(measured),
         "ok": len(ok),
@@ -105,7 +136,8 @@ def idle_summary(samples: list[Sample], blocks: list[list[Sample]]) -> dict:
         "degraded_turns": sum(1 for s in ok if s.degraded),
         "client_wall_ms": distribution([s.wall_ms for s in ok]),
         "server_total_ms": distribution([s.server_total_ms for s in ok if s.server_total_ms is not None]),
-        "stages_p50_ms": {stage: round(percentile([s.stages[stage] for s in ok if stage in s.stages], 50), 3)
-                          for stage in stages},
+        "stages_p50_ms": {
+            stage: round(percentile([s.stages[stage] for s in ok if stage in s.stages], 50), 3) for stage in stages
+        },
         "block_client_p50_ms": [round(x, 3) for x in block_p50],
     }

@@ -7,6 +7,7 @@ the config as it would on KubeRay's groups. The cluster registers nowhere: its R
 other `ray.init()` on the machine joins it. Nodes inherit this process's environment when they start, which is how
 replicas get DATABASE_URL (never through the Serve config).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,9 +20,9 @@ from typing import Any
 
 import psutil
 
-from serve_app.ops import launcher
-from serve_app.args import INGRESS
 from config.environment import METRICS_DIR_ENV
+from serve_app.args import INGRESS
+from serve_app.ops import launcher
 
 HEAD = "head"
 # Ray gives a starting raylet 30 s (a fixed number) to register; a machine starved by other work can miss that
@@ -33,7 +34,7 @@ class Replica:
     deployment: str
     replica_id: str
     actor_name: str
-    node: str        # head, worker-1, worker-2 ... (or the node id when it is none of ours)
+    node: str  # head, worker-1, worker-2 ... (or the node id when it is none of ours)
     state: str
 
 
@@ -45,11 +46,11 @@ class LocalCluster:
     env: dict[str, str]
     workers: int = 2
     cpus_per_node: int = 2
-    node_death_after_s: float = 5.0   # Ray's failure detector: health_check_period 1 s x this many misses
+    node_death_after_s: float = 5.0  # Ray's failure detector: health_check_period 1 s x this many misses
     cluster: Any = None
-    nodes: dict[str, Any] = field(default_factory=dict)   # role -> ray._private.node.Node
+    nodes: dict[str, Any] = field(default_factory=dict)  # role -> ray._private.node.Node
     _tmp: Path | None = None
-    _saved_env: dict[str, str] | None = None   # this process's environment before start() changed it
+    _saved_env: dict[str, str] | None = None  # this process's environment before start() changed it
 
     @property
     def port(self) -> int:
@@ -69,8 +70,11 @@ class LocalCluster:
                 print(f"a Ray node missed its start-up window ({exc}); starting the cluster again", flush=True)
                 self._discard_nodes()
         ray.init(address=self.cluster.address, log_to_driver=False)
-        serve.start(http_options=self.config.get("http_options"), proxy_location=self.config.get("proxy_location"),
-                    logging_config=self.config.get("logging_config"))
+        serve.start(
+            http_options=self.config.get("http_options"),
+            proxy_location=self.config.get("proxy_location"),
+            logging_config=self.config.get("logging_config"),
+        )
         launcher.start(self.config, self.env)  # Ray is up: this deploys the config's apps, nothing else
 
     def _start_nodes(self) -> None:
@@ -88,15 +92,25 @@ class LocalCluster:
         os.environ.update(variables)  # every node started below inherits them, and so do its workers
         head_labels, worker_labels = role_labels(self.config)
         period_ms = 1000
-        self.cluster = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": self.cpus_per_node, "labels": head_labels, "include_dashboard": False,
-            "object_store_memory": 100 * 1024 * 1024,
-            "_system_config": {"health_check_period_ms": period_ms, "health_check_initial_delay_ms": period_ms,
-                               "health_check_failure_threshold": max(1, round(self.node_death_after_s * 1000 / period_ms))}})
+        self.cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": self.cpus_per_node,
+                "labels": head_labels,
+                "include_dashboard": False,
+                "object_store_memory": 100 * 1024 * 1024,
+                "_system_config": {
+                    "health_check_period_ms": period_ms,
+                    "health_check_initial_delay_ms": period_ms,
+                    "health_check_failure_threshold": max(1, round(self.node_death_after_s * 1000 / period_ms)),
+                },
+            },
+        )
         self.nodes[HEAD] = self.cluster.head_node
         for i in range(1, self.workers + 1):
-            self.nodes[f"worker-{i}"] = self.cluster.add_node(num_cpus=self.cpus_per_node, labels=worker_labels,
-                                                               object_store_memory=100 * 1024 * 1024)
+            self.nodes[f"worker-{i}"] = self.cluster.add_node(
+                num_cpus=self.cpus_per_node, labels=worker_labels, object_store_memory=100 * 1024 * 1024
+            )
 
     def _discard_nodes(self) -> None:
         """After a failed start: every process of this cluster, including a node that never registered (they all
@@ -119,8 +133,13 @@ class LocalCluster:
         details = _get_global_client().get_serve_details()
         roles = {node.node_id: role for role, node in self.nodes.items()}
         app = details.get("applications", {}).get(launcher.APP_NAME, {})
-        return [Replica(name, r["replica_id"], r["actor_name"], roles.get(r.get("node_id"), r.get("node_id") or "?"), r["state"])
-                for name, deployment in app.get("deployments", {}).items() for r in deployment.get("replicas", [])]
+        return [
+            Replica(
+                name, r["replica_id"], r["actor_name"], roles.get(r.get("node_id"), r.get("node_id") or "?"), r["state"]
+            )
+            for name, deployment in app.get("deployments", {}).items()
+            for r in deployment.get("replicas", [])
+        ]
 
     def kill_replica(self, replica: Replica) -> None:
         """Kill the replica's actor process outright (no restart by Ray: Serve has to replace it)."""

@@ -5,6 +5,7 @@ on the spot: espeak-ng English phrases (one at a time and joined into a longer c
 with the CJK fonts (several fonts and sizes, slight rotation, blur, noise). Writes
 benchmarks/results/media_latency.{json,md}.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,24 +19,30 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.media_samples import ocr_samples, cer, speech_samples, wer
+from benchmarks.media_samples import cer, ocr_samples, speech_samples, wer
+from config.settings import load_settings
 from deployments.asr import SpeechRecognizer
 from deployments.ocr import ImageTextRecognizer
-from config.settings import load_settings
-from media.inspect import AUDIO_RATE, decode_audio
 from deployments.whisper import bootstrap_whisper
+from media.inspect import AUDIO_RATE, decode_audio
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _ms(values: list[float]) -> dict:
     ordered = sorted(values)
-    return {"p50": round(statistics.median(ordered), 1), "max": round(ordered[-1], 1), "mean": round(statistics.fmean(ordered), 1)}
+    return {
+        "p50": round(statistics.median(ordered), 1),
+        "max": round(ordered[-1], 1),
+        "mean": round(statistics.fmean(ordered), 1),
+    }
 
 
 def bench_asr(settings, rounds: int) -> dict:
     cfg = settings.asr.model_copy(update={"language": "en", "initial_prompt": ""})
-    model = SpeechRecognizer(model_path=bootstrap_whisper(settings.state_dir), cfg=cfg, max_audio_s=settings.media.max_audio_s)
+    model = SpeechRecognizer(
+        model_path=bootstrap_whisper(settings.state_dir), cfg=cfg, max_audio_s=settings.media.max_audio_s
+    )
     model.warmup()
     samples = speech_samples()
     clips = [decode_audio(wav) for _, _, wav in samples]
@@ -60,8 +67,13 @@ def bench_asr(settings, rounds: int) -> dict:
         "long_clip_rtf": round(sum(s for _, s in longer) / sum(d for d, _ in longer), 3),
         "long_clip_ms": _ms([s * 1000 for _, s in longer]),
         "english_wer": round(wer([p for p, _, _ in samples], hyps), 4),
-        "config": {"model": "whisper-base (CTranslate2)", "compute_type": cfg.compute_type, "beam_size": cfg.beam_size,
-                   "cpu_threads": cfg.cpu_threads, "vad_filter": cfg.vad_filter},
+        "config": {
+            "model": "whisper-base (CTranslate2)",
+            "compute_type": cfg.compute_type,
+            "beam_size": cfg.beam_size,
+            "cpu_threads": cfg.cpu_threads,
+            "vad_filter": cfg.vad_filter,
+        },
     }
 
 
@@ -86,8 +98,18 @@ def bench_ocr(settings, rounds: int, images: int) -> dict:
         "cer": round(rate, 4),
         "character_accuracy": round(1 - rate, 4),
         "exact_images": sum(h == r for h, r in zip(hyps, refs)),
-        "samples": [{"text": s.text, "font": s.font, "size": s.size, "angle": s.angle, "blur": s.blur, "noise": s.noise, "got": h}
-                    for s, h in zip(samples, hyps)],
+        "samples": [
+            {
+                "text": s.text,
+                "font": s.font,
+                "size": s.size,
+                "angle": s.angle,
+                "blur": s.blur,
+                "noise": s.noise,
+                "got": h,
+            }
+            for s, h in zip(samples, hyps)
+        ],
         "config": {"model": "PP-OCRv4 det/cls/rec (rapidocr-onnxruntime)", "threads": settings.ocr.threads},
     }
 
@@ -124,12 +146,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
     settings = load_settings(ROOT / "config", os.environ)
-    commit = subprocess.run(["git", "rev-parse", "--short=8", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    report = {"commit": commit, "machine": f"{os.cpu_count()} cores, {platform.machine()}",
-              "load_average_1m_at_start": round(os.getloadavg()[0], 2),
-              "asr": bench_asr(settings, args.rounds), "ocr": bench_ocr(settings, args.rounds, args.images)}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short=8", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    report = {
+        "commit": commit,
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}",
+        "load_average_1m_at_start": round(os.getloadavg()[0], 2),
+        "asr": bench_asr(settings, args.rounds),
+        "ocr": bench_ocr(settings, args.rounds, args.images),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "media_latency.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    (args.out / "media_latency.json").write_text(
+        json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
     (args.out / "media_latency.md").write_text(_markdown(report), encoding="utf-8")
     print(_markdown(report))
     return 0

@@ -2,6 +2,7 @@
 
 Also the error rates both use: character error rate (CER) for OCR and word error rate (WER) for ASR.
 """
+
 from __future__ import annotations
 
 import io
@@ -23,15 +24,35 @@ FONTS = (
 )
 
 OCR_TEXTS = (
-    "打开车窗", "把空调调到二十二度", "导航去最近的加油站", "座椅加热帮我关掉", "播放周杰伦的歌",
-    "明天下午三点提醒我开会", "查一下我的快递到哪了", "关闭天窗", "音量调大一点", "打开前挡风玻璃除雾",
-    "锁上车门", "下一首歌", "帮我取消订单", "后视镜折叠",
+    "打开车窗",
+    "把空调调到二十二度",
+    "导航去最近的加油站",
+    "座椅加热帮我关掉",
+    "播放周杰伦的歌",
+    "明天下午三点提醒我开会",
+    "查一下我的快递到哪了",
+    "关闭天窗",
+    "音量调大一点",
+    "打开前挡风玻璃除雾",
+    "锁上车门",
+    "下一首歌",
+    "帮我取消订单",
+    "后视镜折叠",
 )
 
 SPEECH_PHRASES = (
-    "open the window", "turn on the air conditioning", "play some music", "navigate to the airport",
-    "close the sunroof", "turn up the volume", "lock the doors", "please call customer service",
-    "where is my package", "turn off the lights", "find the nearest gas station", "cancel my order",
+    "open the window",
+    "turn on the air conditioning",
+    "play some music",
+    "navigate to the airport",
+    "close the sunroof",
+    "turn up the volume",
+    "lock the doors",
+    "please call customer service",
+    "where is my package",
+    "turn off the lights",
+    "find the nearest gas station",
+    "cancel my order",
 )
 VOICES = ("en-us", "en", "en-us+f3", "en+m3")
 
@@ -54,8 +75,16 @@ def available_fonts() -> list[tuple[str, int]]:
     return fonts
 
 
-def render_text(text: str, *, font: tuple[str, int], size: int, angle: float = 0.0, blur: float = 0.0,
-                noise: float = 0.0, seed: int = 0) -> bytes:
+def render_text(
+    text: str,
+    *,
+    font: tuple[str, int],
+    size: int,
+    angle: float = 0.0,
+    blur: float = 0.0,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> bytes:
     """PNG of `text` in dark ink on a light page, optionally rotated (degrees), blurred (radius) and noised (sigma)."""
     from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
@@ -105,14 +134,21 @@ def speak(text: str, *, voice: str = "en-us", words_per_minute: int = 150) -> by
     exe = shutil.which("espeak-ng")
     if exe is None:
         raise RuntimeError("espeak-ng is not installed (`make setup` installs it).")
-    return subprocess.run([exe, "-v", voice, "-s", str(words_per_minute), "--stdout", text],
-                          check=True, capture_output=True, timeout=30).stdout
+    return subprocess.run(
+        [exe, "-v", voice, "-s", str(words_per_minute), "--stdout", text], check=True, capture_output=True, timeout=30
+    ).stdout
 
 
 def speech_samples(count: int = len(SPEECH_PHRASES)) -> list[tuple[str, str, bytes]]:
     """(phrase, voice, wav) for `count` phrases, cycling through voices and speaking rates 140-170 wpm."""
-    return [(phrase, VOICES[i % len(VOICES)], speak(phrase, voice=VOICES[i % len(VOICES)], words_per_minute=140 + 10 * (i % 4)))
-            for i, phrase in enumerate(SPEECH_PHRASES[:count])]
+    return [
+        (
+            phrase,
+            VOICES[i % len(VOICES)],
+            speak(phrase, voice=VOICES[i % len(VOICES)], words_per_minute=140 + 10 * (i % 4)),
+        )
+        for i, phrase in enumerate(SPEECH_PHRASES[:count])
+    ]
 
 
 def silence_wav(seconds: float = 2.0, rate: int = 16000) -> bytes:
@@ -128,8 +164,13 @@ def silence_wav(seconds: float = 2.0, rate: int = 16000) -> bytes:
 
 
 # container -> (PyAV format, codec, sample rate)
-ENCODINGS = {"mp3": ("mp3", "libmp3lame", 22050), "m4a": ("ipod", "aac", 22050), "webm": ("webm", "libopus", 48000),
-             "ogg": ("ogg", "libopus", 48000), "flac": ("flac", "flac", 22050)}
+ENCODINGS = {
+    "mp3": ("mp3", "libmp3lame", 22050),
+    "m4a": ("ipod", "aac", 22050),
+    "webm": ("webm", "libopus", 48000),
+    "ogg": ("ogg", "libopus", 48000),
+    "flac": ("flac", "flac", 22050),
+}
 
 
 def transcode(wav: bytes, container: str) -> bytes:

@@ -7,10 +7,10 @@ store (sessions leased per turn, every turn logged) are Baton's own (`serve_app.
 `serve_app.turns.stored`). Without DATABASE_URL it uses (or starts) the embedded server under the state dir,
 as `make run` does.
 """
+
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from pathlib import Path

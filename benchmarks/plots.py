@@ -1,5 +1,6 @@
 """PNG figures of a run (matplotlib, Agg): latency CDF per stage, latency and goodput vs load (main and open-loop
 sweeps), burst timeline, idle latency and clean goodput against the encoder alone."""
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,9 @@ def stage_cdf(result: dict, raw: Path, out: Path) -> Path:
     return _save(fig, out / "latency_cdf.png")
 
 
-def load_curves(result: dict, out: Path, *, levels: dict | None = None, process: str | None = None,
-                name: str = "load_curves.png") -> Path:
+def load_curves(
+    result: dict, out: Path, *, levels: dict | None = None, process: str | None = None, name: str = "load_curves.png"
+) -> Path:
     """Client p50/p99 and goodput share per level (the main sweep unless `levels` is given)."""
     process = process or result["scenario"]["arrival"]["process"]
     xlabel = "concurrent sessions (closed loop)" if process == "closed" else "offered load (turns/s)"
@@ -87,7 +89,9 @@ def burst_timeline(result: dict, out: Path) -> Path | None:
             ax.plot(t, [p.get(key, 0) for p in burst["timeline"]], label=key)
         if burst["capacity_at_slo_rps"]:
             ax.axhline(burst["capacity_at_slo_rps"], color="grey", linestyle=":", label="capacity at SLO")
-        ax.set(xlabel="s since burst start (by send time)", ylabel="turns per second", title=f"Burst on {burst['system']}")
+        ax.set(
+            xlabel="s since burst start (by send time)", ylabel="turns per second", title=f"Burst on {burst['system']}"
+        )
         ax.legend(fontsize=8)
     return _save(fig, out / "burst.png")
 
@@ -100,14 +104,24 @@ def idle_and_goodput(result: dict, out: Path) -> Path | None:
     systems = comparisons["systems"]
     names = list(systems)
     fig, (idle, good) = plt.subplots(1, 2, figsize=(11, 4))
-    idle.bar_label(idle.bar(names, [systems[n]["idle_client_p50_ms"] or 0 for n in names], color="tab:blue"), fmt="%.1f")
+    idle.bar_label(
+        idle.bar(names, [systems[n]["idle_client_p50_ms"] or 0 for n in names], color="tab:blue"), fmt="%.1f"
+    )
     if comparisons["encoder_batch1_p50_ms"]:
-        idle.axhline(comparisons["encoder_batch1_p50_ms"], color="tab:red", linestyle="--", label="encoder alone, batch-1 p50")
+        idle.axhline(
+            comparisons["encoder_batch1_p50_ms"], color="tab:red", linestyle="--", label="encoder alone, batch-1 p50"
+        )
     idle.set(ylabel="client wall p50 ms", title="Idle turn")
-    good.bar_label(good.bar(names, [systems[n]["best_clean_goodput_rps"] or 0 for n in names], color="tab:green"), fmt="%.1f")
+    good.bar_label(
+        good.bar(names, [systems[n]["best_clean_goodput_rps"] or 0 for n in names], color="tab:green"), fmt="%.1f"
+    )
     if comparisons["encoder_ceiling_turns_per_s"]:
-        good.axhline(comparisons["encoder_ceiling_turns_per_s"], color="tab:red", linestyle="--",
-                     label="encoder alone, batch ceiling")
+        good.axhline(
+            comparisons["encoder_ceiling_turns_per_s"],
+            color="tab:red",
+            linestyle="--",
+            label="encoder alone, batch ceiling",
+        )
     good.set(ylabel="turns/s", title="Best clean goodput (main sweep)")
     for ax in (idle, good):
         ax.tick_params(axis="x", labelrotation=20)
@@ -117,12 +131,19 @@ def idle_and_goodput(result: dict, out: Path) -> Path | None:
 
 
 def write_all(result: dict, out: Path) -> list[Path]:
-    paths = [stage_cdf(result, out / "raw", out), load_curves(result, out), burst_timeline(result, out),
-             idle_and_goodput(result, out)]
+    paths = [
+        stage_cdf(result, out / "raw", out),
+        load_curves(result, out),
+        burst_timeline(result, out),
+        idle_and_goodput(result, out),
+    ]
     if result.get("open_loop"):
         ol = result["open_loop"]
-        paths.append(load_curves(result, out, levels=ol["levels"], process=ol["load"]["arrival"]["process"],
-                                 name="open_loop_curves.png"))
+        paths.append(
+            load_curves(
+                result, out, levels=ol["levels"], process=ol["load"]["arrival"]["process"], name="open_loop_curves.png"
+            )
+        )
     return [p for p in paths if p]
 
 

@@ -19,8 +19,9 @@ import re
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from importlib.metadata import version as _pkg_version
-from typing import Any, Iterator
+from typing import Any
 
 PACKAGE = "home-assistant-intents"
 PINNED_VERSION = "2026.11.25"
@@ -148,7 +149,7 @@ class _Sampler:
 
 
 def _is_test(intent: str, template: str) -> bool:
-    return zlib.crc32(f"{intent}\t{template}".encode("utf-8")) % 5 == 0
+    return zlib.crc32(f"{intent}\t{template}".encode()) % 5 == 0
 
 
 def iter_rows(
@@ -195,8 +196,13 @@ def _generate(language: str, per_intent: int, seed: int) -> Iterator[dict[str, A
                 text = re.sub(r"\s+", "" if strip_ws else " ", text).strip()
                 if text and text not in seen:
                     seen.add(text)
-                    yield {"text": text, "intent": intent, "split": "test" if is_test else "train",
-                           "template": template, "domains": domains}
+                    yield {
+                        "text": text,
+                        "intent": intent,
+                        "split": "test" if is_test else "train",
+                        "template": template,
+                        "domains": domains,
+                    }
                     if len(seen) >= k:
                         break
 
@@ -225,9 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
-    print(f"{PACKAGE}=={installed} {args.language}: {len(intents)} intents, "
-          + ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-          + f" rows in {time.perf_counter() - start:.2f}s", file=sys.stderr)
+    print(
+        f"{PACKAGE}=={installed} {args.language}: {len(intents)} intents, "
+        + ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+        + f" rows in {time.perf_counter() - start:.2f}s",
+        file=sys.stderr,
+    )
     return 0
 
 

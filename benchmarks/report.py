@@ -1,4 +1,5 @@
 """Summaries of load windows: latency per stage, throughput, goodput, degradations, status codes, capacity and ratios."""
+
 from __future__ import annotations
 
 import math
@@ -80,21 +81,31 @@ def derive(result: dict) -> dict:
     names = list(levels)
     derived = {
         "capacity_at_slo": {name: capacity(by_level, target) for name, by_level in levels.items()},
-        "capacity_by_round": {name: {str(r): capacity(lv, target) for r, lv in by_round.items()} for name, by_round in rounds.items()},
-        "capacity_at_slo_without_degradation": {name: capacity(by_level, target, "clean_goodput_share")
-                                                for name, by_level in levels.items()},
-        "ratios": [ratios(result["runs"], a, b, target=target) for i, a in enumerate(names) for b in names[i + 1:]],
+        "capacity_by_round": {
+            name: {str(r): capacity(lv, target) for r, lv in by_round.items()} for name, by_round in rounds.items()
+        },
+        "capacity_at_slo_without_degradation": {
+            name: capacity(by_level, target, "clean_goodput_share") for name, by_level in levels.items()
+        },
+        "ratios": [ratios(result["runs"], a, b, target=target) for i, a in enumerate(names) for b in names[i + 1 :]],
         "best_clean_goodput": {name: best_clean_goodput(by_level) for name, by_level in result["levels"].items()},
     }
     if result.get("open_loop"):
         open_levels = _float_levels(result["open_loop"]["levels"])
         open_names = list(open_levels)
-        derived.update({
-            "open_loop_capacity_at_slo": {name: capacity(lv, target) for name, lv in open_levels.items()},
-            "open_loop_capacity_at_slo_clean": {name: capacity(lv, target, "clean_goodput_share") for name, lv in open_levels.items()},
-            "open_loop_ratios": [ratios(result["open_loop"]["runs"], a, b, target=target)
-                                 for i, a in enumerate(open_names) for b in open_names[i + 1:]],
-        })
+        derived.update(
+            {
+                "open_loop_capacity_at_slo": {name: capacity(lv, target) for name, lv in open_levels.items()},
+                "open_loop_capacity_at_slo_clean": {
+                    name: capacity(lv, target, "clean_goodput_share") for name, lv in open_levels.items()
+                },
+                "open_loop_ratios": [
+                    ratios(result["open_loop"]["runs"], a, b, target=target)
+                    for i, a in enumerate(open_names)
+                    for b in open_names[i + 1 :]
+                ],
+            }
+        )
     derived["comparisons"] = comparisons({**result, **derived})
     return derived
 
@@ -124,8 +135,15 @@ def ratios(runs: list[dict], a: str, b: str, *, target: float) -> dict:
     return {"pair": f"{a}/{b}", "client_p50": spread(p50), "client_p99": spread(p99), "goodput_rps": spread(goodput)}
 
 
-def burst_summary(window: Window, *, capacity_rps: float | None, offered_rps: float, duration_s: float,
-                  budget_ms: float, recovery: list[int]) -> dict:
+def burst_summary(
+    window: Window,
+    *,
+    capacity_rps: float | None,
+    offered_rps: float,
+    duration_s: float,
+    budget_ms: float,
+    recovery: list[int],
+) -> dict:
     """The burst's numbers: a level summary plus acceptance against capacity, the share of accepted turns answered
     inside the budget, the slowest answer, a per-second timeline and the recovery probe's status codes."""
     samples = measured(window.samples)

@@ -4,6 +4,7 @@ Phases, in order: the encoder timed alone (before any system starts), the idle p
 open-loop sweep, the bursts, and the encoder timed alone again once every system has stopped. --quick runs the
 quick load of the main sweep only.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,7 +43,9 @@ def _recovery(url: str, turns: int, timeout_s: float) -> list[int]:
     codes = []
     for i in range(turns):
         body = json.dumps({"user_id": f"recovery-{i}", "text": RECOVERY_TEXT}).encode()
-        request = urllib.request.Request(f"{url}/api/v1/agent/chat", data=body, headers={"content-type": "application/json"})
+        request = urllib.request.Request(
+            f"{url}/api/v1/agent/chat", data=body, headers={"content-type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as resp:
                 codes.append(resp.status)
@@ -53,8 +56,9 @@ def _recovery(url: str, turns: int, timeout_s: float) -> list[int]:
     return codes
 
 
-def burst_base(scenario: Scenario, name: str, main: dict[str, dict[float, dict]],
-               open_loop: dict[str, dict[float, dict]] | None) -> tuple[float | None, float | None, str]:
+def burst_base(
+    scenario: Scenario, name: str, main: dict[str, dict[float, dict]], open_loop: dict[str, dict[float, dict]] | None
+) -> tuple[float | None, float | None, str]:
     """(capacity measured in this run, the rate the burst multiplies, where it came from) for one system.
 
     The open-loop sweep's capacity at SLO when there is one, else the main sweep's when it is open loop; when no
@@ -75,8 +79,9 @@ def _str_levels(levels: dict[str, dict[float, dict]]) -> dict[str, dict[str, dic
 
 
 class Runner:
-    def __init__(self, scenario: Scenario, mix: Mix, *, out: Path, urls: dict[str, str], quick: bool,
-                 monolith_port: int | None) -> None:
+    def __init__(
+        self, scenario: Scenario, mix: Mix, *, out: Path, urls: dict[str, str], quick: bool, monolith_port: int | None
+    ) -> None:
         self.scenario, self.mix, self.out, self.urls, self.quick = scenario, mix, out, urls, quick
         self.monolith_port = monolith_port
         self.load: Load = (scenario.quick or scenario.load) if quick else scenario.load
@@ -93,7 +98,10 @@ class Runner:
         if len(roots) < 2:
             return {"background_nice": None, "reason": "fewer than two systems started here"}
         if os.geteuid() != 0:
-            return {"background_nice": None, "reason": "not root: a system put in the background could not be raised again"}
+            return {
+                "background_nice": None,
+                "reason": "not root: a system put in the background could not be raised again",
+            }
         self._foreground = Foreground(roots)
         threads = self._foreground.focus(None)
         _log(f"isolation: while one system is measured the others wait under {BACKGROUND_POLICY} (threads: {threads})")
@@ -115,12 +123,22 @@ class Runner:
                     systems.append(RunningSystem(spec=spec, url=self.urls[spec.name].rstrip("/")))
                     continue
                 burst = self.scenario.burst
-                extra = ({d: {"autoscaling_config.upscale_delay_s": burst.upscale_delay_s} for d in model_deployments(spec)}
-                         if burst and spec.name in burst.systems and spec.kind == "baton" else {})
+                extra = (
+                    {d: {"autoscaling_config.upscale_delay_s": burst.upscale_delay_s} for d in model_deployments(spec)}
+                    if burst and spec.name in burst.systems and spec.kind == "baton"
+                    else {}
+                )
                 _log(f"starting {spec.name} ({spec.kind})")
-                systems.append(start_system(spec, workdir=self.raw / "systems" / spec.name, pack=self.scenario.pack,
-                                            extra_deployments=extra, monolith_port=self.monolith_port,
-                                            timeout_s=START_TIMEOUT_S))
+                systems.append(
+                    start_system(
+                        spec,
+                        workdir=self.raw / "systems" / spec.name,
+                        pack=self.scenario.pack,
+                        extra_deployments=extra,
+                        monolith_port=self.monolith_port,
+                        timeout_s=START_TIMEOUT_S,
+                    )
+                )
         except BaseException:
             for system in systems:
                 system.stop()
@@ -131,10 +149,17 @@ class Runner:
         spec = self.scenario.encoder_alone
         _log(f"encoder alone ({when}): torch, {spec.threads} threads")
         result = encoder_alone.measure_in_subprocess(
-            kind_texts(self.mix, spec.kind), threads=spec.threads, batch1_turns=spec.batch1_turns,
-            batch_size=spec.batch_size, rounds=spec.rounds, warmup=spec.warmup)
-        _log(f"encoder alone ({when}): batch-1 p50 {result['batch1_ms']['p50']} ms, batch-{spec.batch_size} "
-             f"{result['per_sentence_ms']} ms/sentence = ceiling {result['ceiling_turns_per_s']} turns/s")
+            kind_texts(self.mix, spec.kind),
+            threads=spec.threads,
+            batch1_turns=spec.batch1_turns,
+            batch_size=spec.batch_size,
+            rounds=spec.rounds,
+            warmup=spec.warmup,
+        )
+        _log(
+            f"encoder alone ({when}): batch-1 p50 {result['batch1_ms']['p50']} ms, batch-{spec.batch_size} "
+            f"{result['per_sentence_ms']} ms/sentence = ceiling {result['ceiling_turns_per_s']} turns/s"
+        )
         return result
 
     def run(self) -> dict:
@@ -164,14 +189,27 @@ class Runner:
             "load": self.load.model_dump(mode="json"),
             "git_commit": _git_commit(),
             "pack": self.scenario.pack,
-            "systems": {s.spec.name: {"kind": s.spec.kind, "url": s.url, "started_here": s.process is not None,
-                                      "settings_overrides": s.spec.settings,
-                                      "serve_config_file": (str(serve_config_path(s.spec).relative_to(ROOT))
-                                                            if s.spec.kind == "baton" else None),
-                                      "serve_config": s.config, "env": s.env} for s in systems},
-            "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                        "loadavg_at_start": [round(x, 2) for x in load0],
-                        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]},
+            "systems": {
+                s.spec.name: {
+                    "kind": s.spec.kind,
+                    "url": s.url,
+                    "started_here": s.process is not None,
+                    "settings_overrides": s.spec.settings,
+                    "serve_config_file": (
+                        str(serve_config_path(s.spec).relative_to(ROOT)) if s.spec.kind == "baton" else None
+                    ),
+                    "serve_config": s.config,
+                    "env": s.env,
+                }
+                for s in systems
+            },
+            "machine": {
+                "cores": os.cpu_count(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "loadavg_at_start": [round(x, 2) for x in load0],
+                "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
+            },
             "started_at": started,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "budget_ms": self.scenario.slo.budget_ms,
@@ -186,26 +224,54 @@ class Runner:
         idle = None
         if phases and sc.idle:
             _log(f"idle phase: {sc.idle.rounds} rounds x {sc.idle.turns_per_block} turns per system")
-            idle, samples = await run_idle(urls, kind_texts(self.mix, sc.idle.kind), sc.idle, seed=sc.seed,
-                                           timeout_s=sc.client_timeout_s, log=_log, focus=self._focus)
+            idle, samples = await run_idle(
+                urls,
+                kind_texts(self.mix, sc.idle.kind),
+                sc.idle,
+                seed=sc.seed,
+                timeout_s=sc.client_timeout_s,
+                log=_log,
+                focus=self._focus,
+            )
             for name, rows in samples.items():
                 write_raw(self.raw, f"idle-{name}", rows)
         idle_more = {}
         for extra in sc.idle_more if phases else []:
             _log(f"idle phase ({extra.kind}): {extra.rounds} rounds x {extra.turns_per_block} turns per system")
-            idle_more[extra.kind], samples = await run_idle(urls, kind_texts(self.mix, extra.kind), extra, seed=sc.seed,
-                                                            timeout_s=sc.client_timeout_s, log=_log, focus=self._focus)
+            idle_more[extra.kind], samples = await run_idle(
+                urls,
+                kind_texts(self.mix, extra.kind),
+                extra,
+                seed=sc.seed,
+                timeout_s=sc.client_timeout_s,
+                log=_log,
+                focus=self._focus,
+            )
             for name, rows in samples.items():
                 write_raw(self.raw, f"idle-{extra.kind}-{name}", rows)
-        common = dict(mix=self.mix, budget_ms=sc.slo.budget_ms, timeout_s=sc.client_timeout_s, raw=self.raw, log=_log,
-                      focus=self._focus)
+        common = dict(
+            mix=self.mix,
+            budget_ms=sc.slo.budget_ms,
+            timeout_s=sc.client_timeout_s,
+            raw=self.raw,
+            log=_log,
+            focus=self._focus,
+        )
         _log(f"main sweep ({sc.arrival.process.value}): levels {self.load.levels} x {self.load.repeats} rounds")
         main = await interleaved_sweep(urls, load=self.load, arrival=sc.arrival, seed_base=sc.seed * 1000, **common)
         open_loop = None
         if phases and sc.open_loop:
-            _log(f"open-loop sweep ({sc.open_loop.arrival.process.value}): levels {sc.open_loop.levels} x {sc.open_loop.repeats} rounds")
-            open_loop = await interleaved_sweep(urls, load=sc.open_loop, arrival=sc.open_loop.arrival,
-                                                seed_base=sc.seed * 1000 + 500, prefix="open-", **common)
+            _log(
+                f"open-loop sweep ({sc.open_loop.arrival.process.value}): levels {sc.open_loop.levels} x {sc.open_loop.repeats} rounds"
+            )
+            open_loop = await interleaved_sweep(
+                urls,
+                load=sc.open_loop,
+                arrival=sc.open_loop.arrival,
+                seed_base=sc.seed * 1000 + 500,
+                prefix="open-",
+                **common,
+            )
         bursts = []
         if phases and sc.burst:
             for name in sc.burst.systems:
@@ -216,8 +282,15 @@ class Runner:
             "levels": _str_levels(main["levels"]),
             "idle": idle,
             "idle_more": idle_more,
-            "open_loop": ({"load": sc.open_loop.model_dump(mode="json"), "runs": open_loop["runs"],
-                           "levels": _str_levels(open_loop["levels"])} if open_loop else None),
+            "open_loop": (
+                {
+                    "load": sc.open_loop.model_dump(mode="json"),
+                    "runs": open_loop["runs"],
+                    "levels": _str_levels(open_loop["levels"]),
+                }
+                if open_loop
+                else None
+            ),
             "bursts": bursts,
         }
 
@@ -226,21 +299,46 @@ class Runner:
         name = system.spec.name
         cap, base, source = burst_base(sc, name, main, open_levels)
         rate = burst.rate_rps or round(burst.capacity_multiple * base, 2)
-        arrival = sc.open_loop.arrival if sc.open_loop else (sc.arrival if sc.arrival.process != Process.closed else Arrival())
+        arrival = (
+            sc.open_loop.arrival
+            if sc.open_loop
+            else (sc.arrival if sc.arrival.process != Process.closed else Arrival())
+        )
         load = Load(levels=[rate], ramp_up_s=0, warmup_s=0, duration_s=burst.duration_s)
         _log(f"burst on {name}: {rate}/s for {burst.duration_s:g} s (capacity at SLO {cap}, from {source})")
         self._focus(name)
-        window: Window = await run_window(system.url, mix=self.mix, load=load, arrival=arrival, level=rate,
-                                          seed=sc.seed * 1000 + 999, timeout_s=sc.client_timeout_s)
+        window: Window = await run_window(
+            system.url,
+            mix=self.mix,
+            load=load,
+            arrival=arrival,
+            level=rate,
+            seed=sc.seed * 1000 + 999,
+            timeout_s=sc.client_timeout_s,
+        )
         write_raw(self.raw, f"burst-{name}", window.samples)
         await asyncio.sleep(burst.cooldown_s)
         recovery = await asyncio.to_thread(_recovery, system.url, burst.recovery_turns, sc.client_timeout_s)
         # the burst is sized on this run's capacity; when no level met the target here, on the lowest level
-        summary = burst_summary(window, capacity_rps=base, offered_rps=rate, duration_s=burst.duration_s,
-                                budget_ms=sc.slo.budget_ms, recovery=recovery)
-        summary.update(system=name, upscale_delay_s=burst.upscale_delay_s, multiple=burst.capacity_multiple,
-                       capacity_measured_in_run=cap, capacity_source=source, abandoned_turns=window.abandoned_turns)
-        _log(f"burst: sent {summary['sent']} accepted {summary['ok']} ({summary['accepted_in_budget_share']} in budget) "
-             f"shed {summary['shed']} (without Retry-After {summary['shed_without_retry_after']}) lost {summary['lost']} "
-             f"codes {summary['status_counts']} recovery {summary['recovery_statuses']}")
+        summary = burst_summary(
+            window,
+            capacity_rps=base,
+            offered_rps=rate,
+            duration_s=burst.duration_s,
+            budget_ms=sc.slo.budget_ms,
+            recovery=recovery,
+        )
+        summary.update(
+            system=name,
+            upscale_delay_s=burst.upscale_delay_s,
+            multiple=burst.capacity_multiple,
+            capacity_measured_in_run=cap,
+            capacity_source=source,
+            abandoned_turns=window.abandoned_turns,
+        )
+        _log(
+            f"burst: sent {summary['sent']} accepted {summary['ok']} ({summary['accepted_in_budget_share']} in budget) "
+            f"shed {summary['shed']} (without Retry-After {summary['shed_without_retry_after']}) lost {summary['lost']} "
+            f"codes {summary['status_counts']} recovery {summary['recovery_statuses']}"
+        )
         return summary

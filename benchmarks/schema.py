@@ -1,4 +1,5 @@
 """The shape of results.json, as pydantic models: the harness validates what it writes and the tests re-read it."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -80,8 +81,11 @@ class BurstSummary(LevelSummary):
     offered_rps_target: float
     capacity_at_slo_rps: float | None
     accepted_rps: float
-    accepted_in_budget_share: float | None = Field(ge=0, le=1, description="Accepted (200) turns with client wall ≤ budget, "
-                                                                            "over all accepted; None when none was accepted.")
+    accepted_in_budget_share: float | None = Field(
+        ge=0,
+        le=1,
+        description="Accepted (200) turns with client wall ≤ budget, over all accepted; None when none was accepted.",
+    )
     accepted_over_capacity: float | None
     max_wall_ms: float
     timeline: list[dict[str, int]]
@@ -183,10 +187,15 @@ class Machine(Strict):
 
 
 class Isolation(Strict):
-    background_nice: int | None = Field(description="Runs before SCHED_IDLE: the niceness the systems not being measured "
-                                                    "waited at; None: not by niceness.")
-    background: str | None = Field(default=None, description="The scheduling policy the systems not being measured waited "
-                                                             "under (SCHED_IDLE); None with background_nice None: no isolation.")
+    background_nice: int | None = Field(
+        description="Runs before SCHED_IDLE: the niceness the systems not being measured "
+        "waited at; None: not by niceness."
+    )
+    background: str | None = Field(
+        default=None,
+        description="The scheduling policy the systems not being measured waited "
+        "under (SCHED_IDLE); None with background_nice None: no isolation.",
+    )
     systems: list[str] = Field(default_factory=list, description="The systems the run started and isolated.")
     reason: str | None = Field(default=None, description="Why there was no isolation.")
 
@@ -214,7 +223,9 @@ class Result(Strict):
     idle: IdleReport | None = None
     idle_more: dict[str, IdleReport] = Field(default_factory=dict, description="Further idle phases by mix kind.")
     open_loop: OpenLoopReport | None = None
-    best_clean_goodput: dict[str, BestGoodput | None] = Field(default_factory=dict, description="Main sweep, per system.")
+    best_clean_goodput: dict[str, BestGoodput | None] = Field(
+        default_factory=dict, description="Main sweep, per system."
+    )
     open_loop_capacity_at_slo: dict[str, float | None] | None = None
     open_loop_capacity_at_slo_clean: dict[str, float | None] | None = None
     open_loop_ratios: list[Ratio] | None = None

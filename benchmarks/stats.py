@@ -1,4 +1,5 @@
 """Order statistics used by the reports: nearest-rank percentiles, distribution summaries, median with spread."""
+
 from __future__ import annotations
 
 import math
@@ -33,5 +34,11 @@ def spread(values: list[float]) -> dict[str, float | int] | None:
         return None
     ordered = sorted(values)
     q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else (ordered[0],) * 3
-    return {"n": len(ordered), "median": round(statistics.median(ordered), 3), "min": round(ordered[0], 3),
-            "max": round(ordered[-1], 3), "q1": round(q1, 3), "q3": round(q3, 3)}
+    return {
+        "n": len(ordered),
+        "median": round(statistics.median(ordered), 3),
+        "min": round(ordered[0], 3),
+        "max": round(ordered[-1], 3),
+        "q1": round(q1, 3),
+        "q3": round(q3, 3),
+    }

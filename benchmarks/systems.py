@@ -1,4 +1,5 @@
 """Systems under test: Baton (the launcher in a subprocess, with config overrides) or the monolith, or a given URL."""
+
 from __future__ import annotations
 
 import copy
@@ -99,9 +100,13 @@ def _serve_config(spec: SystemSpec, config_dir: Path, extra: dict[str, dict[str,
     config = copy.deepcopy(yaml.safe_load(serve_config_path(spec).read_text(encoding="utf-8")))
     unknown = sorted(set(spec.deployments) - set(deployment_names(config)))
     if unknown:
-        raise ValueError(f"system {spec.name!r}: deployments {unknown} are not in {serve_config_path(spec).name} "
-                         f"({', '.join(deployment_names(config))})")
-    overrides = {name: {**spec.deployments.get(name, {}), **extra.get(name, {})} for name in {*spec.deployments, *extra}}
+        raise ValueError(
+            f"system {spec.name!r}: deployments {unknown} are not in {serve_config_path(spec).name} "
+            f"({', '.join(deployment_names(config))})"
+        )
+    overrides = {
+        name: {**spec.deployments.get(name, {}), **extra.get(name, {})} for name in {*spec.deployments, *extra}
+    }
     for app in config["applications"]:
         app.setdefault("args", {}).update({**spec.app_args, "config_dir": str(config_dir)})
         for deployment in app.get("deployments", []):
@@ -129,14 +134,27 @@ def _wait_ready(url: str, process: subprocess.Popen, timeout_s: float, log: Path
     raise TimeoutError(f"{url} did not become healthy within {timeout_s:.0f} s; see {log}")
 
 
-def start_system(spec: SystemSpec, *, workdir: Path, pack: str, extra_deployments: dict[str, dict[str, Any]],
-                 monolith_port: int | None, timeout_s: float) -> RunningSystem:
+def start_system(
+    spec: SystemSpec,
+    *,
+    workdir: Path,
+    pack: str,
+    extra_deployments: dict[str, dict[str, Any]],
+    monolith_port: int | None,
+    timeout_s: float,
+) -> RunningSystem:
     """Start one system as a child process (stopped with SIGTERM); returns once it is warm and healthy."""
     workdir.mkdir(parents=True, exist_ok=True)
     config_dir = _config_dir(spec, workdir)
     port, metrics_port = free_ports(2)
-    env = {**os.environ, "BATON_PACK": pack, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "BATON_METRICS_PORT": str(metrics_port)}
+    env = {
+        **os.environ,
+        "BATON_PACK": pack,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "BATON_METRICS_PORT": str(metrics_port),
+    }
     env.setdefault("BATON_STATE_DIR", str(ROOT / "var"))
     log = workdir / "server.log"
     if spec.kind == "baton":
@@ -151,8 +169,13 @@ def start_system(spec: SystemSpec, *, workdir: Path, pack: str, extra_deployment
         cmd = [sys.executable, "-m", "benchmarks.monolith", "--config-dir", str(config_dir), "--port", str(port)]
     with log.open("w") as out:
         process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    system = RunningSystem(spec=spec, url=f"http://127.0.0.1:{port}", process=process, config=config,
-                           env=BATON_ENV if spec.kind == "baton" else {})
+    system = RunningSystem(
+        spec=spec,
+        url=f"http://127.0.0.1:{port}",
+        process=process,
+        config=config,
+        env=BATON_ENV if spec.kind == "baton" else {},
+    )
     try:
         _wait_ready(system.url, process, timeout_s, log, READY_LINE if spec.kind == "baton" else None)
     except BaseException:

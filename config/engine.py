@@ -1,5 +1,6 @@
 """The engine's sections: fusion, the detector, clauses, the planner, slots, sessions, the WebSocket conversation, and
 the test-only clock."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -15,14 +16,19 @@ class FusionConfig(Section):
     stage_accept: dict[str, float] = Field(description="Score at which a stage's top candidate counts as accepted.")
     execute_threshold: float
     route_to_cloud_threshold: float
-    clarify_floor: float = Field(description="Below route_to_cloud a top task intent still gets a clarify question down to this score; lower is rejected.")
+    clarify_floor: float = Field(
+        description="Below route_to_cloud a top task intent still gets a clarify question down to this score; lower is rejected."
+    )
     clarify_margin: float
     classifier_execute_score: float
     classifier_execute_margin: float
     classifier_decides_at: float | None = Field(
-        default=None, gt=0, le=1,
+        default=None,
+        gt=0,
+        le=1,
         description="A classifier top score at or above which its intent ranks first whatever the other stages add "
-                    "(None: the weighted sum alone). A built pack sets it from held-out folds (models/selection.py).")
+        "(None: the weighted sum alone). A built pack sets it from held-out folds (models/selection.py).",
+    )
     max_clarify_options: int = 3
 
 
@@ -44,21 +50,37 @@ class PlannerConfig(Section):
 
     enabled: bool = Field(default=True, description="False: no planner stage; every turn keeps the fusion decision.")
     connectives: str = Field(description="Regex of a connective at a clause boundary (然后, 并且, 先…再 ...): plan.")
-    conditional: str = Field(description="Regex of a clause that states a condition (如果…就 ...): its `action` group is the step.")
+    conditional: str = Field(
+        description="Regex of a clause that states a condition (如果…就 ...): its `action` group is the step."
+    )
     parallel: str = Field(description="Regex of the joiners of parallel requests inside one clause (和, 跟 ...).")
     weights: dict[str, float] = Field(description="Weight per evidence: keyword, classifier, detector, example, slot.")
     accept: float = Field(gt=0, description="A clause's intent becomes a step when its fused score reaches this.")
-    model_accept: float = Field(gt=0, le=1, description="Without lexical evidence, the classifier's clause score that suffices.")
-    accept_unmarked: float = Field(gt=0, description="The score a step needs without a keyword of its own when nothing in the "
-                                                     "words marks several requests (the detector or fusion asked for the plan).")
-    elliptic: str = Field(description="Regex of a clause that is a verb alone (关掉, 打开一下): it acts on what the clause "
-                                      "before named and is no request of its own.")
-    state: str = Field(default="", description="Regex of a clause that reports a state (窗户开着呢, 镜子是折叠状态): it is the "
-                                                "reason for a request, not one of its own. Empty: none is.")
+    model_accept: float = Field(
+        gt=0, le=1, description="Without lexical evidence, the classifier's clause score that suffices."
+    )
+    accept_unmarked: float = Field(
+        gt=0,
+        description="The score a step needs without a keyword of its own when nothing in the "
+        "words marks several requests (the detector or fusion asked for the plan).",
+    )
+    elliptic: str = Field(
+        description="Regex of a clause that is a verb alone (关掉, 打开一下): it acts on what the clause "
+        "before named and is no request of its own."
+    )
+    state: str = Field(
+        default="",
+        description="Regex of a clause that reports a state (窗户开着呢, 镜子是折叠状态): it is the "
+        "reason for a request, not one of its own. Empty: none is.",
+    )
     max_steps: int = Field(ge=2)
-    llm_min_evidence: float = Field(default=0.4, ge=0, description="An LLM plan's step needs a clause scoring its intent "
-                                                                   "at least this (same scale as `accept`), or the plan "
-                                                                   "does not run (engine/llm/grounding.py).")
+    llm_min_evidence: float = Field(
+        default=0.4,
+        ge=0,
+        description="An LLM plan's step needs a clause scoring its intent "
+        "at least this (same scale as `accept`), or the plan "
+        "does not run (engine/llm/grounding.py).",
+    )
 
 
 class SlotConfig(Section):
@@ -75,7 +97,7 @@ class DefaultRange(Section):
     to_days: int = Field(description="End (exclusive): this many days from today's midnight.")
 
     @model_validator(mode="after")
-    def _ordered(self) -> "DefaultRange":
+    def _ordered(self) -> DefaultRange:
         if self.to_days <= self.from_days:
             raise ValueError("to_days must be after from_days")
         return self
@@ -87,13 +109,17 @@ class ConversationConfig(Section):
     max_frame_bytes: int = Field(gt=0, description="A bigger frame is refused (dialogue.error frame_too_large).")
     recent_messages: int = Field(gt=0, description="Messages perception and execution read (seed 002: the last 20).")
     default_range: DefaultRange = Field(description="The range of a request that names no time and has no row below.")
-    default_ranges: dict[str, DefaultRange] = Field(description="Per `agent.function`: the range a request naming no time acts on.")
+    default_ranges: dict[str, DefaultRange] = Field(
+        description="Per `agent.function`: the range a request naming no time acts on."
+    )
 
 
 class TestingConfig(Section):
     """Settings that exist for tests only; a deployment that requires tokens (any shared one) refuses them."""
 
     now: datetime | None = Field(
-        default=None, description="Pins the app's calendar clock: the app starts at this instant (with its zone offset) "
-                                  "and its clock runs on from there, so relative dates (明天, 这周) read the same on any "
-                                  "day and at any hour. None: the real clock.")
+        default=None,
+        description="Pins the app's calendar clock: the app starts at this instant (with its zone offset) "
+        "and its clock runs on from there, so relative dates (明天, 这周) read the same on any "
+        "day and at any hour. None: the real clock.",
+    )

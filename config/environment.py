@@ -3,6 +3,7 @@
 Nothing else in Baton reads the environment (the launcher, which writes it for the processes it starts, aside):
 a replica's constructor is given these values inside its `Settings`, and a test gives them as a plain mapping.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -24,14 +25,28 @@ METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 class Environment(Section):
     """The values a process takes from its environment; secrets stay `SecretStr` (never printed, never dumped)."""
 
-    database_url: SecretStr | None = Field(default=None, description=f"{DATABASE_URL_ENV}: the PostgreSQL the orchestrator uses.")
-    auth_secret: SecretStr | None = Field(default=None, description="The token signing secret, from the variable `auth.secret_env` names.")
-    faults: str = Field(default="", description=f"{FAULTS_ENV}: faults injected from the start (`stage:delay_ms=800`, ...).")
-    faults_file: Path | None = Field(default=None, description=f"{FAULTS_FILE_ENV}: the file a run's faults are flipped in.")
-    metrics_dir: Path | None = Field(default=None, description=f"{METRICS_DIR_ENV}: where the replicas' metrics files are summed.")
+    database_url: SecretStr | None = Field(
+        default=None, description=f"{DATABASE_URL_ENV}: the PostgreSQL the orchestrator uses."
+    )
+    auth_secret: SecretStr | None = Field(
+        default=None, description="The token signing secret, from the variable `auth.secret_env` names."
+    )
+    faults: str = Field(
+        default="", description=f"{FAULTS_ENV}: faults injected from the start (`stage:delay_ms=800`, ...)."
+    )
+    faults_file: Path | None = Field(
+        default=None, description=f"{FAULTS_FILE_ENV}: the file a run's faults are flipped in."
+    )
+    metrics_dir: Path | None = Field(
+        default=None, description=f"{METRICS_DIR_ENV}: where the replicas' metrics files are summed."
+    )
 
     @classmethod
     def read(cls, env: Mapping[str, str], *, secret_env: str) -> Environment:
-        return cls(database_url=env.get(DATABASE_URL_ENV) or None, auth_secret=env.get(secret_env) or None,
-                   faults=env.get(FAULTS_ENV, ""), faults_file=Path(env[FAULTS_FILE_ENV]) if env.get(FAULTS_FILE_ENV) else None,
-                   metrics_dir=Path(env[METRICS_DIR_ENV]) if env.get(METRICS_DIR_ENV) else None)
+        return cls(
+            database_url=env.get(DATABASE_URL_ENV) or None,
+            auth_secret=env.get(secret_env) or None,
+            faults=env.get(FAULTS_ENV, ""),
+            faults_file=Path(env[FAULTS_FILE_ENV]) if env.get(FAULTS_FILE_ENV) else None,
+            metrics_dir=Path(env[METRICS_DIR_ENV]) if env.get(METRICS_DIR_ENV) else None,
+        )

@@ -1,5 +1,6 @@
 """The settings object: config/baton.yaml and config/budgets.yaml, a deployment's overrides and the environment,
 validated once at start-up and passed to whatever needs them."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,16 @@ from pydantic import Field, model_validator
 from config.base import Section
 from config.budgets import Budgets
 from config.database import DatabaseConfig
-from config.engine import (ClauseConfig, ConversationConfig, DetectorConfig, FusionConfig, PlannerConfig, SessionConfig,
-                           SlotConfig, TestingConfig)
+from config.engine import (
+    ClauseConfig,
+    ConversationConfig,
+    DetectorConfig,
+    FusionConfig,
+    PlannerConfig,
+    SessionConfig,
+    SlotConfig,
+    TestingConfig,
+)
 from config.environment import METRICS_PORT_ENV, PACK_ENV, STATE_DIR_ENV, Environment
 from config.llm import CompactionConfig, HooksConfig, LlmConfig, PromptsConfig
 from config.media import AsrConfig, MediaConfig, OcrConfig
@@ -54,18 +63,22 @@ class Settings(Section):
     env: Environment = Field(default_factory=Environment, description="What the environment said (never in the YAML).")
 
     @model_validator(mode="after")
-    def _lease_outlasts_turns(self) -> "Settings":
+    def _lease_outlasts_turns(self) -> Settings:
         """A lease shorter than a turn could lapse mid-turn and let a second turn run the same session."""
         longest = max(self.budgets.turn_ms[m] for m in self.budgets.modalities()) + self.budgets.escalation_ms()
         if self.database.session_lease_s * 1000.0 <= longest:
-            raise ValueError(f"database.session_lease_s is {self.database.session_lease_s:g} s; it must be longer than the longest "
-                             f"turn budget ({longest / 1000:g} s, budgets.turn_ms, an escalation included).")
+            raise ValueError(
+                f"database.session_lease_s is {self.database.session_lease_s:g} s; it must be longer than the longest "
+                f"turn budget ({longest / 1000:g} s, budgets.turn_ms, an escalation included)."
+            )
         return self
 
     @model_validator(mode="after")
     def _tests_only_in_tests(self) -> Settings:
         if self.testing.now is not None and self.auth.require_token:
-            raise ValueError("testing.now pins the app's clock for tests; a deployment with auth.require_token refuses it.")
+            raise ValueError(
+                "testing.now pins the app's clock for tests; a deployment with auth.require_token refuses it."
+            )
         if self.testing.now is not None and self.testing.now.tzinfo is None:
             raise ValueError("testing.now needs a zone offset (e.g. 2026-12-06T23:30:00+08:00).")
         return self
@@ -76,11 +89,15 @@ class Settings(Section):
 
     @property
     def encoder_path(self) -> Path:
-        return Path(self.models.encoder) if self.models.encoder else self.state_dir / "encoder" / "multilingual-e5-small"
+        return (
+            Path(self.models.encoder) if self.models.encoder else self.state_dir / "encoder" / "multilingual-e5-small"
+        )
 
     @property
     def media_dir(self) -> Path:
-        return Path(self.media.object_store.local_dir) if self.media.object_store.local_dir else self.state_dir / "media"
+        return (
+            Path(self.media.object_store.local_dir) if self.media.object_store.local_dir else self.state_dir / "media"
+        )
 
     @property
     def whisper_path(self) -> Path:
@@ -94,9 +111,14 @@ class Settings(Section):
         return self.state_dir / "packs" / (pack or self.pack) / "models"
 
 
-def load_settings(config_dir: Path = CONFIG_DIR, env: Mapping[str, str] | None = None,
-                  overrides: Mapping[str, Any] | None = None, *, pack: str | None = None,
-                  state_dir: Path | None = None) -> Settings:
+def load_settings(
+    config_dir: Path = CONFIG_DIR,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    pack: str | None = None,
+    state_dir: Path | None = None,
+) -> Settings:
     """Read both YAML files under `config_dir`; `overrides` (a Serve config's `args.overrides`: one deployment's devices,
     model paths, auth posture) are merged over them key by key, `budgets` included; then the environment: `env`, or
     this process's own when None — the one place Baton reads it (`BATON_PACK`, `BATON_STATE_DIR`, `BATON_METRICS_PORT`
@@ -120,5 +142,7 @@ def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """`base` with `over` laid on top: mappings merge key by key, anything else replaces."""
     out = dict(base)
     for key, value in over.items():
-        out[key] = merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
+        out[key] = (
+            merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
+        )
     return out

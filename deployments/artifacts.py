@@ -1,4 +1,5 @@
 """On-disk layout of a built pack's model artifacts and the linear head format shared by training and serving."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ DETECTOR_HEAD = "detector/head.npz"
 RETRIEVER_INDEX = "retriever/index.faiss"
 RETRIEVER_ROWS = "retriever/rows.json"
 TUNED_ENCODER = "encoder"  # the pack's tuned encoder folder (models/finetune.py), when the build tuned one
-HELDOUT = "heldout"        # beside `models/`: a pack served on all its rows keeps here the models its held-out figure is from
+HELDOUT = "heldout"  # beside `models/`: a pack served on all its rows keeps here the models its held-out figure is from
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,15 @@ class LinearHead:
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, weight=self.weight.astype(np.float32), bias=self.bias.astype(np.float32),
-                 labels=np.array(self.labels, dtype=object))
+        np.savez(
+            path,
+            weight=self.weight.astype(np.float32),
+            bias=self.bias.astype(np.float32),
+            labels=np.array(self.labels, dtype=object),
+        )
 
     @classmethod
-    def load(cls, path: Path) -> "LinearHead":
+    def load(cls, path: Path) -> LinearHead:
         with np.load(path, allow_pickle=True) as data:
             return cls(weight=data["weight"], bias=data["bias"], labels=[str(x) for x in data["labels"]])
 
@@ -66,7 +71,11 @@ def served_settings(settings: Settings, artifacts: Path | None = None) -> Settin
     otherwise)."""
     artifacts = artifacts or settings.artifacts_dir()
     chosen = selected(artifacts) if (artifacts / MANIFEST).exists() else {}
-    update = {name: getattr(settings, name).model_copy(update=chosen[name]) for name in ("fusion", "planner") if chosen.get(name)}
+    update = {
+        name: getattr(settings, name).model_copy(update=chosen[name])
+        for name in ("fusion", "planner")
+        if chosen.get(name)
+    }
     return settings.model_copy(update=update) if update else settings
 
 

@@ -6,6 +6,7 @@ pass takes about half the time of torch). Both run the pooling of the folder's s
 (mean or CLS) and give the same vectors to within float noise. A running pass can be stopped from another
 thread (`RunControl.stop`): onnxruntime terminates the run, torch stops at the next transformer layer.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -114,8 +115,11 @@ def onnx_dir(encoder: Path, state_dir: Path) -> Path:
 
 def _weights_stamp(encoder: Path) -> dict[str, str]:
     files = sorted(p for p in encoder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
-    return {"version": EXPORT_VERSION, "pooling": pooling_mode(encoder),
-            **{p.name: f"{p.stat().st_size}:{int(p.stat().st_mtime)}" for p in files}}
+    return {
+        "version": EXPORT_VERSION,
+        "pooling": pooling_mode(encoder),
+        **{p.name: f"{p.stat().st_size}:{int(p.stat().st_mtime)}" for p in files},
+    }
 
 
 def export_onnx(encoder: Path, out: Path) -> Path:
@@ -133,11 +137,20 @@ def export_onnx(encoder: Path, out: Path) -> Path:
     sample = tokenizer(["query: 打开车窗", "query: 把空调调到二十二度"], padding=True, return_tensors="pt")
     tmp = out / f".{ONNX_FILE}.{os.getpid()}"
     with torch.inference_mode():
-        torch.onnx.export(_pooled_module(encoder), (sample["input_ids"], sample["attention_mask"]), str(tmp),
-                          input_names=["input_ids", "attention_mask"], output_names=["embedding"],
-                          dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
-                                        "embedding": {0: "batch"}},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            _pooled_module(encoder),
+            (sample["input_ids"], sample["attention_mask"]),
+            str(tmp),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["embedding"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "tokens"},
+                "attention_mask": {0: "batch", 1: "tokens"},
+                "embedding": {0: "batch"},
+            },
+            opset_version=17,
+            dynamo=False,
+        )
     os.replace(tmp, target)
     (out / ONNX_STAMP).write_text(json.dumps(stamp), encoding="utf-8")
     return target
@@ -146,9 +159,19 @@ def export_onnx(encoder: Path, out: Path) -> Path:
 class SentenceEncoder:
     """`encode(texts)` → L2-normalized float32 vectors, with the query prefix of the folder (`query_prefix`)."""
 
-    def __init__(self, path: str | Path, *, runtime: Runtime = "torch", threads: int | None = None, batch_size: int = 32,
-                 state_dir: Path | None = None, device: str = "cpu", idle_threads: int = 0, idle_nice: int = 0,
-                 idle_park: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        runtime: Runtime = "torch",
+        threads: int | None = None,
+        batch_size: int = 32,
+        state_dir: Path | None = None,
+        device: str = "cpu",
+        idle_threads: int = 0,
+        idle_nice: int = 0,
+        idle_park: bool = False,
+    ) -> None:
         """`idle_threads` (onnx only; more than `threads`): a second session of that many threads for
         `encode(..., quiet=True)` — a pass that may use every core because nothing else runs; its worker threads
         run at niceness `idle_nice` (Linux; `quiet_workers` names them) and, with `idle_park`, wait between passes
@@ -185,7 +208,8 @@ class SentenceEncoder:
                 quiet.intra_op_num_threads = idle_threads
                 quiet.inter_op_num_threads = 1
                 self._quiet_session, workers = started_threads(
-                    lambda: ort.InferenceSession(str(model), quiet, providers=providers))
+                    lambda: ort.InferenceSession(str(model), quiet, providers=providers)
+                )
                 self.quiet_workers = lower_priority(workers, idle_nice) if idle_nice else workers
                 if idle_park:
                     park(self.quiet_workers)
@@ -221,7 +245,7 @@ class SentenceEncoder:
         for start in range(0, len(texts), self._batch_size):
             if control.stopped.is_set():
                 raise PassStopped("stopped before the pass")
-            chunk = [self._prefix + t for t in texts[start:start + self._batch_size]]
+            chunk = [self._prefix + t for t in texts[start : start + self._batch_size]]
             out.append(self._run(chunk, control, quiet))
         return np.concatenate(out).astype(np.float32, copy=False)
 
@@ -232,7 +256,9 @@ class SentenceEncoder:
                 session = self._quiet_session
             else:
                 quiet = False
-            batch = self._tokenizer(texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="np")
+            batch = self._tokenizer(
+                texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="np"
+            )
             options = self._ort.RunOptions()
             control._ort_options = options
             if control.stopped.is_set():
@@ -241,9 +267,17 @@ class SentenceEncoder:
             if parked:  # the pass runs at the workers' niceness; their spin after it, under SCHED_IDLE
                 unpark(self.quiet_workers)
             try:
-                return cast(np.ndarray, session.run(None, {"input_ids": batch["input_ids"].astype(np.int64),
-                                                           "attention_mask": batch["attention_mask"].astype(np.int64)},
-                                                    options)[0])
+                return cast(
+                    np.ndarray,
+                    session.run(
+                        None,
+                        {
+                            "input_ids": batch["input_ids"].astype(np.int64),
+                            "attention_mask": batch["attention_mask"].astype(np.int64),
+                        },
+                        options,
+                    )[0],
+                )
             except Exception as exc:
                 if control.stopped.is_set():
                     raise PassStopped("stopped during the pass") from exc

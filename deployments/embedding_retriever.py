@@ -1,4 +1,5 @@
 """EmbeddingRetriever: nearest training examples in a FAISS index, voted into per-intent scores."""
+
 from __future__ import annotations
 
 import json

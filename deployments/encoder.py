@@ -3,6 +3,7 @@
 A pass that finds the replica quiet — one turn, no other pass running, none for `models.idle_after_ms` — may use
 `models.idle_threads` (onnx): an idle assistant answers on every core, a busy one keeps one thread per replica
 (config/TUNING.md has both measurements)."""
+
 from __future__ import annotations
 
 import threading
@@ -22,9 +23,17 @@ class Encoder:
     """Counts what it did (`passes`, `turns`, `texts`, `quiet_passes`) so a test can prove one pass per turn."""
 
     def __init__(self, *, path: Path, cfg: ModelsConfig, state_dir: Path) -> None:
-        self._model = SentenceEncoder(path, runtime=cfg.encoder_runtime, threads=cfg.threads, batch_size=cfg.encode_batch_size,
-                                      state_dir=state_dir, device=cfg.device, idle_threads=cfg.idle_threads,
-                                      idle_nice=cfg.idle_nice, idle_park=cfg.idle_park)
+        self._model = SentenceEncoder(
+            path,
+            runtime=cfg.encoder_runtime,
+            threads=cfg.threads,
+            batch_size=cfg.encode_batch_size,
+            state_dir=state_dir,
+            device=cfg.device,
+            idle_threads=cfg.idle_threads,
+            idle_nice=cfg.idle_nice,
+            idle_park=cfg.idle_park,
+        )
         self.counts = {"passes": 0, "turns": 0, "texts": 0, "quiet_passes": 0}
         self._idle_after_s = cfg.idle_after_ms / 1000.0
         self._lock = threading.Lock()
@@ -39,8 +48,12 @@ class Encoder:
         """One array per turn, one row per text of that turn, all from a single encoder call."""
         flat = [t for texts in turns for t in texts]
         with self._lock:
-            quiet = (self._model.has_quiet_session and len(turns) == 1 and self._running == 0
-                     and time.monotonic() - self._last_end >= self._idle_after_s)
+            quiet = (
+                self._model.has_quiet_session
+                and len(turns) == 1
+                and self._running == 0
+                and time.monotonic() - self._last_end >= self._idle_after_s
+            )
             self._running += 1
         try:
             vectors = self._model.encode(flat, control, quiet=quiet)

@@ -3,13 +3,13 @@ or the run's faults file (`BATON_FAULTS_FILE`, same syntax), re-read by every re
 
 Keys: `delay_ms` (sleep before the work), `error` (fail it), and for a language model `tokens` (it decodes that many
 tokens, ignoring end-of-sequence and any schema: a slow model inside the real engine)."""
+
 from __future__ import annotations
 
 import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
 
 
 class InjectedFault(Exception):
@@ -29,7 +29,7 @@ class FaultSet:
     cancelled: int = 0
 
     @classmethod
-    def parse(cls, spec: str | None, *, stage: str | None = None) -> "FaultSet":
+    def parse(cls, spec: str | None, *, stage: str | None = None) -> FaultSet:
         """`stage:key=value,key=value;stage2:...` with keys delay_ms and error; an empty spec means no faults.
 
         With `stage` given (a replica's user_config), a spec without a `stage:` prefix applies to that stage.
@@ -45,12 +45,17 @@ class FaultSet:
             for kv in filter(None, (o.strip() for o in options.split(","))):
                 key, sep, value = (x.strip() for x in kv.partition("="))
                 if not sep or not value or key not in ("delay_ms", "error", "tokens"):
-                    raise ValueError(f"Bad fault option '{kv}' in '{part}': expected delay_ms=N, error=0|1 or tokens=N.")
+                    raise ValueError(
+                        f"Bad fault option '{kv}' in '{part}': expected delay_ms=N, error=0|1 or tokens=N."
+                    )
                 values[key] = value
             if not stage_name or not values:
                 raise ValueError(f"Bad fault spec '{part}': expected 'stage:delay_ms=N[,error=1]'.")
-            faults[stage_name] = Fault(delay_ms=float(values.get("delay_ms", 0)), error=_flag(values.get("error", "0")),
-                                       tokens=_count(values.get("tokens", "0")))
+            faults[stage_name] = Fault(
+                delay_ms=float(values.get("delay_ms", 0)),
+                error=_flag(values.get("error", "0")),
+                tokens=_count(values.get("tokens", "0")),
+            )
         return cls(faults)
 
     def failing(self, stages: tuple[str, ...]) -> frozenset[str]:

@@ -2,6 +2,7 @@
 
 One unbatched pass per turn, as a single FastAPI process would run seed 003's pipeline.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -11,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from deployments.faults import FaultSet
 from deployments.nlu import NluItem, NluModel, NoopNlu
 from deployments.nlu_call import FutureCall, describe
-from engine.model_client import ModelClient, NluCall, NluRequest, NLU_STAGES
+from engine.model_client import NLU_STAGES, ModelClient, NluCall, NluRequest
 
 
 class InProcessModels(ModelClient):

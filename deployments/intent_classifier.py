@@ -1,4 +1,5 @@
 """IntentClassifier: single-label intents as top-k probabilities, from a registry of backends keyed by the head's input."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -29,8 +30,14 @@ class NgramModel:
     def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
         tfidf, lr = pipeline.named_steps["tfidf"], pipeline.named_steps["lr"]
-        self._fast = (tfidf.analyzer == "char" and tfidf.sublinear_tf and tfidf.norm == "l2" and tfidf.use_idf
-                      and not tfidf.binary and lr.coef_.shape[0] > 1)
+        self._fast = (
+            tfidf.analyzer == "char"
+            and tfidf.sublinear_tf
+            and tfidf.norm == "l2"
+            and tfidf.use_idf
+            and not tfidf.binary
+            and lr.coef_.shape[0] > 1
+        )
         self._analyze = tfidf.build_analyzer()
         self._vocabulary = tfidf.vocabulary_
         self._idf = tfidf.idf_
@@ -88,19 +95,25 @@ class SequenceClassificationBackend:
 
         path = cfg.head("classifier").checkpoint
         if not path:
-            raise ValueError("models.heads.classifier.checkpoint must name a sequence-classification folder when input is text.")
+            raise ValueError(
+                "models.heads.classifier.checkpoint must name a sequence-classification folder when input is text."
+            )
         torch.set_num_threads(cfg.threads)
         self._torch = torch
         self._device = torch_device(cfg.device, "models.device")
         self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        self._model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).eval().to(self._device)
+        self._model = (
+            AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).eval().to(self._device)
+        )
         id2label = self._model.config.id2label
         self.labels = [id2label[i] for i in range(len(id2label))]
         self.dim = 0  # reads text
 
     def probabilities(self, texts: list[str], vectors: np.ndarray | None = None) -> np.ndarray:
         with self._torch.inference_mode():
-            batch = self._tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt").to(self._device)
+            batch = self._tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt").to(
+                self._device
+            )
             return self._torch.softmax(self._model(**batch).logits, dim=-1).cpu().numpy()
 
     def text_only(self, texts: list[str]) -> np.ndarray:

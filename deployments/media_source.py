@@ -1,10 +1,11 @@
 """What the ASR and OCR deployments share: read the object by key from Baton's store, check owner and kind, recognize."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.media import STAGE_KIND
 from config.settings import Settings
+from engine.media import STAGE_KIND
 from engine.media_keys import is_valid_key, kind_of
 from media.store import ObjectNotFound, ObjectStore
 from protocol.media import Recognition
@@ -13,8 +14,14 @@ from protocol.media import Recognition
 class StoredMediaRecognizer:
     """`recognize(object_key, user_id)`: the bytes never leave this process; only the Recognition does."""
 
-    def __init__(self, *, stage: str, store: ObjectStore, recognize: Callable[[bytes], Recognition],
-                 warmup: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        *,
+        stage: str,
+        store: ObjectStore,
+        recognize: Callable[[bytes], Recognition],
+        warmup: Callable[[], None] = lambda: None,
+    ) -> None:
         self.stage = stage
         self._kind = STAGE_KIND[stage]
         self._store = store
@@ -25,7 +32,9 @@ class StoredMediaRecognizer:
         if not is_valid_key(object_key):
             return Recognition(status="not_found", reason=f"'{object_key}' is not a Baton media key.")
         if kind_of(object_key) != self._kind:
-            return Recognition(status="wrong_kind", reason=f"{self.stage} needs {self._kind}; the object is {kind_of(object_key)}.")
+            return Recognition(
+                status="wrong_kind", reason=f"{self.stage} needs {self._kind}; the object is {kind_of(object_key)}."
+            )
         try:
             info = self._store.head(object_key)
             if info.owner != user_id:
@@ -36,8 +45,9 @@ class StoredMediaRecognizer:
         return self._recognize(data)
 
 
-def build_media_recognizer(stage: str, settings: Settings, store: ObjectStore | None = None, *,
-                           warm: bool = True) -> StoredMediaRecognizer:
+def build_media_recognizer(
+    stage: str, settings: Settings, store: ObjectStore | None = None, *, warm: bool = True
+) -> StoredMediaRecognizer:
     """The real recognizer for `stage` ('asr' | 'ocr') over the configured store, warmed up unless `warm` is False
     (a replica warms it on the thread that will serve it)."""
     from media.store import build_store

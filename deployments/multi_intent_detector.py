@@ -1,4 +1,5 @@
 """MultiIntentDetector: independent sigmoid scores per task intent (seed 003 §14), top-k per turn."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,10 @@ class MultiIntentDetector:
             return []
         flat = sigmoid(self._head.logits(np.concatenate(turns)))
         bounds = np.cumsum([0] + [len(v) for v in turns])
-        return [(self._top(flat[a:b].max(axis=0)), [self._top(row) for row in flat[a + 1:b]])
-                for a, b in zip(bounds[:-1], bounds[1:])]
+        return [
+            (self._top(flat[a:b].max(axis=0)), [self._top(row) for row in flat[a + 1 : b]])
+            for a, b in zip(bounds[:-1], bounds[1:])
+        ]
 
     def _top(self, row: np.ndarray) -> list[Candidate]:
         labels = self._head.labels

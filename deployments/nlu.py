@@ -4,6 +4,7 @@
 `head` are the same work split for the Encoder and head deployments. A head configured with `input: text`
 reads the text with its own checkpoint instead, so it survives an encoder failure.
 """
+
 from __future__ import annotations
 
 import time
@@ -14,15 +15,15 @@ from typing import NoReturn
 
 import numpy as np
 
+from config.models import ModelsConfig
+from config.settings import Settings
+from deployments.artifacts import encoder_for
+from deployments.embedding import PassStopped, RunControl
 from deployments.embedding_retriever import EmbeddingRetriever
 from deployments.encoder import Encoder
 from deployments.intent_classifier import IntentClassifier
 from deployments.multi_intent_detector import MultiIntentDetector
 from engine.model_client import ENCODER, HEADS
-from config.models import ModelsConfig
-from config.settings import Settings
-from deployments.artifacts import encoder_for
-from deployments.embedding import PassStopped, RunControl
 from protocol.http_chat import Candidate
 
 Scores = list[tuple[str, float]]
@@ -76,9 +77,16 @@ def shared_heads(models: ModelsConfig) -> tuple[str, ...]:
 
 
 class NluModel:
-    def __init__(self, *, encoder: Encoder | None, classifier: IntentClassifier | _Absent,
-                 detector: MultiIntentDetector | _Absent, retriever: EmbeddingRetriever | _Absent,
-                 own_encoders: dict[str, Encoder] | None = None, shared: Collection[str] = HEADS) -> None:
+    def __init__(
+        self,
+        *,
+        encoder: Encoder | None,
+        classifier: IntentClassifier | _Absent,
+        detector: MultiIntentDetector | _Absent,
+        retriever: EmbeddingRetriever | _Absent,
+        own_encoders: dict[str, Encoder] | None = None,
+        shared: Collection[str] = HEADS,
+    ) -> None:
         self.encoder = encoder
         self.classifier = classifier
         self.detector = detector
@@ -94,8 +102,11 @@ class NluModel:
 
     def input_dim(self, name: str) -> int:
         """The embedding width head `name` was built on."""
-        return {"classifier": lambda: self.classifier.dim, "detector": lambda: self.detector.dim,
-                "retriever": lambda: self.retriever.dim}[name]()
+        return {
+            "classifier": lambda: self.classifier.dim,
+            "detector": lambda: self.detector.dim,
+            "retriever": lambda: self.retriever.dim,
+        }[name]()
 
     def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[HeadScores]:
         """One head over a batch; `vectors` are the shared embedding (None for a head that reads text)."""
@@ -107,14 +118,17 @@ class NluModel:
             stacked = np.concatenate(vectors) if vectors is not None and self.classifier.needs_vectors else None
             return _per_item(items, [as_scores(r) for r in self.classifier.classify(rows, stacked)])
         if name == "detector":
-            return [HeadScores(as_scores(text), tuple(as_scores(c) for c in clauses))
-                    for text, clauses in self.detector.detect(list(vectors or []))]
+            return [
+                HeadScores(as_scores(text), tuple(as_scores(c) for c in clauses))
+                for text, clauses in self.detector.detect(list(vectors or []))
+            ]
         if name == "retriever":
             return [HeadScores(as_scores(r)) for r in self.retriever.retrieve(np.stack([v[0] for v in vectors or []]))]
         raise ValueError(f"unknown head {name!r}")
 
-    def analyze(self, items: list[NluItem], control: RunControl | None = None,
-                fail: Collection[str] = ()) -> list[NluAnswer]:
+    def analyze(
+        self, items: list[NluItem], control: RunControl | None = None, fail: Collection[str] = ()
+    ) -> list[NluAnswer]:
         """The fused layout: the encoder once, then every head. A head that fails does not fail the others;
         without the encoder the classifier answers from its text-reading part (marked partial). `fail` names
         stages to fail on purpose (fault injection)."""
@@ -122,7 +136,9 @@ class NluModel:
         shared, encoder_error = None, None
         if self.shared_heads:
             if self.encoder is None:
-                raise ValueError(f"heads {', '.join(self.shared_heads)} read the shared embedding but no encoder is loaded")
+                raise ValueError(
+                    f"heads {', '.join(self.shared_heads)} read the shared embedding but no encoder is loaded"
+                )
             t0 = time.perf_counter()
             try:
                 if ENCODER in fail:
@@ -178,7 +194,7 @@ def _per_item(items: list[NluItem], rows: list[Scores]) -> list[HeadScores]:
     out, at = [], 0
     for item in items:
         n = len(item.texts)
-        out.append(HeadScores(rows[at], tuple(rows[at + 1: at + n])))
+        out.append(HeadScores(rows[at], tuple(rows[at + 1 : at + n])))
         at += n
     return out
 
@@ -200,14 +216,18 @@ class NoopNlu:
     def head(self, name: str, items: list[NluItem], vectors: list[np.ndarray] | None) -> list[HeadScores]:
         return [HeadScores([]) for _ in items]
 
-    def analyze(self, items: list[NluItem], control: RunControl | None = None, fail: Collection[str] = ()) -> list[NluAnswer]:
+    def analyze(
+        self, items: list[NluItem], control: RunControl | None = None, fail: Collection[str] = ()
+    ) -> list[NluAnswer]:
         return [NluAnswer(scores={h: [] for h in HEADS}) for _ in items]
 
     def warmup(self) -> None:
         return None
 
 
-def build_nlu(settings: Settings, *, parts: Collection[str] = (ENCODER, *HEADS), artifacts: Path | None = None) -> NluModel | NoopNlu:
+def build_nlu(
+    settings: Settings, *, parts: Collection[str] = (ENCODER, *HEADS), artifacts: Path | None = None
+) -> NluModel | NoopNlu:
     """The configured text models, warmed up. `parts` limits what is loaded (a split deployment needs one part).
     The encoder is the one the pack's heads were built on: its own tuned encoder, or the shared one."""
     models = settings.models
@@ -215,19 +235,30 @@ def build_nlu(settings: Settings, *, parts: Collection[str] = (ENCODER, *HEADS),
         return NoopNlu()
     artifacts, top_k = artifacts or settings.artifacts_dir(), settings.top_k
     shared_encoder = encoder_for(artifacts, settings.encoder_path)
-    own = {h: Encoder(path=Path(models.head(h).checkpoint or settings.encoder_path), cfg=models, state_dir=settings.state_dir)
-           for h in ("detector", "retriever") if h in parts and models.head(h).input == "text"}
+    own = {
+        h: Encoder(
+            path=Path(models.head(h).checkpoint or settings.encoder_path), cfg=models, state_dir=settings.state_dir
+        )
+        for h in ("detector", "retriever")
+        if h in parts and models.head(h).input == "text"
+    }
     classifier = IntentClassifier(artifacts=artifacts, cfg=models, top_k=top_k) if "classifier" in parts else None
     shared = shared_heads(models)
     shared_needed = any(h in parts for h in shared)
-    encoder = (Encoder(path=shared_encoder, cfg=models, state_dir=settings.state_dir)
-               if ENCODER in parts and (shared_needed or parts == (ENCODER,)) else None)
+    encoder = (
+        Encoder(path=shared_encoder, cfg=models, state_dir=settings.state_dir)
+        if ENCODER in parts and (shared_needed or parts == (ENCODER,))
+        else None
+    )
     model = NluModel(
         encoder=encoder,
         classifier=classifier or _Absent("classifier"),
         detector=MultiIntentDetector(artifacts=artifacts, top_k=top_k) if "detector" in parts else _Absent("detector"),
-        retriever=EmbeddingRetriever(artifacts=artifacts, cfg=models, top_k=top_k) if "retriever" in parts else _Absent("retriever"),
-        own_encoders=own, shared=shared,
+        retriever=EmbeddingRetriever(artifacts=artifacts, cfg=models, top_k=top_k)
+        if "retriever" in parts
+        else _Absent("retriever"),
+        own_encoders=own,
+        shared=shared,
     )
     if set(parts) >= {ENCODER, *HEADS}:
         model.warmup()

@@ -1,4 +1,5 @@
 """An `NluCall` whose per-stage outcomes are futures, and how a fused answer becomes those outcomes."""
+
 from __future__ import annotations
 
 import asyncio
@@ -54,17 +55,30 @@ class FutureCall(NluCall):
         if ENCODER in answer.errors:
             self.fail(ENCODER, answer.errors[ENCODER])
         else:
-            self.resolve(ENCODER, StageOutcome(started=started, finished=encoder_end,
-                                               vector=tuple(answer.vector) if answer.vector is not None else None))
+            self.resolve(
+                ENCODER,
+                StageOutcome(
+                    started=started,
+                    finished=encoder_end,
+                    vector=tuple(answer.vector) if answer.vector is not None else None,
+                ),
+            )
         t = encoder_end
         for head in HEADS:
             end = min(finished, t + answer.ms.get(head, 0.0) / 1000.0)
             if head in answer.errors:
                 self.fail(head, answer.errors[head])
             else:
-                self.resolve(head, StageOutcome(candidates=candidates(answer.scores.get(head, [])), started=t, finished=end,
-                                                partial=answer.partial.get(head),
-                                                clauses=tuple(candidates(c) for c in answer.clauses.get(head, ()))))
+                self.resolve(
+                    head,
+                    StageOutcome(
+                        candidates=candidates(answer.scores.get(head, [])),
+                        started=t,
+                        finished=end,
+                        partial=answer.partial.get(head),
+                        clauses=tuple(candidates(c) for c in answer.clauses.get(head, ())),
+                    ),
+                )
             t = end
 
 

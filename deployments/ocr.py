@@ -1,4 +1,5 @@
 """ImageTextRecognizer: RapidOCR (bundled PP-OCRv4 det/cls/rec on onnxruntime) from image bytes to lines in reading order."""
+
 from __future__ import annotations
 
 import io
@@ -22,8 +23,14 @@ class ImageTextRecognizer:
         self._cfg = cfg
         self._max_pixels = max_image_pixels
         gpu = onnx_providers(cfg.device, "ocr.device")[0] == CUDA_PROVIDER
-        self._engine = RapidOCR(intra_op_num_threads=cfg.threads, inter_op_num_threads=1, max_side_len=cfg.max_side,
-                                det_use_cuda=gpu, cls_use_cuda=gpu, rec_use_cuda=gpu)
+        self._engine = RapidOCR(
+            intra_op_num_threads=cfg.threads,
+            inter_op_num_threads=1,
+            max_side_len=cfg.max_side,
+            det_use_cuda=gpu,
+            cls_use_cuda=gpu,
+            rec_use_cuda=gpu,
+        )
 
     def recognize(self, data: bytes) -> Recognition:
         t0 = time.perf_counter()
@@ -39,14 +46,21 @@ class ImageTextRecognizer:
         """`image` is RGB uint8 (H, W, 3)."""
         t0 = started if started is not None else time.perf_counter()
         found, _ = self._engine(image[:, :, ::-1].copy())  # RapidOCR takes OpenCV's BGR order
-        lines = [TextLine(text=text.strip(), confidence=round(float(score), 4), box=[[float(x), float(y)] for x, y in box])
-                 for box, text, score in (found or []) if text.strip() and score >= self._cfg.min_confidence]
+        lines = [
+            TextLine(text=text.strip(), confidence=round(float(score), 4), box=[[float(x), float(y)] for x, y in box])
+            for box, text, score in (found or [])
+            if text.strip() and score >= self._cfg.min_confidence
+        ]
         lines = reading_order(lines, self._cfg.line_overlap)
         elapsed = round((time.perf_counter() - t0) * 1000.0, 3)
         if not lines:
             return Recognition(status="no_text", reason="No text was found in the image.", elapsed_ms=elapsed)
-        return Recognition(status="ok", recognized_text="\n".join(_rows_text(lines, self._cfg.line_overlap)), lines=lines,
-                           elapsed_ms=elapsed)
+        return Recognition(
+            status="ok",
+            recognized_text="\n".join(_rows_text(lines, self._cfg.line_overlap)),
+            lines=lines,
+            elapsed_ms=elapsed,
+        )
 
     def warmup(self) -> None:
         """Detection, angle classification and recognition once each, so the first image turn runs warm."""

@@ -8,6 +8,7 @@ spinning afterwards yields to anything else that wants the core (the turn's comm
 at once, where a nice-19 one may keep it for the rest of its time slice (measured on Linux 6.18's EEVDF:
 busy loops at nice 19 cost an idle turn 3-5 ms, under SCHED_IDLE 1-2 ms); `unpark` before the next pass.
 """
+
 from __future__ import annotations
 
 import os

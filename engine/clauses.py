@@ -1,4 +1,5 @@
 """The one clause split of a turn, shared by the encoder call, the detector and the planner."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """The calendar clock relative dates are read against (明天, 这周, 月底): the real one, or one pinned for tests."""
+
 from __future__ import annotations
 
 import time

@@ -1,12 +1,13 @@
 """A turn's absolute deadline, stamped on arrival, and the bounded, cancellable stage calls built on it."""
+
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import AsyncIterator, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -1,4 +1,5 @@
 """Stop and confirmation word rules (seed 003 §9, §21): does this utterance stop the task, or confirm/deny it."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Typed engine errors; only the ingress maps them to HTTP status codes and the error envelope."""
+
 from __future__ import annotations
 
 

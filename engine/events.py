@@ -1,6 +1,7 @@
 """What a streaming client hears while a turn runs (POST /api/v1/agent/chat-stream): the engine calls these from
 the real execution — `ack` once the turn is understood and a plugin is about to run, `step` after each step —
 and asks `gone` before every plugin, so a client that went away stops the rest of the turn."""
+
 from __future__ import annotations
 
 import abc

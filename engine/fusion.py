@@ -1,4 +1,5 @@
 """Weighted fusion of matcher stages and the execute / clarify / route_to_cloud / reject decision (seed 003 §12.4–12.6)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,13 @@ class FusionResult:
     def debug(self) -> FusionDebug:
         top = self.ranked[0].score if self.ranked else 0.0
         second = self.ranked[1].score if len(self.ranked) > 1 else 0.0
-        return FusionDebug(decision=self.decision.value, reason=self.reason, top_score=round(top, 4),
-                           margin=round(top - second, 4), ranked=self.ranked[:5])
+        return FusionDebug(
+            decision=self.decision.value,
+            reason=self.reason,
+            top_score=round(top, 4),
+            margin=round(top - second, 4),
+            ranked=self.ranked[:5],
+        )
 
 
 def stage_debug(candidates: list[Candidate], accept_at: float, latency_ms: float = 0.0) -> StageDebug:
@@ -75,18 +81,30 @@ def fuse(stages: dict[str, StageDebug], cfg: FusionConfig) -> FusionResult:
     backers = support.get(top.intent, [])
     classifier = stages.get("classifier")
     classifier_sure = bool(
-        classifier and not classifier.degraded and classifier.selected_intent == top.intent
+        classifier
+        and not classifier.degraded
+        and classifier.selected_intent == top.intent
         and classifier.score >= cfg.classifier_execute_score
         and _stage_margin(classifier) >= cfg.classifier_execute_margin
     )
     if top.score >= cfg.execute_threshold and (len(backers) >= 2 or "keyword" in backers or classifier_sure):
-        return FusionResult(RouteDecision.execute, f"score {top.score:.2f} ≥ {cfg.execute_threshold}, backed by {'+'.join(backers) or 'classifier'}", ranked)
+        return FusionResult(
+            RouteDecision.execute,
+            f"score {top.score:.2f} ≥ {cfg.execute_threshold}, backed by {'+'.join(backers) or 'classifier'}",
+            ranked,
+        )
     if classifier_sure and classifier is not None:
-        return FusionResult(RouteDecision.execute, f"classifier confident ({classifier.score:.2f}, margin {_stage_margin(classifier):.2f})", ranked)
+        return FusionResult(
+            RouteDecision.execute,
+            f"classifier confident ({classifier.score:.2f}, margin {_stage_margin(classifier):.2f})",
+            ranked,
+        )
     if top.score >= cfg.route_to_cloud_threshold:
         if margin < cfg.clarify_margin and len(ranked) > 1:
             return FusionResult(RouteDecision.clarify, f"top two within {margin:.2f} < {cfg.clarify_margin}", ranked)
-        return FusionResult(RouteDecision.route_to_cloud, f"score {top.score:.2f} looks known but below {cfg.execute_threshold}", ranked)
+        return FusionResult(
+            RouteDecision.route_to_cloud, f"score {top.score:.2f} looks known but below {cfg.execute_threshold}", ranked
+        )
     return FusionResult(RouteDecision.reject, f"score {top.score:.2f} < {cfg.route_to_cloud_threshold}", ranked)
 
 

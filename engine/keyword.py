@@ -1,4 +1,5 @@
 """Keyword matcher (seed 003 §12.3): intents whose keywords occur in the text, longest match first."""
+
 from __future__ import annotations
 
 import re

@@ -1,8 +1,12 @@
 """The media stage of a turn (seed 002): the modality table, then ASR/OCR by source_url inside the turn's deadline."""
+
 from __future__ import annotations
 
 import abc
 
+from config.budgets import MEDIA_STAGE
+from config.media import MediaKind
+from config.settings import Settings
 from engine.deadline import Deadline, StageTimeout
 from engine.errors import InvalidInput
 from engine.media_errors import (
@@ -16,18 +20,20 @@ from engine.media_errors import (
     NoText,
     UndecodableMedia,
 )
-from config.media import MediaKind
-from engine.model_client import StageError
-from config.budgets import MEDIA_STAGE
-from config.settings import Settings
 from engine.media_keys import key_from_source_url, kind_of
+from engine.model_client import StageError
 from protocol.http_chat import ChatRequest
 from protocol.media import Recognition
 
 STAGE_KIND: dict[str, MediaKind] = {"asr": "audio", "ocr": "image"}
 ERROR_BY_STATUS = {
-    "no_speech": NoSpeech, "no_text": NoText, "undecodable": UndecodableMedia, "too_large": MediaTooLarge,
-    "not_found": MediaNotFound, "forbidden": MediaForbidden, "wrong_kind": MediaKindMismatch,
+    "no_speech": NoSpeech,
+    "no_text": NoText,
+    "undecodable": UndecodableMedia,
+    "too_large": MediaTooLarge,
+    "not_found": MediaNotFound,
+    "forbidden": MediaForbidden,
+    "wrong_kind": MediaKindMismatch,
 }
 
 
@@ -60,7 +66,10 @@ def check_modality(request: ChatRequest) -> None:
     if request.source_url is None:
         raise InvalidInput(f"Field 'source_url' is required when modality is '{request.modality}'.", field="source_url")
     if request.text is not None:
-        raise InvalidInput(f"Field 'text' must be absent when modality is '{request.modality}'; the text comes from recognition.", field="text")
+        raise InvalidInput(
+            f"Field 'text' must be absent when modality is '{request.modality}'; the text comes from recognition.",
+            field="text",
+        )
 
 
 class MediaStage:
@@ -71,8 +80,10 @@ class MediaStage:
     def object_key(self, source_url: str) -> str:
         key = key_from_source_url(source_url, self._settings.media.public_base_url)
         if key is None:
-            raise ForeignSourceUrl("source_url is not a Baton media URL; upload the file with POST /api/v1/media/upload first.",
-                                   field="source_url")
+            raise ForeignSourceUrl(
+                "source_url is not a Baton media URL; upload the file with POST /api/v1/media/upload first.",
+                field="source_url",
+            )
         return key
 
     async def recognize(self, request: ChatRequest, deadline: Deadline) -> Recognition:
@@ -80,18 +91,25 @@ class MediaStage:
         stage = MEDIA_STAGE[request.modality]
         key = self.object_key(request.source_url or "")
         if kind_of(key) != STAGE_KIND[stage]:
-            raise MediaKindMismatch(f"{request.modality} needs an {STAGE_KIND[stage]} upload; source_url names an {kind_of(key)} object.",
-                                    field="source_url")
+            raise MediaKindMismatch(
+                f"{request.modality} needs an {STAGE_KIND[stage]} upload; source_url names an {kind_of(key)} object.",
+                field="source_url",
+            )
         if self._media is None:
             raise MediaUnavailable(f"This server has no {stage} stage.", field="modality")
         call = self._media.transcribe if stage == "asr" else self._media.ocr
         try:
             budget = self._settings.budgets.stage_s(stage)
-            result = await deadline.run(stage, budget,
-                                        lambda: call(key, user_id=request.user_id, deadline=deadline.stage_at(budget)))
+            result = await deadline.run(
+                stage, budget, lambda: call(key, user_id=request.user_id, deadline=deadline.stage_at(budget))
+            )
         except (StageTimeout, StageError) as exc:
             deadline.degrade(stage)
-            raise MediaUnavailable(f"{stage} did not answer in time or failed ({exc}); nothing was executed, retry shortly.") from exc
+            raise MediaUnavailable(
+                f"{stage} did not answer in time or failed ({exc}); nothing was executed, retry shortly."
+            ) from exc
         if result.status != "ok":
-            raise ERROR_BY_STATUS[result.status](result.reason or f"{stage} status {result.status}.", field="source_url")
+            raise ERROR_BY_STATUS[result.status](
+                result.reason or f"{stage} status {result.status}.", field="source_url"
+            )
         return result

@@ -1,4 +1,5 @@
 """Typed errors of media input (upload and voice/image turns); the ingress maps each to a 4xx/503 and the envelope."""
+
 from __future__ import annotations
 
 from engine.errors import BatonError, InvalidInput

@@ -1,4 +1,5 @@
 """Object keys and the source URLs that name them: Baton serves `{public_base_url}/api/v1/media/{object_key}`."""
+
 from __future__ import annotations
 
 import re
@@ -30,6 +31,6 @@ def key_from_source_url(url: str, public_base_url: str = "") -> str | None:
     """The object key a Baton source URL names, or None for any URL Baton did not hand out."""
     for prefix in filter(None, (MEDIA_PATH, public_base_url and source_url_for("", public_base_url))):
         if url.startswith(prefix):
-            key = url[len(prefix):]
+            key = url[len(prefix) :]
             return key if is_valid_key(key) else None
     return None

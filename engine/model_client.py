@@ -5,6 +5,7 @@ retriever heads read those vectors. Whether that is one replica (the fused layou
 feeding three head deployments (split), or a thread of this process (the monolith) is the implementation's
 business; the engine sees one awaitable outcome per stage.
 """
+
 from __future__ import annotations
 
 import abc

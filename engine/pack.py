@@ -1,4 +1,5 @@
 """Domain pack schema and loader: intents, slots, rules and response templates as validated data."""
+
 from __future__ import annotations
 
 import re
@@ -50,7 +51,7 @@ class Intent(Strict):
     test_examples: list[str] = Field(default_factory=list, description="Held-out split, never trained on.")
 
     @model_validator(mode="after")
-    def _splits_disjoint(self) -> "Intent":
+    def _splits_disjoint(self) -> Intent:
         overlap = set(self.examples) & set(self.test_examples)
         if overlap:
             raise ValueError(f"intent {self.id}: examples in both splits: {sorted(overlap)[:3]}")
@@ -63,11 +64,16 @@ class Sides(Strict):
     """The words that name one side of an opposite pair (展开 / 收起, 往大 / 往小, 锁上 / 解锁)."""
 
     words: dict[str, list[str]] = Field(
-        default_factory=dict, description="Intent of an opposite pair → regexes of the words that ask for that side.")
+        default_factory=dict, description="Intent of an opposite pair → regexes of the words that ask for that side."
+    )
     negations: list[str] = Field(
-        default_factory=list, description="Words right before a side's words that take them back (别调大, 不是锁上).")
-    state: str = Field("(?!)", description="Regex right after a side's words saying what is rather than what to do "
-                                           "(折起来的镜子, 折叠状态): those words count for nothing.")
+        default_factory=list, description="Words right before a side's words that take them back (别调大, 不是锁上)."
+    )
+    state: str = Field(
+        "(?!)",
+        description="Regex right after a side's words saying what is rather than what to do "
+        "(折起来的镜子, 折叠状态): those words count for nothing.",
+    )
 
 
 class Rules(Strict):
@@ -75,23 +81,32 @@ class Rules(Strict):
     confirm_yes: list[str] = Field(default_factory=list)
     confirm_no: list[str] = Field(default_factory=list)
     social_patterns: dict[str, list[str]] = Field(
-        default_factory=dict, description="Social category (greeting, thanks, bye, capability) → regexes; reply is responses['social_<category>']."
+        default_factory=dict,
+        description="Social category (greeting, thanks, bye, capability) → regexes; reply is responses['social_<category>'].",
     )
     keyword_negations: list[str] = Field(
-        default_factory=list, description="Words that take back a keyword said right after them (不用提醒我 asks no reminder): "
-                                          "that occurrence is no keyword hit."
+        default_factory=list,
+        description="Words that take back a keyword said right after them (不用提醒我 asks no reminder): "
+        "that occurrence is no keyword hit.",
     )
     ceasing: list[str] = Field(
-        default_factory=list, description="Regexes of a request said as stopping its opposite (天窗别开着了, 座椅加热歇会儿, "
-                                          "声音别那么大): the words name the 'on' side, the request is the 'off' side.")
+        default_factory=list,
+        description="Regexes of a request said as stopping its opposite (天窗别开着了, 座椅加热歇会儿, "
+        "声音别那么大): the words name the 'on' side, the request is the 'off' side.",
+    )
     opposites: dict[str, str] = Field(
-        default_factory=dict, description="'On' intent → its 'off' intent, for `ceasing` (a turn whose words say ceasing and "
-                                          "whose fused top is an 'on' intent is read as its 'off' intent) and `sides`.")
-    sides: Sides = Field(default_factory=Sides, description="The last words in a turn naming a side of an opposite pair "
-                                                            "decide between the pair over the models' reading.")
+        default_factory=dict,
+        description="'On' intent → its 'off' intent, for `ceasing` (a turn whose words say ceasing and "
+        "whose fused top is an 'on' intent is read as its 'off' intent) and `sides`.",
+    )
+    sides: Sides = Field(
+        default_factory=Sides,
+        description="The last words in a turn naming a side of an opposite pair "
+        "decide between the pair over the models' reading.",
+    )
 
     @model_validator(mode="after")
-    def _ceasing_compiles(self) -> "Rules":
+    def _ceasing_compiles(self) -> Rules:
         for pattern in self.ceasing:
             try:
                 re.compile(pattern)
@@ -130,7 +145,7 @@ class WorkflowTemplate(Strict):
     steps: list[StepHint] = Field(default_factory=list, description="Per step of intent_sequence (or none).")
 
     @model_validator(mode="after")
-    def _steps_match(self) -> "WorkflowTemplate":
+    def _steps_match(self) -> WorkflowTemplate:
         if self.steps and len(self.steps) != len(self.intent_sequence):
             raise ValueError(f"workflow {self.id}: steps must match intent_sequence one to one")
         return self
@@ -164,13 +179,20 @@ class PlanExample(Strict):
 class Workflows(Strict):
     templates: list[WorkflowTemplate] = Field(default_factory=list)
     conditional_hints: list[ConditionalHint] = Field(default_factory=list)
-    value_labels: dict[str, str] = Field(default_factory=dict, description="How a result value is said, e.g. shipped: 已发货.")
-    lead: list[str] = Field(default_factory=list, description="Intents planned first whatever the order said (seed 000: "
-                                                             "emotion support before the task).")
-    modules: dict[str, str] = Field(default_factory=dict, description="Intent -> the module of seed 000's pipeline "
-                                                                     "(EmotionSupport, Scheduling, Summary ...).")
-    plan_examples: list[PlanExample] = Field(default_factory=list, description="Utterances with their plans, shown "
-                                                                               "to the LLM planner.")
+    value_labels: dict[str, str] = Field(
+        default_factory=dict, description="How a result value is said, e.g. shipped: 已发货."
+    )
+    lead: list[str] = Field(
+        default_factory=list,
+        description="Intents planned first whatever the order said (seed 000: emotion support before the task).",
+    )
+    modules: dict[str, str] = Field(
+        default_factory=dict,
+        description="Intent -> the module of seed 000's pipeline (EmotionSupport, Scheduling, Summary ...).",
+    )
+    plan_examples: list[PlanExample] = Field(
+        default_factory=list, description="Utterances with their plans, shown to the LLM planner."
+    )
 
     def intent_ids(self) -> set[str]:
         ids = {i for t in self.templates for i in t.intent_sequence} | set(self.lead) | set(self.modules)
@@ -188,15 +210,17 @@ class Pack(Strict):
     finetune: bool | None = Field(
         default=None,
         description="Tune the shared encoder on this pack's rows when it is built (models/finetune.py); None: "
-                    "models.finetune decides. A pack from a user's rows sets it (config/data_pack.yaml).")
+        "models.finetune decides. A pack from a user's rows sets it (config/data_pack.yaml).",
+    )
     serve_on: Literal["train_split", "all_rows"] = Field(
         default="train_split",
         description="Rows the served models learn from: the training split (the test split stays held out; a shipped "
-                    "pack's tests score it), or every row (a pack from a user's rows: its held-out figure comes from "
-                    "models built on the training split alone, kept beside the served ones).")
+        "pack's tests score it), or every row (a pack from a user's rows: its held-out figure comes from "
+        "models built on the training split alone, kept beside the served ones).",
+    )
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> "Pack":
+    def _unique_ids(self) -> Pack:
         ids = [i.id for i in self.intents]
         dupes = {i for i in ids if ids.count(i) > 1}
         if dupes:

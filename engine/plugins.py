@@ -4,6 +4,7 @@ Each user has one `World` — their car and their order book — that the plugin
 lives is the caller's choice (`Worlds`): in memory for tests and the in-process path, one PostgreSQL row per
 user in the served app, committed with the turn that changed it.
 """
+
 from __future__ import annotations
 
 import abc
@@ -63,12 +64,15 @@ def _toggle(attr: str, value: bool, done: str, already: str) -> CabinPlugin:
             return PluginResult(True, already, {attr: value}, changed=False)
         setattr(v, attr, value)
         return PluginResult(True, done, {attr: value})
+
     return run
 
 
 def _set_ac(v: Vehicle, slots: Slots) -> PluginResult:
     v.ac_on, v.temperature = True, float(slots["temperature"])
-    return PluginResult(True, f"空调已调到{slots['temperature']}度", {"temperature": slots["temperature"], "ac_on": True})
+    return PluginResult(
+        True, f"空调已调到{slots['temperature']}度", {"temperature": slots["temperature"], "ac_on": True}
+    )
 
 
 def _fan(step: int) -> CabinPlugin:
@@ -76,6 +80,7 @@ def _fan(step: int) -> CabinPlugin:
         level = min(FAN_MAX, max(1, v.fan_level + step))
         changed, v.fan_level = level != v.fan_level, level
         return PluginResult(True, f"风量{'已' if changed else '已经是'}{level}档", {"fan_level": level}, changed)
+
     return run
 
 
@@ -84,6 +89,7 @@ def _volume(step: int) -> CabinPlugin:
         level = min(VOLUME_MAX, max(0, v.volume + step))
         changed, v.volume, v.muted = level != v.volume, level, False
         return PluginResult(True, f"音量{level}", {"volume": level}, changed)
+
     return run
 
 
@@ -108,6 +114,7 @@ def _track(step: int) -> CabinPlugin:
     def run(v: Vehicle, slots: Slots) -> PluginResult:
         v.track, v.music_playing = max(0, v.track + step), True
         return PluginResult(True, "已切换到" + ("下一首" if step > 0 else "上一首"), {"track": v.track})
+
     return run
 
 
@@ -166,10 +173,13 @@ class World(BaseModel):
 
 OrderPlugin = Callable[[World, Slots], PluginResult]
 
+
 def _order_query(w: World, slots: Slots) -> PluginResult:
     oid = str(slots["order_id"])
     status = w.order_status(oid)
-    return PluginResult(True, f"订单{oid}状态：{STATUS_SAID.get(status, status)}", {"order_id": oid, "order_status": status}, False)
+    return PluginResult(
+        True, f"订单{oid}状态：{STATUS_SAID.get(status, status)}", {"order_id": oid, "order_status": status}, False
+    )
 
 
 def _logistics(w: World, slots: Slots) -> PluginResult:
@@ -177,7 +187,9 @@ def _logistics(w: World, slots: Slots) -> PluginResult:
     if not oid:
         return PluginResult(True, "您最近的包裹正在运输途中", {"logistics": "in_transit"}, False)
     status = w.order_status(str(oid))
-    return PluginResult(True, f"订单{oid}物流状态：{STATUS_SAID.get(status, status)}", {"order_id": oid, "order_status": status}, False)
+    return PluginResult(
+        True, f"订单{oid}物流状态：{STATUS_SAID.get(status, status)}", {"order_id": oid, "order_status": status}, False
+    )
 
 
 def _order_cancel(w: World, slots: Slots) -> PluginResult:

@@ -9,6 +9,7 @@ sunroof: the device dominates, the direction is a word or two. Two lexical rules
 Either keeps the score and decision and changes only which of the pair is meant. The planner's clause analysis asks
 the same of each clause (`other`), so 空调没必要开 in a longer turn is no request to turn it on.
 """
+
 from __future__ import annotations
 
 import re
@@ -39,8 +40,13 @@ class Polarity:
         other = self._either.get(intent)
         if other is None:
             return None
-        said = [(m.end(), who) for who in (intent, other) for pattern in self._words.get(who, ())
-                for m in pattern.finditer(text) if self._counts(text, m)]
+        said = [
+            (m.end(), who)
+            for who in (intent, other)
+            for pattern in self._words.get(who, ())
+            for m in pattern.finditer(text)
+            if self._counts(text, m)
+        ]
         return other if said and max(said)[1] == other else None
 
     def other(self, text: str, intent: str) -> str | None:
@@ -66,7 +72,9 @@ class Polarity:
             return fusion
         off, why = found
         ranked = [Candidate(intent=off, score=top.score), *(c for c in fusion.ranked[1:] if c.intent != off)]
-        return FusionResult(decision=fusion.decision, reason=f"{fusion.reason}; {why}: {top.intent} → {off}", ranked=ranked)
+        return FusionResult(
+            decision=fusion.decision, reason=f"{fusion.reason}; {why}: {top.intent} → {off}", ranked=ranked
+        )
 
     def _other(self, text: str, intent: str) -> tuple[str, str] | None:
         """(the side asked for instead of `intent`, why), ceasing first."""

@@ -1,4 +1,5 @@
 """Response policy (seed 003 §24): every user-facing sentence is rendered from the pack's templates."""
+
 from __future__ import annotations
 
 import re

@@ -1,10 +1,12 @@
 """The routing step of a turn: one encoder pass feeding classifier ∥ retriever ∥ detector, keywords meanwhile, then fusion."""
+
 from __future__ import annotations
 
 import asyncio
 import time
 from dataclasses import dataclass, field
 
+from config.settings import Settings
 from engine.clauses import ClauseSplitter
 from engine.deadline import Deadline
 from engine.fusion import FusionResult, fuse, stage_debug
@@ -12,7 +14,6 @@ from engine.keyword import KeywordMatcher
 from engine.model_client import ENCODER, HEADS, ModelClient, NluCall, NluRequest, StageError
 from engine.pack import SPECIAL_INTENTS, Rules
 from engine.polarity import Polarity
-from config.settings import Settings
 from protocol.http_chat import Candidate, StageDebug
 
 MATCHERS = ("classifier", "retriever")
@@ -35,8 +36,15 @@ class Route:
 
 
 class Router:
-    def __init__(self, *, settings: Settings, keywords: KeywordMatcher, models: ModelClient, clauses: ClauseSplitter,
-                 polarity: Polarity | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        keywords: KeywordMatcher,
+        models: ModelClient,
+        clauses: ClauseSplitter,
+        polarity: Polarity | None = None,
+    ) -> None:
         self._settings = settings
         self._polarity = polarity or Polarity(Rules())
         self._keywords = keywords
@@ -63,15 +71,18 @@ class Router:
             encoder = await self._outcome(call, ENCODER, deadlines[ENCODER], started, deadline, clause_scores, vector)
             if encoder.degraded:
                 call.cancel()
-            heads = await asyncio.gather(*(self._outcome(call, h, deadlines[h], started, deadline, clause_scores)
-                                           for h in HEADS))
+            heads = await asyncio.gather(
+                *(self._outcome(call, h, deadlines[h], started, deadline, clause_scores) for h in HEADS)
+            )
         finally:
             call.cancel()
         results = dict(zip(HEADS, heads))
 
         cfg = self._settings.fusion
-        stages = {"keyword": stage_debug(keyword_hits, cfg.stage_accept["keyword"], deadline.stages_ms["keyword"]),
-                  ENCODER: encoder}
+        stages = {
+            "keyword": stage_debug(keyword_hits, cfg.stage_accept["keyword"], deadline.stages_ms["keyword"]),
+            ENCODER: encoder,
+        }
         for name in MATCHERS:
             stages[name] = results[name]
         with deadline.measure("fusion"):
@@ -79,15 +90,33 @@ class Router:
 
         detector, det = results["detector"], self._settings.detector
         need = det.threshold if extra else det.single_clause_threshold
-        detected = [] if detector.degraded else self._polarity.one_side([
-            c for c in detector.candidates if c.score >= need and c.intent not in SPECIAL_INTENTS
-        ])[: det.max_labels]
-        return Route(stages=stages, detector=detector, fusion=fusion, detected=detected, clauses=extra,
-                     clause_scores=clause_scores, vector=vector[0] if vector else None)
+        detected = (
+            []
+            if detector.degraded
+            else self._polarity.one_side(
+                [c for c in detector.candidates if c.score >= need and c.intent not in SPECIAL_INTENTS]
+            )[: det.max_labels]
+        )
+        return Route(
+            stages=stages,
+            detector=detector,
+            fusion=fusion,
+            detected=detected,
+            clauses=extra,
+            clause_scores=clause_scores,
+            vector=vector[0] if vector else None,
+        )
 
-    async def _outcome(self, call: NluCall, stage: str, at: float, started: float, deadline: Deadline,
-                       clause_scores: dict[str, tuple[list[Candidate], ...]],
-                       vector: list[tuple[float, ...]] | None = None) -> StageDebug:
+    async def _outcome(
+        self,
+        call: NluCall,
+        stage: str,
+        at: float,
+        started: float,
+        deadline: Deadline,
+        clause_scores: dict[str, tuple[list[Candidate], ...]],
+        vector: list[tuple[float, ...]] | None = None,
+    ) -> StageDebug:
         accept_at = self._settings.fusion.stage_accept.get(stage, self._settings.detector.threshold)
         waited_from = time.time()
         try:
@@ -112,5 +141,7 @@ class Router:
         debug = stage_debug(outcome.candidates, accept_at, deadline.stages_ms.get(stage, 0.0))
         if outcome.partial:
             deadline.degrade(stage)
-            return debug.model_copy(update={"degraded": True, "partial": True, "accepted": False, "error": outcome.partial})
+            return debug.model_copy(
+                update={"degraded": True, "partial": True, "accepted": False, "error": outcome.partial}
+            )
         return debug

@@ -1,4 +1,5 @@
 """Per-conversation turn state and the store interface it lives behind (in-process today, PostgreSQL later)."""
+
 from __future__ import annotations
 
 import abc
@@ -34,8 +35,12 @@ class SessionState(BaseModel):
     current_intent: str | None = None
     slots: dict[str, Any] = Field(default_factory=dict)
     pending_slots: list[str] = Field(default_factory=list)
-    memory: dict[str, Any] = Field(default_factory=dict, description="Context memory for rewrites: last_temperature, last_destination...")
-    workflow: Workflow | None = Field(default=None, description="The planned workflow this conversation is running or paused in.")
+    memory: dict[str, Any] = Field(
+        default_factory=dict, description="Context memory for rewrites: last_temperature, last_destination..."
+    )
+    workflow: Workflow | None = Field(
+        default=None, description="The planned workflow this conversation is running or paused in."
+    )
     last_user_text: str = ""
     last_agent_text: str = ""
     turns: int = 0

@@ -1,5 +1,6 @@
 """Slot values for a turn: extraction from the words (seed 003 §13), the slot names an intent accepts, and the
 values it must refuse (a temperature outside the cabin's range)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,5 @@
 """Social routing before task routing (seed 003 §10): greetings, thanks, goodbyes and capability questions."""
+
 from __future__ import annotations
 
 import re

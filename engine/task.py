@@ -1,9 +1,11 @@
 """One intent's task (seed 003 §19, §21, §22): its slots, its confirmation, then its plugin — or a decision for its
 agent. The turn engine starts it, or resumes it with a stop, a confirmation answer or slot values."""
+
 from __future__ import annotations
 
 from typing import Any
 
+from config.settings import Settings
 from engine.deadline import StageTimeout
 from engine.dialog_rules import DialogRules
 from engine.errors import Overloaded
@@ -13,7 +15,6 @@ from engine.plugins import PluginRegistry, PluginResult
 from engine.replies import decision, reply
 from engine.responses import ResponsePolicy
 from engine.session import SessionState, SessionStatus
-from config.settings import Settings
 from engine.slot_filling import SlotFiller
 from engine.turn_context import TurnContext
 from engine.workflow.executor import RunPlugin
@@ -21,8 +22,17 @@ from protocol.http_chat import ChatResponse, StepStatus, TurnStatus, WorkflowSte
 
 
 class SingleTask:
-    def __init__(self, *, pack: Pack, settings: Settings, plugins: PluginRegistry, rules: DialogRules,
-                 say: ResponsePolicy, slots: SlotFiller, replies: ReplyWriter | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        pack: Pack,
+        settings: Settings,
+        plugins: PluginRegistry,
+        rules: DialogRules,
+        say: ResponsePolicy,
+        slots: SlotFiller,
+        replies: ReplyWriter | None = None,
+    ) -> None:
         self._pack = pack
         self._settings = settings
         self._plugins = plugins
@@ -38,7 +48,9 @@ class SingleTask:
         session.slots.update(self.extract(text, intent.slots, ctx, free_text=False))
         return await self._advance(session, intent, ctx, text=text)
 
-    async def resume(self, session: SessionState, text: str, slots: dict[str, Any] | None, ctx: TurnContext) -> ChatResponse:
+    async def resume(
+        self, session: SessionState, text: str, slots: dict[str, Any] | None, ctx: TurnContext
+    ) -> ChatResponse:
         """Resume the session's active task with a stop, a confirmation answer, or slot values."""
         intent = self._pack.intent(session.current_intent or "")
         if intent is None:
@@ -54,7 +66,9 @@ class SingleTask:
         session.slots.update(self._slots.known(intent, slots))
         return await self._advance(session, intent, ctx)
 
-    async def _advance(self, session: SessionState, intent: Intent, ctx: TurnContext, *, text: str = "") -> ChatResponse:
+    async def _advance(
+        self, session: SessionState, intent: Intent, ctx: TurnContext, *, text: str = ""
+    ) -> ChatResponse:
         invalid = self._slots.invalid(intent, session.slots)
         if invalid:
             session.slots.pop(invalid.name, None)
@@ -66,22 +80,33 @@ class SingleTask:
         if intent.plugin is None:
             session.status = SessionStatus.decided
             handed = decision([intent.id], session.slots, intent)
-            return reply(session, TurnStatus.decided, await self._decided_words(intent, text, ctx), intent=intent.id,
-                         decision=handed)
+            return reply(
+                session,
+                TurnStatus.decided,
+                await self._decided_words(intent, text, ctx),
+                intent=intent.id,
+                decision=handed,
+            )
         if intent.confirm:
             session.status = SessionStatus.waiting_confirmation
-            return reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
+            return reply(
+                session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id
+            )
         return await self._run_plugin(session, intent, ctx)
 
     async def _confirmation(self, session: SessionState, intent: Intent, text: str, ctx: TurnContext) -> ChatResponse:
         answer = self._rules.confirmation(text)
         if answer is None:
-            return reply(session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id)
+            return reply(
+                session, TurnStatus.waiting_confirmation, self._say.confirm(intent, session.slots), intent=intent.id
+            )
         if answer:
             return await self._run_plugin(session, intent, ctx)
         session.reset_task()
         session.status = SessionStatus.stopped
-        return reply(session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id)
+        return reply(
+            session, TurnStatus.stopped, self._say.simple("confirm_cancelled", label=intent.label), intent=intent.id
+        )
 
     async def _decided_words(self, intent: Intent, text: str, ctx: TurnContext) -> str:
         """The decision's words; for seed 000's EmotionSupport module, the generated reply when it comes in time and
@@ -95,6 +120,7 @@ class SingleTask:
     def runner(self, ctx: TurnContext) -> RunPlugin:
         async def run(intent: Intent, slots: dict[str, Any]) -> PluginResult:
             return await self._execute_plugin(intent, slots, ctx)
+
         return run
 
     async def _execute_plugin(self, intent: Intent, slots: dict[str, Any], ctx: TurnContext) -> PluginResult:
@@ -119,10 +145,24 @@ class SingleTask:
         session.pending_slots = []
         response = reply(session, TurnStatus.completed, self._say.done(intent, slots, result), intent=intent.id)
         response.slots = slots
-        response.result = {"success": result.success, "message": result.message, "data": result.data, "plugin": intent.plugin}
-        await ctx.step(WorkflowStep(step=1, step_id="s1", intent_id=intent.id, plugin_id=intent.plugin, action=intent.action,
-                                    status=StepStatus.done if result.success else StepStatus.failed, slots=slots,
-                                    result={"success": result.success, "message": result.message, "data": result.data}))
+        response.result = {
+            "success": result.success,
+            "message": result.message,
+            "data": result.data,
+            "plugin": intent.plugin,
+        }
+        await ctx.step(
+            WorkflowStep(
+                step=1,
+                step_id="s1",
+                intent_id=intent.id,
+                plugin_id=intent.plugin,
+                action=intent.action,
+                status=StepStatus.done if result.success else StepStatus.failed,
+                slots=slots,
+                result={"success": result.success, "message": result.message, "data": result.data},
+            )
+        )
         return response
 
     def extract(self, text: str, specs: list[SlotSpec], ctx: TurnContext, *, free_text: bool) -> dict[str, Any]:

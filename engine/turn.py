@@ -1,4 +1,5 @@
 """The turn pipeline (seed 003 §8, §19, §22): chat and fill-slots over session, routing, slots, plugins and responses."""
+
 from __future__ import annotations
 
 import time
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from config.settings import Settings
 from engine.clauses import ClauseSplitter
 from engine.deadline import Deadline, StageTimeout
 from engine.dialog_rules import DialogRules
@@ -26,16 +28,16 @@ from engine.responses import ResponsePolicy
 from engine.rewrite import rewrite
 from engine.router import Route, Router
 from engine.session import SessionState, SessionStatus, SessionStore
-from config.settings import Settings
+from engine.slot_filling import SlotFiller
 from engine.slots import SlotLimits
 from engine.social import SocialRouter
-from engine.slot_filling import SlotFiller
 from engine.task import SingleTask
 from engine.turn_context import TurnContext, timings_of
 from engine.workflow.planners import settle
 from engine.workflow.replies import gone_response, leave_workflow, workflow_response
 from engine.workflow.turns import Faults, Outcome, WorkflowTurns
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest, RewriteDebug, RoutingDebug, TurnStatus
+
 
 class TurnEngine:
     """Answers one chat or fill-slots request within the modality's latency budget.
@@ -46,10 +48,21 @@ class TurnEngine:
     any zone (it is converted to the user's zone) and exists so relative dates are testable.
     """
 
-    def __init__(self, *, pack: Pack, settings: Settings, models: ModelClient, sessions: SessionStore,
-                 plugins: PluginRegistry, worlds: Worlds | None = None, clock: Callable[[], datetime] | None = None,
-                 media: MediaClient | None = None, faults: Faults | None = None,
-                 llm_planner: LlmWorkflowPlanner | None = None, replies: ReplyWriter | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        pack: Pack,
+        settings: Settings,
+        models: ModelClient,
+        sessions: SessionStore,
+        plugins: PluginRegistry,
+        worlds: Worlds | None = None,
+        clock: Callable[[], datetime] | None = None,
+        media: MediaClient | None = None,
+        faults: Faults | None = None,
+        llm_planner: LlmWorkflowPlanner | None = None,
+        replies: ReplyWriter | None = None,
+    ) -> None:
         self.pack = pack
         self.settings = settings
         self.media_client = media
@@ -61,20 +74,36 @@ class TurnEngine:
         self._keywords = KeywordMatcher(pack)
         self.clauses = ClauseSplitter(settings.clauses)
         self._polarity = Polarity(pack.rules)
-        self._router = Router(settings=settings, keywords=self._keywords, models=models, clauses=self.clauses,
-                              polarity=self._polarity)
+        self._router = Router(
+            settings=settings, keywords=self._keywords, models=models, clauses=self.clauses, polarity=self._polarity
+        )
         self._social = SocialRouter(pack.rules, self._keywords)
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)
-        limits = SlotLimits(temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max)
+        limits = SlotLimits(
+            temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max
+        )
         self._slots = SlotFiller(limits=limits, tz=self._tz, clock=self._clock)
         self._media = MediaStage(settings=settings, media=media)
         self._replies = replies if settings.llm.generate_replies else None
-        self._task = SingleTask(pack=pack, settings=settings, plugins=plugins, rules=self._rules, say=self._say,
-                                slots=self._slots, replies=self._replies)
-        self._flows = WorkflowTurns(pack=pack, settings=settings, keywords=self._keywords,
-                                    extract=self._slots.extract, invalid_slot=self._slots.invalid, faults=faults,
-                                    llm=llm_planner)
+        self._task = SingleTask(
+            pack=pack,
+            settings=settings,
+            plugins=plugins,
+            rules=self._rules,
+            say=self._say,
+            slots=self._slots,
+            replies=self._replies,
+        )
+        self._flows = WorkflowTurns(
+            pack=pack,
+            settings=settings,
+            keywords=self._keywords,
+            extract=self._slots.extract,
+            invalid_slot=self._slots.invalid,
+            faults=faults,
+            llm=llm_planner,
+        )
 
     # ---- entry points -------------------------------------------------------------------------
 
@@ -82,15 +111,19 @@ class TurnEngine:
         """The deadline of a `modality` turn from `arrived` (epoch seconds; default now), with the commit's
         budget held back from the model stages."""
         budgets = self._settings.budgets
-        return Deadline(budgets.turn_ms[modality], reserve_ms=budgets.stages_ms["commit"],
-                        started=time.time() if arrived is None else arrived)
+        return Deadline(
+            budgets.turn_ms[modality],
+            reserve_ms=budgets.stages_ms["commit"],
+            started=time.time() if arrived is None else arrived,
+        )
 
     def admission_ms(self, modality: str) -> float:
         """How long a `modality` turn may take, queueing included, and still answer inside every budget."""
         return self._settings.budgets.admission_ms(modality)
 
-    async def chat(self, request: ChatRequest, *, deadline: Deadline | None = None,
-                   listener: TurnListener | None = None) -> ChatResponse:
+    async def chat(
+        self, request: ChatRequest, *, deadline: Deadline | None = None, listener: TurnListener | None = None
+    ) -> ChatResponse:
         """Load the session, run the turn, save the session and the user's world (the in-process path)."""
         check_modality(request)  # before the session exists: bad input creates nothing
         ctx = TurnContext(deadline or self.deadline(request.modality), self.worlds.for_turn(request.user_id), listener)
@@ -125,14 +158,18 @@ class TurnEngine:
             response.recognized_text, response.recognition = recognition.recognized_text, recognition
         return self._finish(session, text, response, ctx)
 
-    async def fill_slots_on(self, session: SessionState | None, request: FillSlotsRequest, ctx: TurnContext) -> ChatResponse:
+    async def fill_slots_on(
+        self, session: SessionState | None, request: FillSlotsRequest, ctx: TurnContext
+    ) -> ChatResponse:
         """Continue `session`'s active task; None (an unknown id) or no active task answers fallback and changes nothing."""
         if request.text is None and request.slots is None:
             raise InvalidInput("Provide 'text' or 'slots'.", field="text")
         text = self._checked_text(request.text) if request.text is not None else ""
         if session is not None and self._flows.active(session):
             outcome = await self._flows.resume(session, text, request.slots, self._task.runner(ctx), ctx.step)
-            return self._finish(session, text, self._workflow_response(session, outcome or self._flows.ask_again(session)), ctx)
+            return self._finish(
+                session, text, self._workflow_response(session, outcome or self._flows.ask_again(session)), ctx
+            )
         if session is None or not session.has_active_task:
             # nothing to continue (seed 003 §22.1); an unknown id does not create a session
             probe = session or SessionState(session_id=request.session_id, user_id=request.user_id)
@@ -149,13 +186,17 @@ class TurnEngine:
         maybe_answer = False
         if self._flows.active(session):
             strict = self._flows.waiting_slot(session) and not self._rules.is_stop(text)
-            outcome = await self._flows.resume(session, text, None, self._task.runner(ctx), ctx.step, free_text=not strict)
+            outcome = await self._flows.resume(
+                session, text, None, self._task.runner(ctx), ctx.step, free_text=not strict
+            )
             if outcome is not None:
                 return self._workflow_response(session, outcome)
             maybe_answer = strict
         if not maybe_answer:
             leave_workflow(session)
-        if session.has_active_task and (self._rules.is_stop(text) or session.status == SessionStatus.waiting_confirmation):
+        if session.has_active_task and (
+            self._rules.is_stop(text) or session.status == SessionStatus.waiting_confirmation
+        ):
             return await self._task.resume(session, text, None, ctx)
         category = self._social.route(text)
         if category:
@@ -165,13 +206,19 @@ class TurnEngine:
         route = await self._router.route(rewritten.text, ctx.deadline)
         ctx.vector = route.vector
         debug = RoutingDebug(
-            rewrite=RewriteDebug(applied=rewritten.applied, original_text=text, rewritten_text=rewritten.text, reason=rewritten.reason),
-            stages=route.stages, fusion=route.fusion.debug(), detector=route.detector,
+            rewrite=RewriteDebug(
+                applied=rewritten.applied, original_text=text, rewritten_text=rewritten.text, reason=rewritten.reason
+            ),
+            stages=route.stages,
+            fusion=route.fusion.debug(),
+            detector=route.detector,
         )
         if maybe_answer:
             top = route.fusion.top.intent if route.fusion.top else None
             if not (route.fusion.decision == RouteDecision.execute and top != session.current_intent):
-                outcome = await self._flows.resume(session, text, None, self._task.runner(ctx), ctx.step, free_text=True)
+                outcome = await self._flows.resume(
+                    session, text, None, self._task.runner(ctx), ctx.step, free_text=True
+                )
                 if outcome is not None:
                     response = self._workflow_response(session, outcome)
                     response.routing_debug = debug
@@ -183,11 +230,20 @@ class TurnEngine:
             escalation = self._flows.escalation
             if escalation is not None and escalation.wanted(plan, debug.planner, ctx.deadline):
                 await ctx.escalate(self._say.simple("planning"), escalation.extra_ms)
-                plan = await escalation.plan(rewritten.text, plan, debug.planner, ctx.deadline, now=self._clock(),
-                                             history=session.recent_dialog(), memory=await self._recall(ctx, rewritten.text))
+                plan = await escalation.plan(
+                    rewritten.text,
+                    plan,
+                    debug.planner,
+                    ctx.deadline,
+                    now=self._clock(),
+                    history=session.recent_dialog(),
+                    memory=await self._recall(ctx, rewritten.text),
+                )
             if plan.accepted and plan.workflow is not None:
                 await ctx.ack(self._say.simple("ack"), plan.workflow)
-                response = self._workflow_response(session, await self._flows.start(session, plan.workflow, self._task.runner(ctx), ctx.step))
+                response = self._workflow_response(
+                    session, await self._flows.start(session, plan.workflow, self._task.runner(ctx), ctx.step)
+                )
                 response.routing_debug, response.detected_intents, response.multi_intent = debug, route.detected, True
                 return response
             route.fusion = settle(route.fusion, plan, rewritten.text, self._polarity)
@@ -213,13 +269,18 @@ class TurnEngine:
             return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
             return await self._task.execute(session, self.pack.known_intent(top), text, ctx)
-        weak = fusion.decision == RouteDecision.reject and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
+        weak = (
+            fusion.decision == RouteDecision.reject
+            and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
+        )
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and ctx.deadline.degraded:
                 return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
             return reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
         # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates (seed 003 §27.2)
-        options = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS][: self._settings.fusion.max_clarify_options]
+        options = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS][
+            : self._settings.fusion.max_clarify_options
+        ]
         if options:
             return reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)
         return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
@@ -239,8 +300,9 @@ class TurnEngine:
         said = self._say.decided(None, [i.label for i in intents], [i.agent for i in intents if i.agent])
         return reply(session, TurnStatus.decided, said, intent=top, decision=handed)
 
-    async def _social_reply(self, session: SessionState, category: str, intent: str = SOCIAL, *, text: str,
-                            ctx: TurnContext) -> ChatResponse:
+    async def _social_reply(
+        self, session: SessionState, category: str, intent: str = SOCIAL, *, text: str, ctx: TurnContext
+    ) -> ChatResponse:
         """The category's template; for chit-chat the generated reply (seed 003 §10.3) when one comes in time and
         passes the checks (engine/llm/replies.py)."""
         generated = await self._replies.social(text, ctx.deadline) if self._replies and category == "chitchat" else None
@@ -269,7 +331,9 @@ class TurnEngine:
         if not text.strip():
             raise InvalidInput("Field 'text' must not be empty or whitespace.", field="text")
         if len(text) > self._settings.max_text_chars:
-            raise TextTooLong(f"Field 'text' is {len(text)} characters; the limit is {self._settings.max_text_chars}.", field="text")
+            raise TextTooLong(
+                f"Field 'text' is {len(text)} characters; the limit is {self._settings.max_text_chars}.", field="text"
+            )
         return text.strip()
 
     async def _session(self, session_id: str, user_id: str, *, create: bool) -> SessionState | None:

@@ -1,4 +1,5 @@
 """What one turn carries through the pipeline, and the response timings read from it."""
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -50,6 +51,11 @@ class TurnContext:
 
 def timings_of(deadline: Deadline) -> Timings:
     """The response's timings from the deadline as it stands now (total = arrival to now)."""
-    return Timings(stages=dict(deadline.stages_ms), spans_ms={k: list(v) for k, v in deadline.spans_ms.items()},
-                   total_ms=round(deadline.elapsed_ms(), 3), budget_ms=deadline.budget_ms, degraded=list(deadline.degraded),
-                   escalated=deadline.escalated)
+    return Timings(
+        stages=dict(deadline.stages_ms),
+        spans_ms={k: list(v) for k, v in deadline.spans_ms.items()},
+        total_ms=round(deadline.elapsed_ms(), 3),
+        budget_ms=deadline.budget_ms,
+        degraded=list(deadline.degraded),
+        escalated=deadline.escalated,
+    )

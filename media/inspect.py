@@ -1,4 +1,5 @@
 """What an upload really is: the format from its leading bytes (never the file name), then a decode within the limits."""
+
 from __future__ import annotations
 
 import io
@@ -7,12 +8,21 @@ from typing import cast
 
 import numpy as np
 
-from engine.media_errors import EmptyMedia, MediaTooLarge, UndecodableMedia, UnsupportedMediaType
 from config.media import MediaConfig, MediaKind
+from engine.media_errors import EmptyMedia, MediaTooLarge, UndecodableMedia, UnsupportedMediaType
 
 CONTENT_TYPES = {
-    "png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "bmp": "image/bmp", "gif": "image/gif",
-    "wav": "audio/wav", "mp3": "audio/mpeg", "m4a": "audio/mp4", "webm": "audio/webm", "ogg": "audio/ogg", "flac": "audio/flac",
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "webp": "image/webp",
+    "bmp": "image/bmp",
+    "gif": "image/gif",
+    "wav": "audio/wav",
+    "mp3": "audio/mpeg",
+    "m4a": "audio/mp4",
+    "webm": "audio/webm",
+    "ogg": "audio/ogg",
+    "flac": "audio/flac",
 }
 KIND = {fmt: ("image" if ctype.startswith("image/") else "audio") for fmt, ctype in CONTENT_TYPES.items()}
 AUDIO_RATE = 16000
@@ -66,11 +76,18 @@ def inspect_upload(data: bytes, file_type: MediaKind, cfg: MediaConfig) -> Inspe
     fmt = sniff(data)
     accepted = cfg.image_formats if file_type == "image" else cfg.audio_formats
     if fmt is None:
-        raise UnsupportedMediaType(f"The bytes are not a known image or audio format; accepted {file_type} formats: {', '.join(accepted)}.", field="file")
+        raise UnsupportedMediaType(
+            f"The bytes are not a known image or audio format; accepted {file_type} formats: {', '.join(accepted)}.",
+            field="file",
+        )
     if KIND[fmt] != file_type:
-        raise UnsupportedMediaType(f"file_type is '{file_type}' but the bytes are {KIND[fmt]} ({fmt}).", field="file_type")
+        raise UnsupportedMediaType(
+            f"file_type is '{file_type}' but the bytes are {KIND[fmt]} ({fmt}).", field="file_type"
+        )
     if fmt not in accepted:
-        raise UnsupportedMediaType(f"{fmt} is not accepted; accepted {file_type} formats: {', '.join(accepted)}.", field="file")
+        raise UnsupportedMediaType(
+            f"{fmt} is not accepted; accepted {file_type} formats: {', '.join(accepted)}.", field="file"
+        )
     if file_type == "image":
         width, height = probe_image(data, cfg.max_image_pixels)
         return Inspected("image", fmt, CONTENT_TYPES[fmt], width=width, height=height)
@@ -85,7 +102,9 @@ def probe_image(data: bytes, max_pixels: int) -> tuple[int, int]:
         with Image.open(io.BytesIO(data)) as image:
             width, height = image.size
             if width * height > max_pixels:
-                raise MediaTooLarge(f"The image is {width}x{height} = {width * height} pixels; the limit is {max_pixels}.", field="file")
+                raise MediaTooLarge(
+                    f"The image is {width}x{height} = {width * height} pixels; the limit is {max_pixels}.", field="file"
+                )
             image.load()
     except Image.DecompressionBombError as exc:
         raise MediaTooLarge(f"The image exceeds the pixel limit ({max_pixels}).", field="file") from exc

@@ -1,4 +1,5 @@
 """The object store behind a small interface: a local folder (default) or an S3-compatible bucket, chosen by config."""
+
 from __future__ import annotations
 
 import abc
@@ -70,7 +71,9 @@ class LocalStore(ObjectStore):
         path.parent.mkdir(parents=True, exist_ok=True)
         info = ObjectInfo(key=key, owner=owner, content_type=content_type, size=len(data))
         self._write(path, data)
-        self._write(meta, json.dumps(asdict(info), ensure_ascii=False).encode())  # metadata last: it marks the object complete
+        self._write(
+            meta, json.dumps(asdict(info), ensure_ascii=False).encode()
+        )  # metadata last: it marks the object complete
         return info
 
     def head(self, key: str) -> ObjectInfo:
@@ -92,8 +95,9 @@ class LocalStore(ObjectStore):
 class S3Store(ObjectStore):
     """An S3-compatible bucket (AWS, MinIO, Ceph...); the owner travels as URL-quoted object metadata."""
 
-    def __init__(self, *, bucket: str, prefix: str = "", endpoint_url: str = "", region: str = "us-east-1",
-                 client: Any = None) -> None:
+    def __init__(
+        self, *, bucket: str, prefix: str = "", endpoint_url: str = "", region: str = "us-east-1", client: Any = None
+    ) -> None:
         if client is None:
             import boto3
 
@@ -106,13 +110,22 @@ class S3Store(ObjectStore):
         return self._prefix + self._checked(key)
 
     def put(self, key: str, data: bytes, *, owner: str, content_type: str) -> ObjectInfo:
-        self._s3.put_object(Bucket=self._bucket, Key=self._name(key), Body=data, ContentType=content_type,
-                            Metadata={"owner": quote(owner, safe="")})
+        self._s3.put_object(
+            Bucket=self._bucket,
+            Key=self._name(key),
+            Body=data,
+            ContentType=content_type,
+            Metadata={"owner": quote(owner, safe="")},
+        )
         return ObjectInfo(key=key, owner=owner, content_type=content_type, size=len(data))
 
     def _info(self, key: str, meta: dict[str, Any]) -> ObjectInfo:
-        return ObjectInfo(key=key, owner=unquote(meta.get("Metadata", {}).get("owner", "")),
-                          content_type=meta.get("ContentType", "application/octet-stream"), size=int(meta.get("ContentLength", 0)))
+        return ObjectInfo(
+            key=key,
+            owner=unquote(meta.get("Metadata", {}).get("owner", "")),
+            content_type=meta.get("ContentType", "application/octet-stream"),
+            size=int(meta.get("ContentLength", 0)),
+        )
 
     def _missing(self, exc: Exception) -> bool:
         code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
@@ -138,8 +151,12 @@ class S3Store(ObjectStore):
 
 BACKENDS: dict[str, Callable[[Settings], ObjectStore]] = {
     "local": lambda s: LocalStore(s.media_dir),
-    "s3": lambda s: S3Store(bucket=s.media.object_store.s3.bucket, prefix=s.media.object_store.s3.prefix,
-                            endpoint_url=s.media.object_store.s3.endpoint_url, region=s.media.object_store.s3.region),
+    "s3": lambda s: S3Store(
+        bucket=s.media.object_store.s3.bucket,
+        prefix=s.media.object_store.s3.prefix,
+        endpoint_url=s.media.object_store.s3.endpoint_url,
+        region=s.media.object_store.s3.region,
+    ),
 }
 
 

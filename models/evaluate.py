@@ -1,16 +1,17 @@
 """Held-out figures of a built pack: the classifier alone and fusion's top-1 (the intent a turn answers with), each
 from models that never saw the rows scored, with the remaining errors grouped by (expected, answered)."""
+
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from config.settings import Settings
+from deployments import artifacts as layout
 from engine.fusion import fuse, stage_debug
 from engine.keyword import KeywordMatcher
 from engine.pack import Pack
-from config.settings import Settings
-from deployments import artifacts as layout
 
 if TYPE_CHECKING:
     from protocol.http_chat import Candidate
@@ -37,7 +38,7 @@ def held_out(pack: Pack, settings: Settings, rows: list[tuple[str, str]] | None 
     keywords, accept = KeywordMatcher(pack), served.fusion.stage_accept
     answers = []
     for start in range(0, len(rows), BATCH):
-        answers += nlu.analyze([NluItem(text) for text, _ in rows[start:start + BATCH]])
+        answers += nlu.analyze([NluItem(text) for text, _ in rows[start : start + BATCH]])
     classifier_hits, fusion_hits = 0, 0
     errors: Counter[tuple[str, str | None]] = Counter()
     for (text, gold), answer in zip(rows, answers):
@@ -51,8 +52,12 @@ def held_out(pack: Pack, settings: Settings, rows: list[tuple[str, str]] | None 
         if answered != gold:
             errors[(gold, answered)] += 1
     n = max(1, len(rows))
-    return {"rows": len(rows), "classifier_top1": round(classifier_hits / n, 4), "fusion_top1": round(fusion_hits / n, 4),
-            "errors": [{"expected": g, "answered": a, "rows": k} for (g, a), k in errors.most_common()]}
+    return {
+        "rows": len(rows),
+        "classifier_top1": round(classifier_hits / n, 4),
+        "fusion_top1": round(fusion_hits / n, 4),
+        "errors": [{"expected": g, "answered": a, "rows": k} for (g, a), k in errors.most_common()],
+    }
 
 
 def _candidate(intent: str, score: float) -> Candidate:

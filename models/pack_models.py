@@ -6,6 +6,7 @@ by cross-validation on the same rows (models/selection.py, or taken from an earl
 the index are trained on the tuned encoder's vectors, as the encoder deployment will compute them. Without it the encoder stays frozen and the
 same choice is made on folds that share its vectors (`models.selection.frozen`; off: the configured values).
 """
+
 from __future__ import annotations
 
 import os
@@ -17,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.keyword import KeywordMatcher
-from engine.pack import SPECIAL_INTENTS, Pack
 from config.settings import Settings
 from deployments import artifacts as layout
 from deployments.embedding import SentenceEncoder
+from engine.keyword import KeywordMatcher
+from engine.pack import SPECIAL_INTENTS, Pack
 
 if TYPE_CHECKING:
     from config.models import TuneConfig
@@ -34,16 +35,29 @@ def sentence_encoder(settings: Settings, path: Path) -> SentenceEncoder:
     """The encoder the served models use, on the configured runtime (so the heads are trained on its vectors), with
     every core: building is offline, and `models.threads` is what a replica takes beside the others."""
     m = settings.models
-    return SentenceEncoder(path, runtime=m.encoder_runtime, threads=None, batch_size=m.encode_batch_size,
-                           state_dir=settings.state_dir, device=m.device)
+    return SentenceEncoder(
+        path,
+        runtime=m.encoder_runtime,
+        threads=None,
+        batch_size=m.encode_batch_size,
+        state_dir=settings.state_dir,
+        device=m.device,
+    )
 
 
 def say(pack: Pack) -> Progress:
     return lambda message: print(f"[{pack.name}] {message}", flush=True)
 
 
-def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, out: Path, base: Path, *,
-                 chosen_before: dict[str, Any] | None = None) -> dict[str, Any]:
+def train_models(
+    pack: Pack,
+    rows: list[tuple[str, str]],
+    settings: Settings,
+    out: Path,
+    base: Path,
+    *,
+    chosen_before: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Everything a pack serves, built from `rows` into `out`; returns the manifest's entries. `chosen_before` holds
     settings chosen by an earlier build (a pack served on all its rows takes those chosen without its held-out rows,
     and chooses nothing on all of them: `{}` when that build chose nothing)."""
@@ -56,7 +70,9 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
     encoder, tuned, selection, tuned_head = base, None, chosen_before or None, None
     if m.finetune:
         started = time.time()
-        selection, report, tuned_head = _tune(pack, texts, labels, settings, out, base, chosen_before, progress, timings)
+        selection, report, tuned_head = _tune(
+            pack, texts, labels, settings, out, base, chosen_before, progress, timings
+        )
         encoder, tuned = out / layout.TUNED_ENCODER, layout.TUNED_ENCODER
         timings["tune_s"] = round(time.time() - started, 1)
     started = time.time()
@@ -65,27 +81,52 @@ def train_models(pack: Pack, rows: list[tuple[str, str]], settings: Settings, ou
     if not m.finetune and m.selection.frozen and chosen_before is None:
         selection, report = _select_frozen(pack, texts, labels, vectors, embedder.encode, settings, progress, timings)
     chosen = selection or {}
-    classes = train_classifier(texts, labels, vectors, out, c=m.classifier_c,
-                               head=tuned_head if chosen.get("head", "tuned") == "tuned" else None,
-                               head_temperature=chosen.get("head_temperature", 1.0),
-                               ngram_temperature=chosen.get("ngram_temperature", 1.0))
+    classes = train_classifier(
+        texts,
+        labels,
+        vectors,
+        out,
+        c=m.classifier_c,
+        head=tuned_head if chosen.get("head", "tuned") == "tuned" else None,
+        head_temperature=chosen.get("head_temperature", 1.0),
+        ngram_temperature=chosen.get("ngram_temperature", 1.0),
+    )
     # a head configured to read the text with its own encoder is built on that encoder's vectors
-    own = {h: sentence_encoder(settings, Path(m.head(h).checkpoint or base))
-           for h in ("detector", "retriever") if m.head(h).input == "text"}
+    own = {
+        h: sentence_encoder(settings, Path(m.head(h).checkpoint or base))
+        for h in ("detector", "retriever")
+        if m.head(h).input == "text"
+    }
     detector_encoder = own.get("detector", embedder)
-    detector_labels = train_detector(rows, vectors if "detector" not in own else detector_encoder.encode(texts),
-                                     detector_encoder.encode, out)
+    detector_labels = train_detector(
+        rows, vectors if "detector" not in own else detector_encoder.encode(texts), detector_encoder.encode, out
+    )
     build_index(texts, labels, vectors if "retriever" not in own else own["retriever"].encode(texts), out)
     timings["heads_s"] = round(time.time() - started, 1)
     progress(f"heads and index trained on {len(rows)} rows in {timings['heads_s']:.0f} s")
-    return {"encoder": str(base), "tuned_encoder": tuned, "labels": classes, "detector_labels": detector_labels,
-            "train_rows": len(rows), "train_counts": dict(Counter(labels)), "selected": selection,
-            "selection_report": report, "timings": timings}
+    return {
+        "encoder": str(base),
+        "tuned_encoder": tuned,
+        "labels": classes,
+        "detector_labels": detector_labels,
+        "train_rows": len(rows),
+        "train_counts": dict(Counter(labels)),
+        "selected": selection,
+        "selection_report": report,
+        "timings": timings,
+    }
 
 
-def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.ndarray, encode: Encode,
-                   settings: Settings, progress: Progress,
-                   timings: dict[str, float]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _select_frozen(
+    pack: Pack,
+    texts: list[str],
+    labels: list[str],
+    vectors: np.ndarray,
+    encode: Encode,
+    settings: Settings,
+    progress: Progress,
+    timings: dict[str, float],
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The folds' choice for a pack served on the frozen encoder: its vectors as they are, a head per fold."""
     from models.selection import FrozenEncoder, out_of_fold
 
@@ -99,9 +140,20 @@ def _select_frozen(pack: Pack, texts: list[str], labels: list[str], vectors: np.
     if clauses is not None:  # the folds read row numbers: the rows' vectors, then the clauses'
         vectors = np.concatenate([vectors, encode(clauses.texts)])
         clauses.states = list(range(len(texts), len(vectors)))
-    oof = out_of_fold(None, texts, y, label_list, states=list(range(len(texts))), recipe=_recipe(m.tune), folds=cv.folds,
-                      c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress,
-                      tune=lambda rows, ys: FrozenEncoder(vectors), clauses=clauses)
+    oof = out_of_fold(
+        None,
+        texts,
+        y,
+        label_list,
+        states=list(range(len(texts))),
+        recipe=_recipe(m.tune),
+        folds=cv.folds,
+        c=m.classifier_c,
+        neighbors=m.retriever_neighbors,
+        progress=progress,
+        tune=lambda rows, ys: FrozenEncoder(vectors),
+        clauses=clauses,
+    )
     return _chosen(oof, pack, settings, progress, timings, started)
 
 
@@ -115,48 +167,86 @@ def _clauses(pack: Pack, texts: list[str], label_list: list[str], settings: Sett
         return None
     plans = UnmarkedPlans(pack, settings)
     found = [(n, clause) for n, text in enumerate(texts) for clause in plans.unmarked(text)]
-    return Clauses(texts=[c for _, c in found], rows=np.array([n for n, _ in found], dtype=int), states=[],
-                   detector_labels=[lab for lab in label_list if lab not in SPECIAL_INTENTS])
+    return Clauses(
+        texts=[c for _, c in found],
+        rows=np.array([n for n, _ in found], dtype=int),
+        states=[],
+        detector_labels=[lab for lab in label_list if lab not in SPECIAL_INTENTS],
+    )
 
 
-def _chosen(oof: OutOfFold, pack: Pack, settings: Settings, progress: Progress, timings: dict[str, float],
-            started: float) -> tuple[dict[str, Any], dict[str, Any]]:
+def _chosen(
+    oof: OutOfFold, pack: Pack, settings: Settings, progress: Progress, timings: dict[str, float], started: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
     from models.selection import select
     from models.unmarked_plans import UnmarkedPlans
 
     cv = settings.models.selection
-    chosen = select(oof, KeywordMatcher(pack), settings.fusion, cv, top_k=settings.top_k,
-                    plans=UnmarkedPlans(pack, settings) if oof.clauses is not None else None)
-    selection = {"head": chosen.head, "head_temperature": chosen.head_temperature, "ngram_temperature": chosen.ngram_temperature,
-                 "ngram_weight": chosen.ngram_weight, "retriever_temperature": chosen.retriever_temperature,
-                 "fusion": chosen.fusion, "planner": chosen.planner}
+    chosen = select(
+        oof,
+        KeywordMatcher(pack),
+        settings.fusion,
+        cv,
+        top_k=settings.top_k,
+        plans=UnmarkedPlans(pack, settings) if oof.clauses is not None else None,
+    )
+    selection = {
+        "head": chosen.head,
+        "head_temperature": chosen.head_temperature,
+        "ngram_temperature": chosen.ngram_temperature,
+        "ngram_weight": chosen.ngram_weight,
+        "retriever_temperature": chosen.retriever_temperature,
+        "fusion": chosen.fusion,
+        "planner": chosen.planner,
+    }
     report = chosen.report
     timings["selection_s"] = round(time.time() - started, 1)
-    progress(f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: the {chosen.head} head, n-gram weight "
-             f"{chosen.ngram_weight}, retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
-             f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier {report['classifier_top1']['chosen']:.3f}, "
-             f"fusion {report['fusion_top1']:.3f}")
+    progress(
+        f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: the {chosen.head} head, n-gram weight "
+        f"{chosen.ngram_weight}, retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
+        f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier {report['classifier_top1']['chosen']:.3f}, "
+        f"fusion {report['fusion_top1']:.3f}"
+    )
     if "unmarked_plans" in report:
         u = report["unmarked_plans"]
         shares = ", ".join(f"{c['accept_unmarked']}: {c['planned']}" for c in u["by_accept_unmarked"])
-        progress(f"a step without its own keyword in an unmarked turn needs {u['chosen']}: single commands of several "
-                 f"clauses planned by threshold ({u['rows_of_unmarked_clauses']} such rows of {u['rows']}) {shares}")
+        progress(
+            f"a step without its own keyword in an unmarked turn needs {u['chosen']}: single commands of several "
+            f"clauses planned by threshold ({u['rows_of_unmarked_clauses']} such rows of {u['rows']}) {shares}"
+        )
     return selection, report
 
 
 def _recipe(tune: TuneConfig) -> Recipe:
     from models.finetune import Recipe
 
-    return Recipe(epochs=tune.epochs, frozen_layers=tune.frozen_layers, learning_rate=tune.learning_rate,
-                  head_learning_rate=tune.head_learning_rate, batch_size=tune.batch_size, max_tokens=tune.max_tokens,
-                  seed=tune.seed, label_smoothing=tune.label_smoothing, min_steps=tune.min_steps,
-                  max_epochs=tune.max_epochs, contrastive_weight=tune.contrastive_weight,
-                  contrastive_temperature=tune.contrastive_temperature)
+    return Recipe(
+        epochs=tune.epochs,
+        frozen_layers=tune.frozen_layers,
+        learning_rate=tune.learning_rate,
+        head_learning_rate=tune.head_learning_rate,
+        batch_size=tune.batch_size,
+        max_tokens=tune.max_tokens,
+        seed=tune.seed,
+        label_smoothing=tune.label_smoothing,
+        min_steps=tune.min_steps,
+        max_epochs=tune.max_epochs,
+        contrastive_weight=tune.contrastive_weight,
+        contrastive_temperature=tune.contrastive_temperature,
+    )
 
 
-def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, out: Path, base_path: Path,
-          chosen_before: dict[str, Any] | None, progress: Progress,
-          timings: dict[str, float]) -> tuple[dict[str, Any] | None, dict[str, Any], tuple[np.ndarray, np.ndarray]]:
+def _tune(
+    pack: Pack,
+    texts: list[str],
+    labels: list[str],
+    settings: Settings,
+    out: Path,
+    base_path: Path,
+    chosen_before: dict[str, Any] | None,
+    progress: Progress,
+    timings: dict[str, float],
+) -> tuple[dict[str, Any] | None, dict[str, Any], tuple[np.ndarray, np.ndarray]]:
     import torch
 
     from models.finetune import Base, Recipe, TunedTop, rows_digest
@@ -172,7 +262,9 @@ def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, o
     base = Base(base_path, max_tokens=tune.max_tokens)
     states = base.states(texts, tune.frozen_layers)
     timings["cache_s"] = round(time.time() - started, 1)
-    progress(f"encoder's lower {tune.frozen_layers} layers run once over {len(texts)} rows in {timings['cache_s']:.0f} s")
+    progress(
+        f"encoder's lower {tune.frozen_layers} layers run once over {len(texts)} rows in {timings['cache_s']:.0f} s"
+    )
     report: dict[str, Any] = {}
     selection = chosen_before or None
     if chosen_before is None and len(texts) >= cv.min_rows and len(label_list) > 1:
@@ -181,15 +273,36 @@ def _tune(pack: Pack, texts: list[str], labels: list[str], settings: Settings, o
         fold_states = base.deeper(states, tune.frozen_layers, cv.fold_frozen_layers)
         clauses = _clauses(pack, texts, label_list, settings)
         if clauses is not None:
-            clauses.states = base.deeper(base.states(clauses.texts, tune.frozen_layers), tune.frozen_layers,
-                                         cv.fold_frozen_layers)
-        oof = out_of_fold(base, texts, y, label_list, states=fold_states, recipe=fold_recipe, folds=cv.folds,
-                          c=m.classifier_c, neighbors=m.retriever_neighbors, progress=progress, clauses=clauses)
+            clauses.states = base.deeper(
+                base.states(clauses.texts, tune.frozen_layers), tune.frozen_layers, cv.fold_frozen_layers
+            )
+        oof = out_of_fold(
+            base,
+            texts,
+            y,
+            label_list,
+            states=fold_states,
+            recipe=fold_recipe,
+            folds=cv.folds,
+            c=m.classifier_c,
+            neighbors=m.retriever_neighbors,
+            progress=progress,
+            clauses=clauses,
+        )
         selection, report = _chosen(oof, pack, settings, progress, timings, started)
     started = time.time()
-    top = TunedTop(base, tune.frozen_layers).fit(states, y, len(label_list), recipe, progress=progress, what="tuning the encoder")
-    top.save(out / layout.TUNED_ENCODER, {"rows": len(texts), "rows_sha256": rows_digest(texts, labels),
-                                          "base": str(base_path), "recipe": asdict(recipe)})
+    top = TunedTop(base, tune.frozen_layers).fit(
+        states, y, len(label_list), recipe, progress=progress, what="tuning the encoder"
+    )
+    top.save(
+        out / layout.TUNED_ENCODER,
+        {
+            "rows": len(texts),
+            "rows_sha256": rows_digest(texts, labels),
+            "base": str(base_path),
+            "recipe": asdict(recipe),
+        },
+    )
     timings["final_tune_s"] = round(time.time() - started, 1)
     progress(f"encoder tuned on {len(texts)} rows in {timings['final_tune_s']:.0f} s")
     return selection, report, top.head_weights()

@@ -10,6 +10,7 @@ a confident classifier decides the top intent — chosen by the top-1 that `engi
 those rows, keywords included. The rows' clauses, scored by the same fold models, choose the planner's
 `accept_unmarked` (models/unmarked_plans.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -18,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
-from engine.fusion import FusionResult, fuse, stage_debug
-from engine.keyword import KeywordMatcher
 from config.engine import FusionConfig
 from config.models import SelectionConfig
 from deployments.artifacts import sigmoid, softmax
+from engine.fusion import FusionResult, fuse, stage_debug
+from engine.keyword import KeywordMatcher
 from models.finetune import Base, Progress, Recipe, TunedTop
 from models.train import fit_detector, fit_head, fit_ngram, ngram_logits
 from protocol.http_chat import Candidate, StageDebug
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 TEMPERATURES = np.geomspace(0.05, 20.0, 121)
 VOTE_TEMPERATURES = np.geomspace(0.002, 0.5, 61)
 ABSENT = -30.0  # the logit of a label a fold's training part lacks
-FLOOR = 1e-4    # the probability of a gold label no neighbour voted for
+FLOOR = 1e-4  # the probability of a gold label no neighbour voted for
 
 
 @dataclass
@@ -63,20 +64,20 @@ class OutOfFold:
     head_logits: np.ndarray  # the logistic head refit on the fold encoder's vectors
     tuned_logits: np.ndarray | None  # the softmax head the fold encoder was tuned through (None: a frozen encoder)
     ngram_logits: np.ndarray
-    sims: np.ndarray         # the nearest other-fold rows' similarities, best first
-    neighbors: np.ndarray    # their label indices
+    sims: np.ndarray  # the nearest other-fold rows' similarities, best first
+    neighbors: np.ndarray  # their label indices
     fold: np.ndarray
     clauses: Clauses | None = None  # each scored by the models of its row's fold
 
 
 @dataclass(frozen=True)
 class Selection:
-    head: str                # "tuned": the head the encoder was tuned through; "refit": logistic regression on its vectors
+    head: str  # "tuned": the head the encoder was tuned through; "refit": logistic regression on its vectors
     head_temperature: float
     ngram_temperature: float
     ngram_weight: float
     retriever_temperature: float
-    fusion: dict[str, Any]   # FusionConfig fields this pack overrides: weights, classifier_decides_at
+    fusion: dict[str, Any]  # FusionConfig fields this pack overrides: weights, classifier_decides_at
     planner: dict[str, Any] = field(default_factory=dict)  # PlannerConfig fields it overrides: accept_unmarked
     report: dict[str, Any] = field(default_factory=dict)
 
@@ -117,15 +118,34 @@ class FrozenEncoder:
         return None
 
 
-def out_of_fold(base: Base | None, texts: list[str], y: np.ndarray, labels: list[str], *, states: list[Any],
-                recipe: Recipe, folds: int, c: float, neighbors: int, progress: Progress,
-                tune: Callable[..., FoldModel] | None = None, clauses: Clauses | None = None) -> OutOfFold:
+def out_of_fold(
+    base: Base | None,
+    texts: list[str],
+    y: np.ndarray,
+    labels: list[str],
+    *,
+    states: list[Any],
+    recipe: Recipe,
+    folds: int,
+    c: float,
+    neighbors: int,
+    progress: Progress,
+    tune: Callable[..., FoldModel] | None = None,
+    clauses: Clauses | None = None,
+) -> OutOfFold:
     """`states` are the base's outputs at `recipe.frozen_layers` for every row; `tune(train_rows, …)` is the fold
     tuner (a test passes a recording one). `clauses`, when given, are scored in place by their rows' folds."""
+
     def tune_base(rows: np.ndarray, ys: np.ndarray) -> TunedTop:
         assert base is not None, "without `tune` the folds tune `base`"
-        return TunedTop(base, recipe.frozen_layers).fit([states[i] for i in rows], ys, len(labels), recipe,
-                                                        progress=progress, what=f"fold {fold + 1}/{folds} encoder")
+        return TunedTop(base, recipe.frozen_layers).fit(
+            [states[i] for i in rows],
+            ys,
+            len(labels),
+            recipe,
+            progress=progress,
+            what=f"fold {fold + 1}/{folds} encoder",
+        )
 
     tune = tune or tune_base
     ids = fold_ids(y, folds, recipe.seed)
@@ -135,7 +155,9 @@ def out_of_fold(base: Base | None, texts: list[str], y: np.ndarray, labels: list
     sims, near = np.zeros((n, k), dtype=np.float32), np.zeros((n, k), dtype=int)
     if clauses is not None:
         m = len(clauses.texts)
-        clauses.head_logits, clauses.tuned_logits, clauses.ngram_logits = (np.full((m, n_labels), ABSENT) for _ in range(3))
+        clauses.head_logits, clauses.tuned_logits, clauses.ngram_logits = (
+            np.full((m, n_labels), ABSENT) for _ in range(3)
+        )
         clauses.detector = np.zeros((m, len(clauses.detector_labels)))
     for fold in range(folds):
         train, held = np.flatnonzero(ids != fold), np.flatnonzero(ids == fold)
@@ -155,8 +177,17 @@ def out_of_fold(base: Base | None, texts: list[str], y: np.ndarray, labels: list
             words = fit_ngram([texts[i] for i in train], remap, c)
             ngram[np.ix_(held, present)] = ngram_logits(words, [texts[i] for i in held])
             if clauses is not None:
-                _score_clauses(clauses, np.flatnonzero(ids[clauses.rows] == fold), top, (weight, bias), tuned, words,
-                               present, vectors[train], [labels[j] for j in y[train]])
+                _score_clauses(
+                    clauses,
+                    np.flatnonzero(ids[clauses.rows] == fold),
+                    top,
+                    (weight, bias),
+                    tuned,
+                    words,
+                    present,
+                    vectors[train],
+                    [labels[j] for j in y[train]],
+                )
         else:
             head[np.ix_(held, present)] = ngram[np.ix_(held, present)] = 0.0
         s = vectors[held] @ vectors[train].T
@@ -164,17 +195,37 @@ def out_of_fold(base: Base | None, texts: list[str], y: np.ndarray, labels: list
         sims[held] = np.take_along_axis(s, order, axis=1)
         near[held] = y[train][order]
         own = f"of the tuned head {np.mean(joint[held].argmax(1) == y[held]):.3f}, " if tuned is not None else ""
-        progress(f"fold {fold + 1}/{folds}: out-of-fold top-1 {own}of the refit one {np.mean(head[held].argmax(1) == y[held]):.3f} "
-                 f"on {len(held)} rows")
+        progress(
+            f"fold {fold + 1}/{folds}: out-of-fold top-1 {own}of the refit one {np.mean(head[held].argmax(1) == y[held]):.3f} "
+            f"on {len(held)} rows"
+        )
     if clauses is not None and tuned is None:
         clauses.tuned_logits = None
-    return OutOfFold(texts=texts, y=y, labels=labels, head_logits=head, tuned_logits=joint if tuned is not None else None,
-                     ngram_logits=ngram, sims=sims, neighbors=near, fold=ids, clauses=clauses)
+    return OutOfFold(
+        texts=texts,
+        y=y,
+        labels=labels,
+        head_logits=head,
+        tuned_logits=joint if tuned is not None else None,
+        ngram_logits=ngram,
+        sims=sims,
+        neighbors=near,
+        fold=ids,
+        clauses=clauses,
+    )
 
 
-def _score_clauses(clauses: Clauses, held: np.ndarray, top: FoldModel, head: tuple[np.ndarray, np.ndarray],
-                   tuned: tuple[np.ndarray, np.ndarray] | None, words: Pipeline, present: np.ndarray,
-                   train_vectors: np.ndarray, train_labels: list[str]) -> None:
+def _score_clauses(
+    clauses: Clauses,
+    held: np.ndarray,
+    top: FoldModel,
+    head: tuple[np.ndarray, np.ndarray],
+    tuned: tuple[np.ndarray, np.ndarray] | None,
+    words: Pipeline,
+    present: np.ndarray,
+    train_vectors: np.ndarray,
+    train_labels: list[str],
+) -> None:
     """The held rows' clauses by the fold's models: its encoder, heads and n-gram model, and a detector fit on the
     fold's rows (single rows only: the served one also learns from synthesized pairs, which would cost the fold
     another encoder pass over them)."""
@@ -206,14 +257,25 @@ def votes(oof: OutOfFold, t: float) -> np.ndarray:
     return out
 
 
-def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: SelectionConfig, *,
-           top_k: int, plans: UnmarkedPlans | None = None) -> Selection:
+def select(
+    oof: OutOfFold,
+    keywords: KeywordMatcher,
+    fusion: FusionConfig,
+    cfg: SelectionConfig,
+    *,
+    top_k: int,
+    plans: UnmarkedPlans | None = None,
+) -> Selection:
     """`plans`: when given with `oof.clauses`, `planner.accept_unmarked` is chosen too (models/unmarked_plans.py)."""
     t_ngram = temperature(oof.ngram_logits, oof.y)
     p_ngram = softmax(oof.ngram_logits / t_ngram)
-    heads = {name: logits for name, logits in (("tuned", oof.tuned_logits), ("refit", oof.head_logits)) if logits is not None}
+    heads = {
+        name: logits for name, logits in (("tuned", oof.tuned_logits), ("refit", oof.head_logits)) if logits is not None
+    }
     t_heads = {name: temperature(logits, oof.y) for name, logits in heads.items()}
-    mixed = {(name, w): _mix(softmax(heads[name] / t_heads[name]), p_ngram, w) for name in heads for w in cfg.ngram_weights}
+    mixed = {
+        (name, w): _mix(softmax(heads[name] / t_heads[name]), p_ngram, w) for name in heads for w in cfg.ngram_weights
+    }
     accuracy = {key: float(np.mean(p.argmax(1) == oof.y)) for key, p in mixed.items()}
     head, ngram_weight = max(mixed, key=lambda key: (accuracy[key], -_nll(mixed[key], oof.y)))
     classifier = mixed[(head, ngram_weight)]
@@ -221,25 +283,38 @@ def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: 
     t_vote = float(VOTE_TEMPERATURES[int(np.argmin(vote_losses))])
     retriever = votes(oof, t_vote)
 
-    stages = [_stages(text, c, r, keywords, fusion, oof.labels, top_k) for text, c, r in zip(oof.texts, classifier, retriever)]
+    stages = [
+        _stages(text, c, r, keywords, fusion, oof.labels, top_k) for text, c, r in zip(oof.texts, classifier, retriever)
+    ]
     gold = [oof.labels[i] for i in oof.y]
     table = []
     for w_ret in cfg.retriever_weights:
         for decides in cfg.classifier_decides_at:
-            option = fusion.model_copy(update={"weights": {**fusion.weights, "retriever": w_ret}, "classifier_decides_at": decides})
+            option = fusion.model_copy(
+                update={"weights": {**fusion.weights, "retriever": w_ret}, "classifier_decides_at": decides}
+            )
             hits = sum(_top(fuse(s, option)) == g for s, g in zip(stages, gold))
             table.append({"retriever_weight": w_ret, "classifier_decides_at": decides, "top1": hits / len(gold)})
     default_w = fusion.weights.get("retriever", 0.0)
-    best = max(table, key=lambda o: (o["top1"], o["classifier_decides_at"] is None, -abs(o["retriever_weight"] - default_w)))
-    plain = fusion.model_copy(update={"weights": {**fusion.weights, "retriever": best["retriever_weight"]}, "classifier_decides_at": None})
+    best = max(
+        table, key=lambda o: (o["top1"], o["classifier_decides_at"] is None, -abs(o["retriever_weight"] - default_w))
+    )
+    plain = fusion.model_copy(
+        update={"weights": {**fusion.weights, "retriever": best["retriever_weight"]}, "classifier_decides_at": None}
+    )
     report = {
-        "folds": int(oof.fold.max()) + 1, "rows": len(gold),
-        "classifier_top1": {"tuned_head": float(np.mean(oof.tuned_logits.argmax(1) == oof.y)) if oof.tuned_logits is not None else None,
-                            "refit_head": float(np.mean(oof.head_logits.argmax(1) == oof.y)),
-                            "ngram": float(np.mean(p_ngram.argmax(1) == oof.y)), "chosen": accuracy[(head, ngram_weight)],
-                            "by_head_and_ngram_weight": [{"head": h, "ngram_weight": w, "top1": a} for (h, w), a in accuracy.items()]},
+        "folds": int(oof.fold.max()) + 1,
+        "rows": len(gold),
+        "classifier_top1": {
+            "tuned_head": float(np.mean(oof.tuned_logits.argmax(1) == oof.y)) if oof.tuned_logits is not None else None,
+            "refit_head": float(np.mean(oof.head_logits.argmax(1) == oof.y)),
+            "ngram": float(np.mean(p_ngram.argmax(1) == oof.y)),
+            "chosen": accuracy[(head, ngram_weight)],
+            "by_head_and_ngram_weight": [{"head": h, "ngram_weight": w, "top1": a} for (h, w), a in accuracy.items()],
+        },
         "retriever_top1": float(np.mean(retriever.argmax(1) == oof.y)),
-        "fusion_top1": best["top1"], "fusion_options": table,
+        "fusion_top1": best["top1"],
+        "fusion_options": table,
         "confident_disagreements": _disagreements(stages, gold, plain),
     }
     planner = {}
@@ -249,13 +324,30 @@ def select(oof: OutOfFold, keywords: KeywordMatcher, fusion: FusionConfig, cfg: 
         assert c_head is not None and c.ngram_logits is not None and c.detector is not None  # out_of_fold scored them
         c_probs = _mix(softmax(c_head / t_heads[head]), softmax(c.ngram_logits / t_ngram), ngram_weight)
         planner["accept_unmarked"], report["unmarked_plans"] = plans.choose(
-            oof.texts, c.texts, c.rows, oof.labels, c_probs, c.detector_labels, c.detector,
-            grid=cfg.accept_unmarked, max_share=cfg.max_unmarked_plans, top_k=top_k)
-    return Selection(head=head, head_temperature=t_heads[head], ngram_temperature=t_ngram, ngram_weight=ngram_weight,
-                     retriever_temperature=t_vote,
-                     fusion={"weights": {**fusion.weights, "retriever": best["retriever_weight"]},
-                             "classifier_decides_at": best["classifier_decides_at"]},
-                     planner=planner, report=report)
+            oof.texts,
+            c.texts,
+            c.rows,
+            oof.labels,
+            c_probs,
+            c.detector_labels,
+            c.detector,
+            grid=cfg.accept_unmarked,
+            max_share=cfg.max_unmarked_plans,
+            top_k=top_k,
+        )
+    return Selection(
+        head=head,
+        head_temperature=t_heads[head],
+        ngram_temperature=t_ngram,
+        ngram_weight=ngram_weight,
+        retriever_temperature=t_vote,
+        fusion={
+            "weights": {**fusion.weights, "retriever": best["retriever_weight"]},
+            "classifier_decides_at": best["classifier_decides_at"],
+        },
+        planner=planner,
+        report=report,
+    )
 
 
 def _disagreements(stages: list[dict[str, StageDebug]], gold: list[str], plain: FusionConfig) -> list[dict[str, Any]]:
@@ -265,25 +357,47 @@ def _disagreements(stages: list[dict[str, StageDebug]], gold: list[str], plain: 
         clf = s["classifier"]
         top = _top(fuse(s, plain))
         if clf.selected_intent and top != clf.selected_intent:
-            out.append({"classifier_score": round(clf.score, 3), "classifier_right": clf.selected_intent == g, "fusion_right": top == g})
+            out.append(
+                {
+                    "classifier_score": round(clf.score, 3),
+                    "classifier_right": clf.selected_intent == g,
+                    "fusion_right": top == g,
+                }
+            )
     bands: list[dict[str, Any]] = []
     for lo in (0.9, 0.7, 0.5, 0.0):
         rows = [d for d in out if d["classifier_score"] >= lo and all(d is not b for b in bands)]
-        bands.append({"classifier_score_at_least": lo, "rows": len(rows),
-                      "classifier_right": sum(d["classifier_right"] for d in rows), "fusion_right": sum(d["fusion_right"] for d in rows)})
+        bands.append(
+            {
+                "classifier_score_at_least": lo,
+                "rows": len(rows),
+                "classifier_right": sum(d["classifier_right"] for d in rows),
+                "fusion_right": sum(d["fusion_right"] for d in rows),
+            }
+        )
         out = [d for d in out if d["classifier_score"] < lo]
     return bands
 
 
-def _stages(text: str, classifier: np.ndarray, retriever: np.ndarray, keywords: KeywordMatcher, fusion: FusionConfig,
-            labels: Sequence[str], top_k: int) -> dict[str, StageDebug]:
+def _stages(
+    text: str,
+    classifier: np.ndarray,
+    retriever: np.ndarray,
+    keywords: KeywordMatcher,
+    fusion: FusionConfig,
+    labels: Sequence[str],
+    top_k: int,
+) -> dict[str, StageDebug]:
     """The stages as the router hands them to fusion: top-k candidates each, accepted at the configured scores."""
+
     def ranked(p: np.ndarray) -> list[Candidate]:
         return [Candidate(intent=labels[j], score=float(p[j])) for j in np.argsort(-p)[:top_k] if p[j] > 0]
 
-    return {"keyword": stage_debug(keywords.match(text), fusion.stage_accept["keyword"]),
-            "classifier": stage_debug(ranked(classifier), fusion.stage_accept["classifier"]),
-            "retriever": stage_debug(ranked(retriever), fusion.stage_accept["retriever"])}
+    return {
+        "keyword": stage_debug(keywords.match(text), fusion.stage_accept["keyword"]),
+        "classifier": stage_debug(ranked(classifier), fusion.stage_accept["classifier"]),
+        "retriever": stage_debug(ranked(retriever), fusion.stage_accept["retriever"]),
+    }
 
 
 def _top(result: FusionResult) -> str | None:

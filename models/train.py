@@ -1,4 +1,5 @@
 """Training of the classifier and detector heads and the retrieval index from a pack's training split only."""
+
 from __future__ import annotations
 
 import json
@@ -14,13 +15,33 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
+from deployments.artifacts import (
+    CLASSIFIER_HEAD,
+    CLASSIFIER_NGRAM,
+    DETECTOR_HEAD,
+    RETRIEVER_INDEX,
+    RETRIEVER_ROWS,
+    LinearHead,
+)
 from engine.pack import SPECIAL_INTENTS
-from deployments.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, DETECTOR_HEAD, RETRIEVER_INDEX, RETRIEVER_ROWS, LinearHead
 
 Encode = Callable[[list[str]], np.ndarray]
 
 # Joiners real users put between two requests in one breath.
-CONNECTORS = ("，然后", "，再", "，顺便", "，同时", "然后", "，还有", "，另外", "并且", "，再帮我", "，", "。", "，接着")
+CONNECTORS = (
+    "，然后",
+    "，再",
+    "，顺便",
+    "，同时",
+    "然后",
+    "，还有",
+    "，另外",
+    "并且",
+    "，再帮我",
+    "，",
+    "。",
+    "，接着",
+)
 # Picked on a held-out 20% of the cockpit TRAINING split: pair recall .667 → .787 vs (40 pairs, C=10).
 DETECTOR_C = 30.0
 MULTI_PER_LABEL = 80
@@ -28,10 +49,12 @@ MAX_ITER = 3000
 
 
 def _ngram_model(c: float) -> Pipeline:
-    return Pipeline([
-        ("tfidf", TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True)),
-        ("lr", LogisticRegression(C=c, max_iter=MAX_ITER)),
-    ])
+    return Pipeline(
+        [
+            ("tfidf", TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True)),
+            ("lr", LogisticRegression(C=c, max_iter=MAX_ITER)),
+        ]
+    )
 
 
 def fit_head(vectors: np.ndarray, y: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
@@ -56,9 +79,17 @@ def ngram_logits(model: Pipeline, texts: list[str]) -> np.ndarray:
     return cast(np.ndarray, model.named_steps["tfidf"].transform(texts) @ weight.T + bias)
 
 
-def train_classifier(texts: list[str], labels: list[str], vectors: np.ndarray, out: Path, *, c: float,
-                     head: tuple[np.ndarray, np.ndarray] | None = None, head_temperature: float = 1.0,
-                     ngram_temperature: float = 1.0) -> list[str]:
+def train_classifier(
+    texts: list[str],
+    labels: list[str],
+    vectors: np.ndarray,
+    out: Path,
+    *,
+    c: float,
+    head: tuple[np.ndarray, np.ndarray] | None = None,
+    head_temperature: float = 1.0,
+    ngram_temperature: float = 1.0,
+) -> list[str]:
     """A softmax head on embeddings — `head` (the one the encoder was tuned through, over the sorted labels) or a
     multinomial logistic regression fit here — plus a char 1–3-gram TF-IDF model for the ensemble. A temperature
     (chosen on held-out folds, models/selection.py) is folded into each model's logits, so serving reads calibrated
@@ -98,7 +129,7 @@ def train_detector(rows: list[tuple[str, str]], row_vectors: np.ndarray, encode:
     """One-vs-rest sigmoid head over task intents, trained on single rows and synthesized pairs."""
     samples = synthesize_multi(rows)  # the single rows come first, in order: reuse their vectors
     label_list = sorted({lab for _, labs in samples for lab in labs})
-    x = np.concatenate([row_vectors, encode([t for t, _ in samples[len(rows):]])])
+    x = np.concatenate([row_vectors, encode([t for t, _ in samples[len(rows) :]])])
     fit_detector(x, [labs for _, labs in samples], label_list).save(out / DETECTOR_HEAD)
     return label_list
 
@@ -124,4 +155,6 @@ def build_index(texts: list[str], labels: list[str], vectors: np.ndarray, out: P
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
     (out / RETRIEVER_INDEX).parent.mkdir(parents=True, exist_ok=True)
     faiss.write_index(index, str(out / RETRIEVER_INDEX))
-    (out / RETRIEVER_ROWS).write_text(json.dumps([{"text": t, "intent": i} for t, i in zip(texts, labels)], ensure_ascii=False), encoding="utf-8")
+    (out / RETRIEVER_ROWS).write_text(
+        json.dumps([{"text": t, "intent": i} for t, i in zip(texts, labels)], ensure_ascii=False), encoding="utf-8"
+    )

@@ -1,5 +1,6 @@
 """The main agent's contracts (seed 002): perception's decision, the hand-over to execution, the sub-agents' input and
 output, their capability tables, clarification requests and scope resolution."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -12,8 +13,13 @@ from protocol.base import WireModel
 from protocol.store import ConversationMessageDTO
 
 AgentName = Literal["schedule_todo_agent", "feedback_agent", "replan_agent", "review_agent", "long_task_split_agent"]
-AGENT_NAMES: tuple[AgentName, ...] = ("schedule_todo_agent", "feedback_agent", "replan_agent", "review_agent",
-                                      "long_task_split_agent")
+AGENT_NAMES: tuple[AgentName, ...] = (
+    "schedule_todo_agent",
+    "feedback_agent",
+    "replan_agent",
+    "review_agent",
+    "long_task_split_agent",
+)
 
 
 class AgentTimeRange(WireModel):
@@ -128,7 +134,8 @@ class AgentResponseEnvelope(WireModel):
     isError: bool
     result: dict[str, Any] | str | list[Any]
     db_action: dict[str, Any] | None = Field(
-        default=None, description="A write request body (protocol.rest.WriteRequestCreate without idempotency_key).")
+        default=None, description="A write request body (protocol.rest.WriteRequestCreate without idempotency_key)."
+    )
     error_message: str | None = None
 
 

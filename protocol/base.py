@@ -1,4 +1,5 @@
 """The shared pydantic base model and the one error envelope used on every boundary."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict

@@ -1,4 +1,5 @@
 """HTTP chat protocol (seed 003 §6): chat and fill-slots requests, the turn response and its debug parts."""
+
 from __future__ import annotations
 
 from enum import Enum
@@ -24,8 +25,12 @@ class TurnStatus(str, Enum):
 
 
 def _client_message_id() -> Any:
-    return Field(default=None, min_length=1, max_length=128,
-                 description="Client idempotency key: a repeat returns the stored reply and runs nothing again.")
+    return Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="Client idempotency key: a repeat returns the stored reply and runs nothing again.",
+    )
 
 
 TEXT_DESCRIPTION = "Not blank, at most the configured `max_text_chars` characters (the served document says how many)."
@@ -35,11 +40,21 @@ _MEDIA_MODALITIES: tuple[tuple[InputModality, FileType], ...] = (("voice_asr", "
 def _modality_table(schema: dict[str, Any]) -> None:
     # documented here, enforced by the engine (engine.media.check_modality), which names the offending field
     schema["anyOf"] = [
-        {"properties": {"modality": {"const": "text"}, "text": {"type": "string"}, "source_url": {"type": "null"}},
-         "required": ["text"]},
-        *({"properties": {"modality": {"const": modality}, "text": {"type": "null"},
-                          "source_url": {"type": "string", "pattern": source_url_pattern(kind)}},
-           "required": ["modality", "source_url"]} for modality, kind in _MEDIA_MODALITIES),
+        {
+            "properties": {"modality": {"const": "text"}, "text": {"type": "string"}, "source_url": {"type": "null"}},
+            "required": ["text"],
+        },
+        *(
+            {
+                "properties": {
+                    "modality": {"const": modality},
+                    "text": {"type": "null"},
+                    "source_url": {"type": "string", "pattern": source_url_pattern(kind)},
+                },
+                "required": ["modality", "source_url"],
+            }
+            for modality, kind in _MEDIA_MODALITIES
+        ),
     ]
 
 
@@ -60,10 +75,14 @@ class ChatRequest(WireModel):
 class FillSlotsRequest(WireModel):
     """Needs `text`, `slots` or both: the engine refuses a request with neither."""
 
-    model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {"properties": {"text": {"type": "string"}}, "required": ["text"]},
-        {"properties": {"slots": {"type": "object"}}, "required": ["slots"]},
-    ]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"text": {"type": "string"}}, "required": ["text"]},
+                {"properties": {"slots": {"type": "object"}}, "required": ["slots"]},
+            ]
+        }
+    )
 
     session_id: PlainStr = Field(min_length=1, max_length=128)
     user_id: PlainStr = Field(min_length=1, max_length=128)
@@ -85,7 +104,9 @@ class StageDebug(WireModel):
     latency_ms: float = 0.0
     degraded: bool = False
     error: str | None = None
-    partial: bool = Field(default=False, description="Degraded but answered from part of its input (e.g. the n-gram model alone).")
+    partial: bool = Field(
+        default=False, description="Degraded but answered from part of its input (e.g. the n-gram model alone)."
+    )
 
 
 class FusionDebug(WireModel):
@@ -134,7 +155,9 @@ class PlannerDebug(WireModel):
     clauses: list[ClauseDebug] = Field(default_factory=list)
     detector_prior: list[Candidate] = Field(default_factory=list)
     degraded: bool = False
-    llm: LlmPlanDebug | None = Field(default=None, description="The LLM planner's call, when the local planners did not accept.")
+    llm: LlmPlanDebug | None = Field(
+        default=None, description="The LLM planner's call, when the local planners did not accept."
+    )
 
 
 class RoutingDebug(WireModel):
@@ -149,12 +172,15 @@ class Timings(WireModel):
     """Where a turn's time went. `total_ms` runs from the request's arrival at the ingress to the reply."""
 
     stages: dict[str, float] = Field(default_factory=dict, description="Time per canonical stage (ms).")
-    spans_ms: dict[str, list[float]] = Field(default_factory=dict,
-                                             description="Each stage's [start, end] in ms from arrival; parallel stages overlap.")
+    spans_ms: dict[str, list[float]] = Field(
+        default_factory=dict, description="Each stage's [start, end] in ms from arrival; parallel stages overlap."
+    )
     total_ms: float = 0.0
     budget_ms: float = 0.0
     degraded: list[str] = Field(default_factory=list)
-    escalated: bool = Field(default=False, description="The turn escalated to the LLM planner: budget_ms grew to say so.")
+    escalated: bool = Field(
+        default=False, description="The turn escalated to the LLM planner: budget_ms grew to say so."
+    )
 
 
 class TimeRange(WireModel):
@@ -220,14 +246,18 @@ class WorkflowStep(WireModel):
     condition: StepCondition | None = None
     requires_confirmation: bool = False
     clause: str = Field(default="", description="The words of the utterance this step came from.")
-    result: dict[str, Any] | None = Field(default=None, description="The plugin's {success, message, data} once it ran.")
+    result: dict[str, Any] | None = Field(
+        default=None, description="The plugin's {success, message, data} once it ran."
+    )
 
 
 class Workflow(WireModel):
     type: WorkflowType
     status: WorkflowStatus = WorkflowStatus.running
     steps: list[WorkflowStep]
-    step_results: dict[str, dict[str, Any]] = Field(default_factory=dict, description="step_id -> the plugin result's data.")
+    step_results: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="step_id -> the plugin result's data."
+    )
     summary: str = ""
     planner: str = Field(default="", description="The planner that produced it (template:<id>, heuristic).")
 
@@ -247,8 +277,12 @@ class ChatResponse(WireModel):
     timings: Timings = Field(default_factory=Timings)
     recognized_text: str | None = None
     recognition: Recognition | None = None
-    workflow: Workflow | None = Field(default=None, description="Set whenever a workflow ran or is paused in this turn.")
-    pipeline: list[str] = Field(default_factory=list, description="Seed 000's Router: the modules this turn runs, in order.")
+    workflow: Workflow | None = Field(
+        default=None, description="Set whenever a workflow ran or is paused in this turn."
+    )
+    pipeline: list[str] = Field(
+        default_factory=list, description="Seed 000's Router: the modules this turn runs, in order."
+    )
     pipeline_description: str | None = Field(default=None, description="The pipeline in one to three sentences.")
 
 
@@ -258,8 +292,10 @@ class AckEvent(WireModel):
     event: Literal["ack"] = "ack"
     reply: str
     workflow: Workflow | None = None
-    escalated: bool = Field(default=False, description="Sent before the turn waits on the LLM planner; budget_ms is "
-                                                       "the turn's budget from then on.")
+    escalated: bool = Field(
+        default=False,
+        description="Sent before the turn waits on the LLM planner; budget_ms is the turn's budget from then on.",
+    )
     budget_ms: float | None = None
 
 
@@ -284,7 +320,9 @@ class ErrorEvent(WireModel):
     error: ErrorBody
 
 
-class ChatStreamLine(RootModel[Annotated[AckEvent | StepEvent | FinalEvent | ErrorEvent, Field(discriminator="event")]]):
+class ChatStreamLine(
+    RootModel[Annotated[AckEvent | StepEvent | FinalEvent | ErrorEvent, Field(discriminator="event")]]
+):
     """One line of the chat-stream NDJSON body (for the document; the stream writes each event model itself)."""
 
 

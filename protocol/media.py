@@ -1,4 +1,5 @@
 """Media protocol (seed 002): input modalities, the upload answer, and what the ASR/OCR modules return."""
+
 from __future__ import annotations
 
 import re
@@ -11,7 +12,9 @@ from protocol.base import WireModel
 InputModality = Literal["text", "voice_asr", "image_ocr"]
 FileType = Literal["image", "audio"]
 # ok: text recognized; the rest say why there is none (the orchestrator turns each into a typed error)
-RecognitionStatus = Literal["ok", "no_speech", "no_text", "undecodable", "too_large", "not_found", "forbidden", "wrong_kind"]
+RecognitionStatus = Literal[
+    "ok", "no_speech", "no_text", "undecodable", "too_large", "not_found", "forbidden", "wrong_kind"
+]
 
 MEDIA_PATH = "/api/v1/media/"
 # an object key is `{kind}/{file name}` (engine.media_keys.KEY_PATTERN); the file name's shape, unanchored

@@ -5,6 +5,7 @@ max_completion_tokens, temperature, stream, and response_format text / json_obje
 outputs). Fields the protocol has and Baton does not use are accepted and ignored, as OpenAI-compatible servers
 do; a value Baton cannot honour (n > 1, a non-text content part) is a 422 naming the field.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal

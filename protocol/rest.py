@@ -1,4 +1,5 @@
 """REST protocol of seed 002: auth, conversation history, items, long goals, profile and write-request bodies."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -8,9 +9,8 @@ from uuid import UUID
 from pydantic import ConfigDict, Field, StrictStr, field_validator, model_validator
 
 from protocol.base import WireModel
+from protocol.store import ConversationMessageDTO, LongGoalDTO, TaskItemDTO, TaskProfileSnapshot
 from protocol.strings import WHITESPACE, JsonObject, NonBlankStr, PlainStr
-from protocol.store import (ConversationMessageDTO, LongGoalDTO, TaskItemDTO, TaskProfileSnapshot)
-
 
 # what `_email` below accepts, for the document: surrounding whitespace, then local@domain with a dot in the domain
 # and no whitespace (nor NUL)
@@ -118,8 +118,11 @@ class WriteRequestCreated(WireModel):
 class WriteDecisionRequest(WireModel):
     decision: Literal["confirmed", "rejected"]
     idempotency_key: NonBlankStr = Field(min_length=1, max_length=128)
-    payload_hash: StrictStr | None = Field(default=None, pattern="^[0-9a-f]{64}$",
-                                           description="The request's `payload_hash` (sha256, hex), to confirm what was shown.")
+    payload_hash: StrictStr | None = Field(
+        default=None,
+        pattern="^[0-9a-f]{64}$",
+        description="The request's `payload_hash` (sha256, hex), to confirm what was shown.",
+    )
 
 
 class TaskItemPayload(WireModel):
@@ -127,10 +130,17 @@ class TaskItemPayload(WireModel):
     Times carry an offset, and `end_at` is not before `start_at`."""
 
     # documented here, checked by the validator below
-    model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {"properties": {"item_type": {"const": "subtask"}, "long_goal_id": {"type": "string"}}, "required": ["long_goal_id"]},
-        {"properties": {"item_type": {"enum": ["schedule", "todo"]}, "long_goal_id": {"type": "null"}}},
-    ]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "properties": {"item_type": {"const": "subtask"}, "long_goal_id": {"type": "string"}},
+                    "required": ["long_goal_id"],
+                },
+                {"properties": {"item_type": {"enum": ["schedule", "todo"]}, "long_goal_id": {"type": "null"}}},
+            ]
+        }
+    )
 
     item_type: Literal["schedule", "todo", "subtask"]
     title: NonBlankStr = Field(min_length=1, max_length=200)

@@ -1,4 +1,5 @@
 """Store DTOs of seed 002: conversation messages and their metadata, task items, long goals, profiles, write results."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -12,9 +13,19 @@ from protocol.media import InputModality
 
 MessageRole = Literal["user", "assistant", "system", "tool"]
 MessageKind = Literal[
-    "input", "clarification_question", "clarification_answer", "decision", "execution_processing",
-    "selection_required", "selection_submit", "selection_cancel", "execution_result", "confirmation_request",
-    "confirmation_decision", "system_notice", "error",
+    "input",
+    "clarification_question",
+    "clarification_answer",
+    "decision",
+    "execution_processing",
+    "selection_required",
+    "selection_submit",
+    "selection_cancel",
+    "execution_result",
+    "confirmation_request",
+    "confirmation_decision",
+    "system_notice",
+    "error",
 ]
 RESULT_KINDS = frozenset({"decision", "execution_result", "confirmation_request", "confirmation_decision"})
 

@@ -1,8 +1,9 @@
 """The string rules of request bodies, each validated and stated in the schema by one type: no NUL (U+0000)
 anywhere, since PostgreSQL's text and jsonb cannot store one, and text that is not blank."""
+
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, GetJsonSchemaHandler, StrictStr, TypeAdapter
 from pydantic_core import CoreSchema
@@ -42,15 +43,17 @@ def _nowhere_nul(value: Any, where: str = "") -> Any:
 
 
 PlainStr = Annotated[StrictStr, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NO_NUL})]
-NonBlankStr = Annotated[StrictStr, AfterValidator(_no_nul), AfterValidator(_not_blank),
-                        Field(json_schema_extra={"pattern": NOT_BLANK})]
+NonBlankStr = Annotated[
+    StrictStr, AfterValidator(_no_nul), AfterValidator(_not_blank), Field(json_schema_extra={"pattern": NOT_BLANK})
+]
 # A turn's text: documented as not blank, and refused blank by the engine, whose error names the field.
 TurnText = Annotated[StrictStr, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NOT_BLANK})]
 
 _DocStr = Annotated[str, Field(pattern=NO_NUL)]
 # the value is a string so that mypy reads the recursion (it cannot resolve forward references inside the call)
-JsonWithoutNul = TypeAliasType("JsonWithoutNul",
-                               "Union[_DocStr, float, bool, None, list[JsonWithoutNul], _JsonObjectDoc]")
+JsonWithoutNul = TypeAliasType(
+    "JsonWithoutNul", "_DocStr | float | bool | None | list[JsonWithoutNul] | _JsonObjectDoc"
+)
 _JsonObjectDoc = Annotated[dict[str, JsonWithoutNul], Field(json_schema_extra={"propertyNames": {"pattern": NO_NUL}})]
 
 

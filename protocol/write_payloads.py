@@ -2,6 +2,7 @@
 
 Each is the `payload` of a write request; the gate validates it at creation and again when it applies it.
 """
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,8 +1,9 @@
 """The WebSocket conversation protocol of seed 002: one envelope `{type, timestamp, payload}` for every frame, and
 one payload model per type, with the seed's field names."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -15,22 +16,56 @@ from protocol.media import InputModality
 from protocol.rest import PendingClarification
 from protocol.store import ConversationMessageDTO
 
-CLIENT_TYPES = ("dialogue.input", "dialogue.answer", "selection.submit", "selection.cancel", "write.decide",
-                "transport.ping", "transport.resume")
-SERVER_TYPES = ("dialogue.clarification", "dialogue.decision", "execution.processing", "selection.required",
-                "write.confirmation_required", "write.applied", "execution.result", "dialogue.error", "execution.error",
-                "transport.pong", "transport.snapshot")
-ClientType = Literal["dialogue.input", "dialogue.answer", "selection.submit", "selection.cancel", "write.decide",
-                     "transport.ping", "transport.resume"]
-ServerType = Literal["dialogue.clarification", "dialogue.decision", "execution.processing", "selection.required",
-                     "write.confirmation_required", "write.applied", "execution.result", "dialogue.error",
-                     "execution.error", "transport.pong", "transport.snapshot"]
+CLIENT_TYPES = (
+    "dialogue.input",
+    "dialogue.answer",
+    "selection.submit",
+    "selection.cancel",
+    "write.decide",
+    "transport.ping",
+    "transport.resume",
+)
+SERVER_TYPES = (
+    "dialogue.clarification",
+    "dialogue.decision",
+    "execution.processing",
+    "selection.required",
+    "write.confirmation_required",
+    "write.applied",
+    "execution.result",
+    "dialogue.error",
+    "execution.error",
+    "transport.pong",
+    "transport.snapshot",
+)
+ClientType = Literal[
+    "dialogue.input",
+    "dialogue.answer",
+    "selection.submit",
+    "selection.cancel",
+    "write.decide",
+    "transport.ping",
+    "transport.resume",
+]
+ServerType = Literal[
+    "dialogue.clarification",
+    "dialogue.decision",
+    "execution.processing",
+    "selection.required",
+    "write.confirmation_required",
+    "write.applied",
+    "execution.result",
+    "dialogue.error",
+    "execution.error",
+    "transport.pong",
+    "transport.snapshot",
+]
 
 ClientId = StrictStr
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class WsEnvelope(WireModel):
@@ -40,6 +75,7 @@ class WsEnvelope(WireModel):
 
 
 # ---- client -> server ---------------------------------------------------------------------------------------------
+
 
 def _id(max_length: int = 128) -> Any:
     return Field(min_length=1, max_length=max_length, pattern=r"\S")
@@ -114,9 +150,13 @@ class ResumePayload(WireModel):
 
 
 CLIENT_PAYLOADS: dict[str, type[WireModel]] = {
-    "dialogue.input": DialogueInputPayload, "dialogue.answer": DialogueAnswerPayload,
-    "selection.submit": SelectionSubmitPayload, "selection.cancel": SelectionCancelPayload,
-    "write.decide": WriteDecidePayload, "transport.ping": PingPayload, "transport.resume": ResumePayload,
+    "dialogue.input": DialogueInputPayload,
+    "dialogue.answer": DialogueAnswerPayload,
+    "selection.submit": SelectionSubmitPayload,
+    "selection.cancel": SelectionCancelPayload,
+    "write.decide": WriteDecidePayload,
+    "transport.ping": PingPayload,
+    "transport.resume": ResumePayload,
 }
 
 
@@ -233,11 +273,17 @@ class SnapshotPayload(WireModel):
 
 
 SERVER_PAYLOADS: dict[str, type[WireModel]] = {
-    "dialogue.clarification": ClarificationPayload, "dialogue.decision": DecisionPayload,
-    "execution.processing": ProcessingPayload, "selection.required": SelectionRequiredPayload,
-    "write.confirmation_required": ConfirmationRequiredPayload, "write.applied": WriteAppliedPayload,
-    "execution.result": ExecutionResultPayload, "dialogue.error": ErrorPayload, "execution.error": ErrorPayload,
-    "transport.pong": PongPayload, "transport.snapshot": SnapshotPayload,
+    "dialogue.clarification": ClarificationPayload,
+    "dialogue.decision": DecisionPayload,
+    "execution.processing": ProcessingPayload,
+    "selection.required": SelectionRequiredPayload,
+    "write.confirmation_required": ConfirmationRequiredPayload,
+    "write.applied": WriteAppliedPayload,
+    "execution.result": ExecutionResultPayload,
+    "dialogue.error": ErrorPayload,
+    "execution.error": ErrorPayload,
+    "transport.pong": PongPayload,
+    "transport.snapshot": SnapshotPayload,
 }
 
 

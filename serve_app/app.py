@@ -1,4 +1,5 @@
 """The one app builder: binds every deployment; the Serve YAML's import_path points here."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,8 +8,8 @@ from ray import serve
 from ray.serve import Application
 
 from serve_app.args import INGRESS, PLANNER, AppArgs
-from serve_app.replicas.orchestrator import Orchestrator
 from serve_app.replicas.model import ModelReplica
+from serve_app.replicas.orchestrator import Orchestrator
 
 
 def build_app(args: AppArgs | dict) -> Application:
@@ -45,7 +46,13 @@ def planner_options(args: AppArgs) -> dict[str, Any]:
     """The Planner deployment's engine options (plain data: its replica runs in another venv)."""
     settings = args.settings()
     llm = settings.llm
-    return {"model_path": str(settings.llm_path.resolve()), "threads": llm.threads, "kv_cache_gib": llm.kv_cache_gib,
-            "max_model_len": llm.max_model_len, "enforce_eager": llm.enforce_eager, "dtype": llm.dtype,
-            "faults": settings.env.faults, "faults_file": str(settings.env.faults_file or "")}
-
+    return {
+        "model_path": str(settings.llm_path.resolve()),
+        "threads": llm.threads,
+        "kv_cache_gib": llm.kv_cache_gib,
+        "max_model_len": llm.max_model_len,
+        "enforce_eager": llm.enforce_eager,
+        "dtype": llm.dtype,
+        "faults": settings.env.faults,
+        "faults_file": str(settings.env.faults_file or ""),
+    }

@@ -1,5 +1,6 @@
 """Who is asking: argon2 password hashes, signed expiring bearer tokens (JWT, HS256 by default), and the caller of a
 turn, an upload or a REST request (`Callers`): the token's user or, in the token-less local mode, a shadow user."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,8 +38,10 @@ def signing_secret(config: AuthConfig, state_dir: Path, given: str | None) -> st
     if given:
         return _long_enough(given, config, f"{config.secret_env}")
     if not config.generate_secret:
-        raise RuntimeError(f"{config.secret_env} is not set and auth.generate_secret is false: give every replica the same "
-                           f"signing secret of at least {config.min_secret_chars} characters (e.g. from a Kubernetes Secret).")
+        raise RuntimeError(
+            f"{config.secret_env} is not set and auth.generate_secret is false: give every replica the same "
+            f"signing secret of at least {config.min_secret_chars} characters (e.g. from a Kubernetes Secret)."
+        )
     path = state_dir / SECRET_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
@@ -62,8 +65,10 @@ def signing_secret(config: AuthConfig, state_dir: Path, given: str | None) -> st
 
 def _long_enough(secret: str, config: AuthConfig, source: str) -> str:
     if len(secret) < config.min_secret_chars:
-        raise RuntimeError(f"The signing secret in {source} has {len(secret)} characters; it needs at least "
-                           f"{config.min_secret_chars} (auth.min_secret_chars), e.g. `openssl rand -base64 48`.")
+        raise RuntimeError(
+            f"The signing secret in {source} has {len(secret)} characters; it needs at least "
+            f"{config.min_secret_chars} (auth.min_secret_chars), e.g. `openssl rand -base64 48`."
+        )
     return secret
 
 
@@ -103,7 +108,9 @@ class Auth:
     def verify(self, token: str) -> UUID:
         """The user id a token was issued to; Unauthorized if it is forged, expired or malformed."""
         try:
-            claims = jwt.decode(token, self._secret, algorithms=[self._config.algorithm], options={"require": ["sub", "exp"]})
+            claims = jwt.decode(
+                token, self._secret, algorithms=[self._config.algorithm], options={"require": ["sub", "exp"]}
+            )
             return UUID(claims["sub"])
         except jwt.ExpiredSignatureError as exc:
             raise Unauthorized("The access token has expired; log in again.") from exc

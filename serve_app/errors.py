@@ -3,6 +3,7 @@
 Everything below the ingress raises typed errors (`BatonError` and its subclasses: code, message, field); only
 this module decides what a client sees. Anything untyped is `internal_error`, without its details.
 """
+
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
@@ -49,8 +50,9 @@ def status_of(exc: BatonError) -> int:
     return next((s for cls, s in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 503)
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     body = ErrorEnvelope(error=ErrorBody(code=code, message=message, field=field))
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
@@ -59,18 +61,26 @@ def error_event(kind: str, exc: Exception, *, retry_after_s: int, client_message
     """A failure as a WebSocket event: a BatonError's code, message and field (and `retry_after_s` when retrying
     helps), anything else `internal_error` without its details."""
     if isinstance(exc, BatonError):
-        payload = ErrorPayload(code=exc.code, message=exc.message, field=exc.field,
-                               retry_after_s=retry_after_s if isinstance(exc, RETRYABLE) else None,
-                               client_message_id=client_message_id)
+        payload = ErrorPayload(
+            code=exc.code,
+            message=exc.message,
+            field=exc.field,
+            retry_after_s=retry_after_s if isinstance(exc, RETRYABLE) else None,
+            client_message_id=client_message_id,
+        )
     else:
-        payload = ErrorPayload(code="internal_error", message=f"Unexpected {type(exc).__name__}; nothing was applied.",
-                               client_message_id=client_message_id)
+        payload = ErrorPayload(
+            code="internal_error",
+            message=f"Unexpected {type(exc).__name__}; nothing was applied.",
+            client_message_id=client_message_id,
+        )
     return envelope(kind, payload)
 
 
 def allowed_methods(request: Request) -> str:
     """The methods some route serves on this request's path (the `Allow` of a 405), asked of the route table
     itself, included routers and all."""
+
     def served(method: str) -> bool:
         scope = {**request.scope, "method": method}
         return any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes)

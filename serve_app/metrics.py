@@ -1,6 +1,7 @@
 """Prometheus metrics of served turns (counts by status, per-stage latency, degradations, sheds and errors), of the
 model replicas' batches (encoder passes, turns per pass) and of the language model (TTFT, TPOT, end to end, tokens,
 aborts), in vLLM's vocabulary."""
+
 from __future__ import annotations
 
 import threading
@@ -26,18 +27,45 @@ class LlmMetrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        self.ttft = Histogram("baton_llm_ttft_ms", "Time to the first token (ms).", ["route"], buckets=LLM_BUCKETS_MS,
-                              registry=self.registry)
-        self.tpot = Histogram("baton_llm_tpot_ms", "Time per output token after the first (ms).", ["route"],
-                              buckets=(5, 10, 20, 40, 60, 80, 100, 150, 200, 400), registry=self.registry)
-        self.e2e = Histogram("baton_llm_e2e_ms", "Request latency in the engine, end to end (ms).", ["route"],
-                             buckets=LLM_BUCKETS_MS, registry=self.registry)
-        self.tokens = Counter("baton_llm_tokens", "Tokens processed, by kind (prompt, completion).", ["route", "kind"],
-                              registry=self.registry)
-        self.requests = Counter("baton_llm_requests", "Requests, by how they finished (stop, length, abort ...).",
-                                ["route", "finish_reason"], registry=self.registry)
-        self.aborts = Counter("baton_llm_aborts", "Requests given up on before they finished (deadline, client gone); "
-                                                  "the engine aborted each.", ["route"], registry=self.registry)
+        self.ttft = Histogram(
+            "baton_llm_ttft_ms",
+            "Time to the first token (ms).",
+            ["route"],
+            buckets=LLM_BUCKETS_MS,
+            registry=self.registry,
+        )
+        self.tpot = Histogram(
+            "baton_llm_tpot_ms",
+            "Time per output token after the first (ms).",
+            ["route"],
+            buckets=(5, 10, 20, 40, 60, 80, 100, 150, 200, 400),
+            registry=self.registry,
+        )
+        self.e2e = Histogram(
+            "baton_llm_e2e_ms",
+            "Request latency in the engine, end to end (ms).",
+            ["route"],
+            buckets=LLM_BUCKETS_MS,
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "baton_llm_tokens",
+            "Tokens processed, by kind (prompt, completion).",
+            ["route", "kind"],
+            registry=self.registry,
+        )
+        self.requests = Counter(
+            "baton_llm_requests",
+            "Requests, by how they finished (stop, length, abort ...).",
+            ["route", "finish_reason"],
+            registry=self.registry,
+        )
+        self.aborts = Counter(
+            "baton_llm_aborts",
+            "Requests given up on before they finished (deadline, client gone); the engine aborted each.",
+            ["route"],
+            registry=self.registry,
+        )
 
     def observe(self, route: str, reply: LmReply, e2e_ms: float) -> None:
         self.requests.labels(route, reply.finish_reason).inc()
@@ -60,10 +88,17 @@ class ModelMetrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        self.batches = Histogram("baton_model_batch_size", "Items per batch a model replica ran.", ["stage"],
-                                 buckets=BATCH_BUCKETS, registry=self.registry)
+        self.batches = Histogram(
+            "baton_model_batch_size",
+            "Items per batch a model replica ran.",
+            ["stage"],
+            buckets=BATCH_BUCKETS,
+            registry=self.registry,
+        )
         self.passes = Counter("baton_encoder_passes", "Encoder forward calls.", registry=self.registry)
-        self.turns = Counter("baton_encoder_turns", "Turns embedded by the encoder (each once).", registry=self.registry)
+        self.turns = Counter(
+            "baton_encoder_turns", "Turns embedded by the encoder (each once).", registry=self.registry
+        )
 
 
 class TurnMetrics:
@@ -75,13 +110,26 @@ class TurnMetrics:
         self.registry = registry or CollectorRegistry()
         self.multiproc_dir = multiproc_dir
         self.turns = Counter("baton_turns", "Turns answered, by status.", ["status"], registry=self.registry)
-        self.turn_ms = Histogram("baton_turn_latency_ms", "Server-side turn latency (ms).", buckets=LATENCY_BUCKETS_MS,
-                                 registry=self.registry)
-        self.stage_ms = Histogram("baton_stage_latency_ms", "Per-stage latency (ms).", ["stage"], buckets=LATENCY_BUCKETS_MS,
-                                  registry=self.registry)
-        self.degraded = Counter("baton_degraded_stages", "Stages that missed their budget or failed.", ["stage"], registry=self.registry)
+        self.turn_ms = Histogram(
+            "baton_turn_latency_ms",
+            "Server-side turn latency (ms).",
+            buckets=LATENCY_BUCKETS_MS,
+            registry=self.registry,
+        )
+        self.stage_ms = Histogram(
+            "baton_stage_latency_ms",
+            "Per-stage latency (ms).",
+            ["stage"],
+            buckets=LATENCY_BUCKETS_MS,
+            registry=self.registry,
+        )
+        self.degraded = Counter(
+            "baton_degraded_stages", "Stages that missed their budget or failed.", ["stage"], registry=self.registry
+        )
         self.shed = Counter("baton_shed_turns", "Turns refused by admission control.", registry=self.registry)
-        self.errors = Counter("baton_errors", "Requests answered with an error envelope, by code.", ["code"], registry=self.registry)
+        self.errors = Counter(
+            "baton_errors", "Requests answered with an error envelope, by code.", ["code"], registry=self.registry
+        )
         self.live = LiveSummary(self.exposed().collect, scope="all_replicas" if multiproc_dir else "process")
 
     def exposed(self) -> CollectorRegistry:

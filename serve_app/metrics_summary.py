@@ -7,6 +7,7 @@ a few of its past reads and answers the difference between now and the newest re
 oldest), so the window it states is the one it measured. Percentiles are estimated from the latency histogram's
 buckets, linearly inside a bucket as Prometheus' `histogram_quantile` does: they are as fine as the buckets.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,13 @@ from prometheus_client.metrics_core import Metric
 
 from protocol.metrics import MetricsSummary, MetricsTotals
 
-TURNS, LATENCY, SHED, DEGRADED, ERRORS = ("baton_turns_total", "baton_turn_latency_ms", "baton_shed_turns_total",
-                                          "baton_degraded_stages_total", "baton_errors_total")
+TURNS, LATENCY, SHED, DEGRADED, ERRORS = (
+    "baton_turns_total",
+    "baton_turn_latency_ms",
+    "baton_shed_turns_total",
+    "baton_degraded_stages_total",
+    "baton_errors_total",
+)
 KEEP_EVERY_S = 1.0  # past reads kept at most once a second: memory stays bounded however often the page polls
 
 
@@ -57,7 +63,9 @@ def read_sample(metrics: Iterable[Metric], at: float) -> Sample:
                 degraded[s.labels["stage"]] = degraded.get(s.labels["stage"], 0.0) + s.value
             elif s.name == ERRORS:
                 errors[s.labels["code"]] = errors.get(s.labels["code"], 0.0) + s.value
-    return Sample(at=at, turns=turns, buckets=tuple(sorted(buckets.items())), shed=shed, degraded=degraded, errors=errors)
+    return Sample(
+        at=at, turns=turns, buckets=tuple(sorted(buckets.items())), shed=shed, degraded=degraded, errors=errors
+    )
 
 
 def quantile(q: float, buckets: tuple[tuple[float, float], ...]) -> float | None:
@@ -92,13 +100,23 @@ def summarize(now: Sample, before: Sample | None, *, scope: str) -> MetricsSumma
     buckets = tuple((bound, max(0.0, count - previous.get(bound, 0.0))) for bound, count in now.buckets)
     finite = [bound for bound, _ in now.buckets if not math.isinf(bound)]
     return MetricsSummary(
-        scope=scope, window_s=round(window_s, 3), turns=turns,
+        scope=scope,
+        window_s=round(window_s, 3),
+        turns=turns,
         turns_per_s=round(turns / window_s, 3) if window_s > 0 else None,
-        p50_ms=_rounded(quantile(0.5, buckets)), p99_ms=_rounded(quantile(0.99, buckets)),
-        latency_cap_ms=max(finite, default=0.0), shed=int(round(max(0.0, now.shed - base.shed))),
-        degraded=_delta(now.degraded, base.degraded), by_status=by_status, errors=_delta(now.errors, base.errors),
-        since_start=MetricsTotals(turns=int(round(sum(now.turns.values()))), shed=int(round(now.shed)),
-                                  degraded=int(round(sum(now.degraded.values())))))
+        p50_ms=_rounded(quantile(0.5, buckets)),
+        p99_ms=_rounded(quantile(0.99, buckets)),
+        latency_cap_ms=max(finite, default=0.0),
+        shed=int(round(max(0.0, now.shed - base.shed))),
+        degraded=_delta(now.degraded, base.degraded),
+        by_status=by_status,
+        errors=_delta(now.errors, base.errors),
+        since_start=MetricsTotals(
+            turns=int(round(sum(now.turns.values()))),
+            shed=int(round(now.shed)),
+            degraded=int(round(sum(now.degraded.values()))),
+        ),
+    )
 
 
 def _rounded(value: float | None) -> float | None:
@@ -110,8 +128,14 @@ class LiveSummary:
 
     The first read happens at construction, so the first summary already covers the time since then."""
 
-    def __init__(self, collect: Callable[[], Iterable[Metric]], *, scope: str, window_s: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        collect: Callable[[], Iterable[Metric]],
+        *,
+        scope: str,
+        window_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._collect = collect
         self._clock = clock
         self.scope = scope

@@ -4,6 +4,7 @@ The warm-up is a text turn through the real path (shadow user, session lease, ev
 must come back with no degraded stage, then one OCR and one ASR call on the bundled samples. Until it passes,
 `/health` answers 503 with the reason. Plain asyncio: the Serve status check is injected.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -15,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
+from config.media import MediaKind
 from deployments.asr import WARMUP_AUDIO
 from deployments.ocr import WARMUP_IMAGE
 from engine.deadline import Deadline
 from engine.model_client import NLU_STAGES
-from config.media import MediaKind
 from media.uploads import MediaUploads
 from protocol.http_chat import ChatRequest
 
@@ -30,7 +31,10 @@ WARMUP_USER = "__baton_warmup__"
 WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social and no command: every model stage runs, no plugin does
 WARMUP_PLAN_TEXT = "先打开车窗，然后把音乐关掉"  # two requests: a plan with two steps
 PLANNER_WARMUP_S = 60.0
-MEDIA_OK = {"ocr": ("ok",), "asr": ("ok", "no_speech")}  # a synthetic voice: a small Whisper may hear none, and that is an answer
+MEDIA_OK = {
+    "ocr": ("ok",),
+    "asr": ("ok", "no_speech"),
+}  # a synthetic voice: a small Whisper may hear none, and that is an answer
 StatusCheck = Callable[[], Awaitable[str | None]]  # the reason the app's deployments are not all running, or None
 
 
@@ -46,8 +50,15 @@ class Readiness:
 class AppReadiness:
     """Sets `state.readiness`: not ready until the deployments run and the warm-up went through every stage."""
 
-    def __init__(self, *, state: AppState, replica: str, deployments_running: StatusCheck,
-                 allowed_degraded: frozenset[str] = frozenset(), retry_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        *,
+        state: AppState,
+        replica: str,
+        deployments_running: StatusCheck,
+        allowed_degraded: frozenset[str] = frozenset(),
+        retry_s: float = 0.5,
+    ) -> None:
         self._state = state
         self._flag = state.readiness
         self._session_id = f"warmup-{replica}"
@@ -68,8 +79,12 @@ class AppReadiness:
     async def check(self) -> bool:
         """One attempt; sets `ready` or the `reason` it is not."""
         try:
-            reason = (await self._deployments_running() or await self._text_turn() or await self._planner_call()
-                      or await self._media_calls())
+            reason = (
+                await self._deployments_running()
+                or await self._text_turn()
+                or await self._planner_call()
+                or await self._media_calls()
+            )
         except Exception as exc:  # anything a cold app can throw: still starting
             reason = f"warm-up failed: {type(exc).__name__}: {exc}"
         self._flag.ready, self._flag.reason = reason is None, reason or ""
@@ -105,8 +120,12 @@ class AppReadiness:
         if planner is None or "planner" in self._allowed:
             return None
         tz = ZoneInfo(self._state.settings.timezone)
-        outcome = await planner.plan(WARMUP_PLAN_TEXT, deadline=Deadline(PLANNER_WARMUP_S * 1000), budget_s=PLANNER_WARMUP_S,
-                                     now=datetime.now(tz))
+        outcome = await planner.plan(
+            WARMUP_PLAN_TEXT,
+            deadline=Deadline(PLANNER_WARMUP_S * 1000),
+            budget_s=PLANNER_WARMUP_S,
+            now=datetime.now(tz),
+        )
         if outcome.timed_out or outcome.error:
             return f"planner warm-up: {outcome.reason}"
         return None
@@ -116,7 +135,10 @@ class AppReadiness:
         if media is None or uploads is None:
             return None
         budgets = self._state.settings.budgets
-        samples: tuple[tuple[str, Path, MediaKind], ...] = (("ocr", WARMUP_IMAGE, "image"), ("asr", WARMUP_AUDIO, "audio"))
+        samples: tuple[tuple[str, Path, MediaKind], ...] = (
+            ("ocr", WARMUP_IMAGE, "image"),
+            ("asr", WARMUP_AUDIO, "audio"),
+        )
         for stage, sample, file_type in samples:
             if stage in self._allowed:
                 continue
@@ -131,5 +153,7 @@ class AppReadiness:
 
     @staticmethod
     async def _upload(uploads: MediaUploads, sample: Path, file_type: MediaKind) -> str:
-        stored = await asyncio.to_thread(uploads.accept, data=sample.read_bytes(), file_type=file_type, user_id=WARMUP_USER)
+        stored = await asyncio.to_thread(
+            uploads.accept, data=sample.read_bytes(), file_type=file_type, user_id=WARMUP_USER
+        )
         return stored.object_key

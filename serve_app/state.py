@@ -5,6 +5,7 @@ The served app builds it in the Orchestrator's constructor from the model deploy
 plain ASGI server (the monolith baseline, in-process tests) builds it in its lifespan, since the PostgreSQL pool
 belongs to the server's event loop.
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
@@ -18,12 +19,13 @@ from pydantic import SecretStr
 
 from config.settings import Settings
 from deployments.faults import StageFaults
-from engine.clock import Clock, app_clock
-from engine.conversation.perception import Perception
 from engine.agents.long_task_split import LongTaskSplitAgent
 from engine.agents.registry import AgentRegistry
+from engine.clock import Clock, app_clock
+from engine.conversation.perception import Perception
 from engine.llm.dspy_engine import dspy_lm
 from engine.llm.hooks import build_chain
+from engine.llm.lm import RoutedLanguageModel
 from engine.llm.planner import LlmWorkflowPlanner
 from engine.llm.prompts import PromptSet
 from engine.llm.replies import LlmTextWriter, ReplyWriter
@@ -39,7 +41,6 @@ from serve_app.auth import Auth, Callers, signing_secret
 from serve_app.http.openai.serving import OpenAiServing
 from serve_app.metrics import LlmMetrics, TurnMetrics
 from serve_app.readiness import Readiness
-from engine.llm.lm import RoutedLanguageModel
 from serve_app.turns.admission import Admission
 from serve_app.turns.runner import TurnRunner
 from serve_app.turns.stored import StoredChat
@@ -93,32 +94,55 @@ class AppState:
         return self.settings.serving.retry_after_s
 
 
-def build_engine(settings: Settings, models: ModelClients, pack: Pack, clock: Clock, *,
-                 planner: LlmWorkflowPlanner | None = None) -> TurnEngine:
+def build_engine(
+    settings: Settings, models: ModelClients, pack: Pack, clock: Clock, *, planner: LlmWorkflowPlanner | None = None
+) -> TurnEngine:
     """The turn engine over `pack`. The hooks chain is built here whether or not an LLM is deployed, so a hook config
     that names an unknown hook stops the start, naming it."""
     build_chain(settings.hooks)
     llm = models.llm
     replies = None
     if llm is not None and settings.llm.generate_replies:
-        replies = ReplyWriter(dspy_lm(llm.for_route("reply"), max_tokens=settings.llm.reply_max_tokens),
-                              budget_s=settings.budgets.stage_s("reply"))
-    return TurnEngine(pack=pack, settings=settings, models=models.nlu, sessions=InMemorySessionStore(settings.session.ttl_s),
-                      plugins=PluginRegistry(), media=models.media, faults=StageFaults(settings.env.faults, settings.env.faults_file),
-                      llm_planner=planner, replies=replies, clock=clock)
+        replies = ReplyWriter(
+            dspy_lm(llm.for_route("reply"), max_tokens=settings.llm.reply_max_tokens),
+            budget_s=settings.budgets.stage_s("reply"),
+        )
+    return TurnEngine(
+        pack=pack,
+        settings=settings,
+        models=models.nlu,
+        sessions=InMemorySessionStore(settings.session.ttl_s),
+        plugins=PluginRegistry(),
+        media=models.media,
+        faults=StageFaults(settings.env.faults, settings.env.faults_file),
+        llm_planner=planner,
+        replies=replies,
+        clock=clock,
+    )
 
 
 def llm_planner(settings: Settings, models: ModelClients, pack_dir: Path, pack: Pack) -> LlmWorkflowPlanner | None:
     if models.llm is None:
         return None
-    prompts = PromptSet.load(pack_dir, settings.prompts)  # a pack missing a required prompt file does not start; the error names it
+    prompts = PromptSet.load(
+        pack_dir, settings.prompts
+    )  # a pack missing a required prompt file does not start; the error names it
     return LlmWorkflowPlanner.configured(models.llm.for_route("planner"), pack, prompts, settings)
 
 
-def build_state(settings: Settings, models: ModelClients, db: Database | None, *, engine: TurnEngine | None = None,
-                readiness: Readiness | None = None, uploads: MediaUploads | None = None, auth: Auth | None = None,
-                admission: Admission | None = None, metrics: TurnMetrics | None = None,
-                llm_metrics: LlmMetrics | None = None) -> AppState:
+def build_state(
+    settings: Settings,
+    models: ModelClients,
+    db: Database | None,
+    *,
+    engine: TurnEngine | None = None,
+    readiness: Readiness | None = None,
+    uploads: MediaUploads | None = None,
+    auth: Auth | None = None,
+    admission: Admission | None = None,
+    metrics: TurnMetrics | None = None,
+    llm_metrics: LlmMetrics | None = None,
+) -> AppState:
     """The app state over `settings` and `models`, with the store when `db` is given (else sessions stay in-process).
 
     The keyword arguments replace a part that is otherwise built from the settings (a test's engine, a media store of
@@ -134,22 +158,40 @@ def build_state(settings: Settings, models: ModelClients, db: Database | None, *
     readiness = readiness or Readiness()
     store = None
     if db is not None:
-        auth = auth or Auth(settings.auth, signing_secret(settings.auth, settings.state_dir,
-                                                          _revealed(settings.env.auth_secret)))
-        store = Persistence(db=db, callers=Callers(auth=auth, db=db, require_token=settings.auth.require_token),
-                            chat=StoredChat(engine, db, settings))
-    turns = TurnRunner(engine=engine, admission=admission or Admission(settings.serving.admission), metrics=metrics,
-                       readiness=readiness,
-                       stored=store.chat if store else None, callers=store.callers if store else None)
-    return AppState(settings=settings, engine=engine, turns=turns, metrics=metrics, readiness=readiness,
-                    openai=OpenAiServing(models.llm.for_route("openai") if models.llm else None, settings.llm),
-                    store=store, uploads=uploads or MediaUploads(store=build_store(settings), cfg=settings.media),
-                    conversation=conversation_agent(settings, turns, store, models, clock) if store else None,
-                    llm_planner=planner, llm_metrics=llm_metrics or LlmMetrics())
+        auth = auth or Auth(
+            settings.auth, signing_secret(settings.auth, settings.state_dir, _revealed(settings.env.auth_secret))
+        )
+        store = Persistence(
+            db=db,
+            callers=Callers(auth=auth, db=db, require_token=settings.auth.require_token),
+            chat=StoredChat(engine, db, settings),
+        )
+    turns = TurnRunner(
+        engine=engine,
+        admission=admission or Admission(settings.serving.admission),
+        metrics=metrics,
+        readiness=readiness,
+        stored=store.chat if store else None,
+        callers=store.callers if store else None,
+    )
+    return AppState(
+        settings=settings,
+        engine=engine,
+        turns=turns,
+        metrics=metrics,
+        readiness=readiness,
+        openai=OpenAiServing(models.llm.for_route("openai") if models.llm else None, settings.llm),
+        store=store,
+        uploads=uploads or MediaUploads(store=build_store(settings), cfg=settings.media),
+        conversation=conversation_agent(settings, turns, store, models, clock) if store else None,
+        llm_planner=planner,
+        llm_metrics=llm_metrics or LlmMetrics(),
+    )
 
 
-def conversation_agent(settings: Settings, turns: TurnRunner, store: Persistence, models: ModelClients,
-                       clock: Clock) -> ConversationAgent:
+def conversation_agent(
+    settings: Settings, turns: TurnRunner, store: Persistence, models: ModelClients, clock: Clock
+) -> ConversationAgent:
     """The WebSocket main agent: the five sub-agents, perception over the long-task split agent's questions."""
     writer = None
     if models.llm is not None and settings.llm.generate_replies:
@@ -158,9 +200,12 @@ def conversation_agent(settings: Settings, turns: TurnRunner, store: Persistence
     split = agents.definition("long_task_split_agent", "split")
     split_agent = agents.agent("long_task_split_agent")
     assert isinstance(split_agent, LongTaskSplitAgent)  # its questions, prefill and answers drive perception
-    perception = Perception(settings.conversation, split_agent,
-                            (list(split.required_fields), list(split.optional_fields)))
-    return ConversationAgent(settings=settings, turns=turns, db=store.db, agents=agents, perception=perception, clock=clock)
+    perception = Perception(
+        settings.conversation, split_agent, (list(split.required_fields), list(split.optional_fields))
+    )
+    return ConversationAgent(
+        settings=settings, turns=turns, db=store.db, agents=agents, perception=perception, clock=clock
+    )
 
 
 def _revealed(secret: SecretStr | None) -> str | None:

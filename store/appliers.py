@@ -4,6 +4,7 @@ Each write has a creation check (the rows its payload names exist and are the us
 inside the gate's decide transaction: it locks what it changes, checks versions and raises before anything
 commits when it cannot apply all of it, so a refused or failed write leaves no row behind.
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -36,8 +37,12 @@ def validated(model: type[BaseModel], data: dict[str, Any], *, where: str = "pay
 
 async def _items(conn: asyncpg.Connection, user_id: UUID, ids: list[UUID], *, lock: bool) -> dict[UUID, asyncpg.Record]:
     # ORDER BY id: two writes locking overlapping items take the locks in the same order, so they cannot deadlock
-    rows = await conn.fetch("SELECT * FROM task_items WHERE user_id = $1 AND id = ANY($2::uuid[]) AND NOT is_deleted"
-                            f" ORDER BY id{' FOR UPDATE' if lock else ''}", user_id, ids)
+    rows = await conn.fetch(
+        "SELECT * FROM task_items WHERE user_id = $1 AND id = ANY($2::uuid[]) AND NOT is_deleted"
+        f" ORDER BY id{' FOR UPDATE' if lock else ''}",
+        user_id,
+        ids,
+    )
     return {row["id"]: row for row in rows}
 
 
@@ -48,8 +53,9 @@ async def _item(conn: asyncpg.Connection, user_id: UUID, item_id: UUID, *, field
     return row
 
 
-async def _replanned_items(conn: asyncpg.Connection, user_id: UUID, payload: ReplanPayload, *,
-                           lock: bool) -> dict[UUID, asyncpg.Record]:
+async def _replanned_items(
+    conn: asyncpg.Connection, user_id: UUID, payload: ReplanPayload, *, lock: bool
+) -> dict[UUID, asyncpg.Record]:
     items = await _items(conn, user_id, [c.task_item_id for c in payload.changes], lock=lock)
     for i, change in enumerate(payload.changes):
         if change.task_item_id not in items:
@@ -57,75 +63,119 @@ async def _replanned_items(conn: asyncpg.Connection, user_id: UUID, payload: Rep
     return items
 
 
-async def _check_feedback(conn: asyncpg.Connection, user_id: UUID, payload: FeedbackPayload, source_message_id: UUID | None) -> None:
+async def _check_feedback(
+    conn: asyncpg.Connection, user_id: UUID, payload: FeedbackPayload, source_message_id: UUID | None
+) -> None:
     await _item(conn, user_id, payload.task_item_id, field="payload.task_item_id", lock=False)
 
 
-async def _apply_feedback(conn: asyncpg.Connection, user_id: UUID, payload: FeedbackPayload, source_message_id: UUID | None) -> UUID:
+async def _apply_feedback(
+    conn: asyncpg.Connection, user_id: UUID, payload: FeedbackPayload, source_message_id: UUID | None
+) -> UUID:
     """Insert the feedback record (its id is the applied target) and move the item's status when the feedback ends it."""
     item = await _item(conn, user_id, payload.task_item_id, field="payload.task_item_id", lock=True)
     if item["version"] != payload.item_version:
-        raise StaleVersion(f"The task item is at version {item['version']}, not {payload.item_version}; review and retry.",
-                           field="payload.item_version")
+        raise StaleVersion(
+            f"The task item is at version {item['version']}, not {payload.item_version}; review and retry.",
+            field="payload.item_version",
+        )
     feedback_id: UUID = await conn.fetchval(
         "INSERT INTO feedback_records (user_id, task_item_id, source_message_id, feedback_status, normalized_feedback,"
         " duration_minutes, occurred_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-        user_id, item["id"], source_message_id, payload.feedback_status, payload.normalized_feedback,
-        payload.duration_minutes, payload.occurred_at)
+        user_id,
+        item["id"],
+        source_message_id,
+        payload.feedback_status,
+        payload.normalized_feedback,
+        payload.duration_minutes,
+        payload.occurred_at,
+    )
     status = _ITEM_STATUS_AFTER_FEEDBACK.get(payload.feedback_status)
     if status is not None:
-        await conn.execute("UPDATE task_items SET status = $2, version = version + 1, updated_at = now() WHERE id = $1",
-                           item["id"], status)
+        await conn.execute(
+            "UPDATE task_items SET status = $2, version = version + 1, updated_at = now() WHERE id = $1",
+            item["id"],
+            status,
+        )
     return feedback_id
 
 
-async def _check_replan(conn: asyncpg.Connection, user_id: UUID, payload: ReplanPayload, source_message_id: UUID | None) -> None:
+async def _check_replan(
+    conn: asyncpg.Connection, user_id: UUID, payload: ReplanPayload, source_message_id: UUID | None
+) -> None:
     await _replanned_items(conn, user_id, payload, lock=False)
 
 
-async def _apply_replan(conn: asyncpg.Connection, user_id: UUID, payload: ReplanPayload, source_message_id: UUID | None) -> UUID:
+async def _apply_replan(
+    conn: asyncpg.Connection, user_id: UUID, payload: ReplanPayload, source_message_id: UUID | None
+) -> UUID:
     """Apply every change or none: all versions are checked before the first row changes. The applied target is the
     first change's item."""
     items = await _replanned_items(conn, user_id, payload, lock=True)
     for i, change in enumerate(payload.changes):
         version = items[change.task_item_id]["version"]
         if version != change.base_version:
-            raise StaleVersion(f"Task item {change.task_item_id} is at version {version}, not {change.base_version};"
-                               " nothing was replanned.", field=f"payload.changes.{i}.base_version")
+            raise StaleVersion(
+                f"Task item {change.task_item_id} is at version {version}, not {change.base_version};"
+                " nothing was replanned.",
+                field=f"payload.changes.{i}.base_version",
+            )
     for i, change in enumerate(payload.changes):
         current = items[change.task_item_id]
         columns = sorted(change.model_fields_set - {"task_item_id", "base_version"})
         # the whole row after the change must still be a valid item (e.g. a new end_at before the kept start_at)
-        merged = validated(TaskItemPayload, {**{f: current[f] for f in _ITEM_FIELDS}, **change.model_dump(include=set(columns))},
-                           where=f"payload.changes.{i}")
+        merged = validated(
+            TaskItemPayload,
+            {**{f: current[f] for f in _ITEM_FIELDS}, **change.model_dump(include=set(columns))},
+            where=f"payload.changes.{i}",
+        )
         assignments = ", ".join(f"{column} = ${n + 2}" for n, column in enumerate(columns))
         # the row is locked since _replanned_items, so its version cannot have moved since the check above
-        await conn.execute(f"UPDATE task_items SET {assignments}, version = version + 1, updated_at = now() WHERE id = $1",
-                           current["id"], *(getattr(merged, column) for column in columns))
+        await conn.execute(
+            f"UPDATE task_items SET {assignments}, version = version + 1, updated_at = now() WHERE id = $1",
+            current["id"],
+            *(getattr(merged, column) for column in columns),
+        )
     return payload.changes[0].task_item_id
 
 
-async def _check_goal_split(conn: asyncpg.Connection, user_id: UUID, payload: GoalSplitPayload, source_message_id: UUID | None) -> None:
+async def _check_goal_split(
+    conn: asyncpg.Connection, user_id: UUID, payload: GoalSplitPayload, source_message_id: UUID | None
+) -> None:
     if source_message_id is None:
-        raise InvalidInput("A goal split records its task profile against the message it came from; source_message_id is missing.",
-                           field="source_message_id")
+        raise InvalidInput(
+            "A goal split records its task profile against the message it came from; source_message_id is missing.",
+            field="source_message_id",
+        )
 
 
-async def _apply_goal_split(conn: asyncpg.Connection, user_id: UUID, payload: GoalSplitPayload, source_message_id: UUID | None) -> UUID:
+async def _apply_goal_split(
+    conn: asyncpg.Connection, user_id: UUID, payload: GoalSplitPayload, source_message_id: UUID | None
+) -> UUID:
     """Insert the goal (the applied target), its subtasks and its task profile snapshot."""
     if source_message_id is None:  # the write request's message link is ON DELETE SET NULL; the snapshot's is NOT NULL
         raise NotFound("The message this goal split came from no longer exists.", field="source_message_id")
     goal = payload.goal.model_dump()
     goal_id: UUID = await conn.fetchval(
         f"INSERT INTO long_goals (user_id, {', '.join(goal)}) VALUES ($1, {', '.join(f'${i + 2}' for i in range(len(goal)))})"
-        " RETURNING id", user_id, *goal.values())
+        " RETURNING id",
+        user_id,
+        *goal.values(),
+    )
     if payload.subtasks:
         await conn.executemany(
             "INSERT INTO task_items (user_id, long_goal_id, item_type, title, description, start_at, end_at, due_at)"
             " VALUES ($1, $2, 'subtask', $3, $4, $5, $6, $7)",
-            [(user_id, goal_id, s.title, s.description, s.start_at, s.end_at, s.due_at) for s in payload.subtasks])
-    await conn.execute("INSERT INTO task_profile_snapshots (user_id, long_goal_id, profile_summary, source_message_id)"
-                       " VALUES ($1, $2, $3, $4)", user_id, goal_id, payload.task_profile_summary, source_message_id)
+            [(user_id, goal_id, s.title, s.description, s.start_at, s.end_at, s.due_at) for s in payload.subtasks],
+        )
+    await conn.execute(
+        "INSERT INTO task_profile_snapshots (user_id, long_goal_id, profile_summary, source_message_id)"
+        " VALUES ($1, $2, $3, $4)",
+        user_id,
+        goal_id,
+        payload.task_profile_summary,
+        source_message_id,
+    )
     return goal_id
 
 
@@ -147,12 +197,16 @@ def check_body(body: WriteRequestCreate) -> None:
     """Refuse a sub-agent write whose payload is invalid, or which carries target_id / base_version: these writes
     name their rows and versions in the payload, and a second, ignored place for them would mislead."""
     if body.target_id is not None or body.base_version is not None:
-        raise InvalidInput(f"A '{body.action}' names its rows and versions in the payload, not in target_id / base_version.",
-                           field="target_id" if body.target_id is not None else "base_version")
+        raise InvalidInput(
+            f"A '{body.action}' names its rows and versions in the payload, not in target_id / base_version.",
+            field="target_id" if body.target_id is not None else "base_version",
+        )
     validated(AGENT_WRITES[(body.action, body.target_type)].payload, body.payload)
 
 
-async def check(conn: asyncpg.Connection, user_id: UUID, body: WriteRequestCreate, source_message_id: UUID | None) -> None:
+async def check(
+    conn: asyncpg.Connection, user_id: UUID, body: WriteRequestCreate, source_message_id: UUID | None
+) -> None:
     """At creation: refuse a sub-agent write naming rows that are not the user's (NotFound names the payload field)."""
     write = AGENT_WRITES[(body.action, body.target_type)]
     await write.check(conn, user_id, validated(write.payload, body.payload), source_message_id)

@@ -1,4 +1,5 @@
 """The asyncpg pool of one process and the translation of connection failures into StoreUnavailable."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +9,8 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
-from engine.errors import Overloaded
 from config.database import DatabaseConfig
+from engine.errors import Overloaded
 from store.errors import StoreUnavailable
 from store.migrate import migrate
 
@@ -32,8 +33,9 @@ async def _no_session_state(conn: asyncpg.Connection) -> None:
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
     for name in ("json", "jsonb"):
-        await conn.set_type_codec(name, encoder=lambda v: json.dumps(v, ensure_ascii=False), decoder=json.loads,
-                                  schema="pg_catalog")
+        await conn.set_type_codec(
+            name, encoder=lambda v: json.dumps(v, ensure_ascii=False), decoder=json.loads, schema="pg_catalog"
+        )
 
 
 class Database:
@@ -54,9 +56,15 @@ class Database:
                 finally:
                     await conn.close()
             pool = await asyncpg.create_pool(
-                dsn, min_size=config.pool_min, max_size=config.pool_max, timeout=config.connect_timeout_s,
-                command_timeout=config.command_timeout_s, init=_init_connection, reset=_no_session_state,
-                server_settings={"search_path": config.schema_name, "timezone": "UTC"})
+                dsn,
+                min_size=config.pool_min,
+                max_size=config.pool_max,
+                timeout=config.connect_timeout_s,
+                command_timeout=config.command_timeout_s,
+                init=_init_connection,
+                reset=_no_session_state,
+                server_settings={"search_path": config.schema_name, "timezone": "UTC"},
+            )
         except UNAVAILABLE as exc:
             raise StoreUnavailable(f"The database is unavailable ({type(exc).__name__}).") from exc
         return cls(pool, config)
@@ -65,7 +73,7 @@ class Database:
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
         try:
             conn = await self.pool.acquire(timeout=self.config.pool_acquire_timeout_s)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             # every connection is busy: back-pressure, answered like any other shed turn
             raise Overloaded("Every database connection of this replica is busy; retry shortly.") from exc
         except UNAVAILABLE as exc:

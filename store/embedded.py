@@ -3,6 +3,7 @@
 It listens on a Unix socket inside the data folder only (no TCP port). A `postmaster.pid` left by a server
 that died is recognised as stale (its process is gone) and the server is started again.
 """
+
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,5 @@
 """Typed store errors; the HTTP boundary maps each to its status code and the error envelope."""
+
 from __future__ import annotations
 
 from engine.errors import BatonError

@@ -3,6 +3,7 @@
 They return protocol.agents models: the candidate items of a time range, the feedback given on them, the newest
 feedback per item and the user's profile data. Ranges are [start_at, end_at).
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -21,33 +22,50 @@ def _touches_range(t: str) -> str:
     """An item of alias `t` touches [$2, $3): its start..end overlaps it, or, unscheduled, its due time lies in it.
 
     The same rule as store.business.timeline, so the agents see the items the timeline shows."""
-    return (f"(({t}.start_at IS NOT NULL AND {t}.start_at < $3 AND coalesce({t}.end_at, {t}.start_at) >= $2)"
-            f" OR ({t}.start_at IS NULL AND {t}.due_at >= $2 AND {t}.due_at < $3))")
+    return (
+        f"(({t}.start_at IS NOT NULL AND {t}.start_at < $3 AND coalesce({t}.end_at, {t}.start_at) >= $2)"
+        f" OR ({t}.start_at IS NULL AND {t}.due_at >= $2 AND {t}.due_at < $3))"
+    )
 
 
-async def items_in_range(conn: asyncpg.Connection, user_id: UUID, *, start_at: datetime, end_at: datetime,
-                         item_types: tuple[str, ...] | None = None,
-                         statuses: tuple[str, ...] | None = None) -> list[CandidateItem]:
+async def items_in_range(
+    conn: asyncpg.Connection,
+    user_id: UUID,
+    *,
+    start_at: datetime,
+    end_at: datetime,
+    item_types: tuple[str, ...] | None = None,
+    statuses: tuple[str, ...] | None = None,
+) -> list[CandidateItem]:
     """The user's items (not deleted) touching the range, in time order; `item_types` / `statuses` narrow them when
     given (None: any)."""
     rows = await conn.fetch(
         f"SELECT {_CANDIDATE} FROM task_items t WHERE user_id = $1 AND NOT is_deleted AND {_touches_range('t')}"
         " AND ($4::text[] IS NULL OR item_type = ANY($4)) AND ($5::text[] IS NULL OR status = ANY($5))"
         " ORDER BY coalesce(start_at, due_at), created_at",
-        user_id, start_at, end_at, None if item_types is None else list(item_types),
-        None if statuses is None else list(statuses))
+        user_id,
+        start_at,
+        end_at,
+        None if item_types is None else list(item_types),
+        None if statuses is None else list(statuses),
+    )
     return [CandidateItem.model_validate(dict(r)) for r in rows]
 
 
-async def feedbacks_in_range(conn: asyncpg.Connection, user_id: UUID, *, start_at: datetime,
-                             end_at: datetime) -> list[FeedbackFact]:
+async def feedbacks_in_range(
+    conn: asyncpg.Connection, user_id: UUID, *, start_at: datetime, end_at: datetime
+) -> list[FeedbackFact]:
     """The user's feedback (not deleted) that occurred in the range, or that was given on an item (not deleted)
     touching the range, oldest first."""
     rows = await conn.fetch(
         f"SELECT {_FEEDBACK} FROM feedback_records f JOIN task_items t ON t.user_id = f.user_id AND t.id = f.task_item_id"
         " WHERE f.user_id = $1 AND NOT f.is_deleted"
         f" AND ((f.occurred_at >= $2 AND f.occurred_at < $3) OR (NOT t.is_deleted AND {_touches_range('t')}))"
-        " ORDER BY f.occurred_at, f.created_at", user_id, start_at, end_at)
+        " ORDER BY f.occurred_at, f.created_at",
+        user_id,
+        start_at,
+        end_at,
+    )
     return [FeedbackFact.model_validate(dict(r)) for r in rows]
 
 
@@ -58,7 +76,10 @@ async def latest_feedbacks(conn: asyncpg.Connection, user_id: UUID, item_ids: li
     rows = await conn.fetch(
         f"SELECT DISTINCT ON (f.task_item_id) {_FEEDBACK} FROM feedback_records f"
         " WHERE f.user_id = $1 AND f.task_item_id = ANY($2::uuid[]) AND NOT f.is_deleted"
-        " ORDER BY f.task_item_id, f.occurred_at DESC, f.created_at DESC", user_id, item_ids)
+        " ORDER BY f.task_item_id, f.occurred_at DESC, f.created_at DESC",
+        user_id,
+        item_ids,
+    )
     return {r["task_item_id"]: FeedbackFact.model_validate(dict(r)) for r in rows}
 
 

@@ -7,6 +7,7 @@ random ids wrote 11 full-page images and 73 kB of WAL, with time-ordered ones 4 
 against 1.85 ms (`config/TUNING.md`). The first 48 bits are the Unix time in ms, so a new id sorts after, and its
 index entries sit next to, the ids made just before it; the other 74 bits are random. The database makes the same
 kind for the rows it names itself (`baton_uuid7()`, migration 0009)."""
+
 from __future__ import annotations
 
 import secrets

@@ -1,4 +1,5 @@
 """Versioned SQL migrations applied at start-up, idempotently, under a PostgreSQL advisory lock."""
+
 from __future__ import annotations
 
 import hashlib
@@ -49,18 +50,27 @@ async def migrate(conn: asyncpg.Connection, schema: str, migrations: list[Migrat
         await conn.execute(f'SET search_path TO "{schema}"')
         await conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-            " checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
-        applied = {r["version"]: r["checksum"] for r in await conn.fetch("SELECT version, checksum FROM schema_migrations")}
+            " checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        applied = {
+            r["version"]: r["checksum"] for r in await conn.fetch("SELECT version, checksum FROM schema_migrations")
+        }
         done = []
         for migration in migrations:
             if migration.version in applied:
                 if applied[migration.version] != migration.checksum:
-                    raise MigrationError(f"Migration {migration.version:04d}_{migration.name} changed after it was applied")
+                    raise MigrationError(
+                        f"Migration {migration.version:04d}_{migration.name} changed after it was applied"
+                    )
                 continue
             async with conn.transaction():
                 await conn.execute(migration.sql)
-                await conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                                   migration.version, migration.name, migration.checksum)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                    migration.version,
+                    migration.name,
+                    migration.checksum,
+                )
             done.append(migration.version)
         return done
     finally:

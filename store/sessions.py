@@ -4,6 +4,7 @@ A turn leases its session row before it runs and commits the new state (version 
 same transaction that logs the turn; a second turn on that session waits for the lease, then gives up with
 `session_busy`. So two replicas never run one conversation's turns at once, and a plugin never runs twice.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -15,11 +16,11 @@ from uuid import UUID
 
 import asyncpg
 
+from config.database import DatabaseConfig
 from engine.errors import SessionForbidden
 from engine.session import StaleSession
-from config.database import DatabaseConfig
-from store.database import Database
 from protocol.store import ConversationMessageDTO
+from store.database import Database
 from store.errors import SessionBusy
 
 
@@ -37,8 +38,16 @@ class SessionLease:
     world_version: int = 0
 
 
-async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float, create: bool = True,
-                  wait_until: float | None = None, token: UUID | None = None) -> SessionLease | None:
+async def acquire(
+    db: Database,
+    session_id: str,
+    user_id: UUID,
+    *,
+    ttl_s: float,
+    create: bool = True,
+    wait_until: float | None = None,
+    token: UUID | None = None,
+) -> SessionLease | None:
     """Lease the session for one turn, waiting up to `session_busy_wait_ms` — and never past `wait_until`
     (epoch seconds: the turn's own lease deadline) — for a running turn to finish. The same statement expires
     the user's stale clarification questions and returns the session's open one (`SessionLease.question`).
@@ -58,19 +67,36 @@ async def acquire(db: Database, session_id: str, user_id: UUID, *, ttl_s: float,
     while True:
         # one statement: stale questions expired, the session leased, its state, open question and the user's world returned
         async with db.connection() as conn:
-            row = await conn.fetchrow("SELECT * FROM baton_begin_turn($1, $2, $3, $4, $5, $6)", session_id, user_id, token,
-                                      float(config.session_lease_s), float(ttl_s), create)
+            row = await conn.fetchrow(
+                "SELECT * FROM baton_begin_turn($1, $2, $3, $4, $5, $6)",
+                session_id,
+                user_id,
+                token,
+                float(config.session_lease_s),
+                float(ttl_s),
+                create,
+            )
         if row["leased"]:
             question = ConversationMessageDTO.model_validate(row["question"]) if row["question"] else None
-            return SessionLease(session_id, user_id, token, None if row["fresh"] else row["state"], row["version"], question,
-                                row["world"], row["world_version"])
+            return SessionLease(
+                session_id,
+                user_id,
+                token,
+                None if row["fresh"] else row["state"],
+                row["version"],
+                question,
+                row["world"],
+                row["world_version"],
+            )
         owner = row["owner"]
         if owner is None and not create:
             return None
         if owner is not None and owner != user_id:
             raise SessionForbidden(f"Session '{session_id}' belongs to another user.", field="session_id")
         if time.time() + config.session_busy_poll_ms / 1000.0 >= give_up:
-            raise SessionBusy(f"Another turn of session '{session_id}' is still running; retry shortly.", field="session_id")
+            raise SessionBusy(
+                f"Another turn of session '{session_id}' is still running; retry shortly.", field="session_id"
+            )
         await asyncio.sleep(config.session_busy_poll_ms / 1000.0)
 
 
@@ -82,7 +108,11 @@ async def commit(conn: asyncpg.Connection, lease: SessionLease, state: dict[str,
     version: int | None = await conn.fetchval(
         "UPDATE sessions SET state = $3, version = version + 1, lease_token = NULL, lease_until = NULL, updated_at = now()"
         " WHERE id = $1 AND lease_token = $2 AND version = $4 RETURNING version",
-        lease.session_id, lease.token, state, lease.version)
+        lease.session_id,
+        lease.token,
+        state,
+        lease.version,
+    )
     if version is None:
         raise StaleSession(lease.session_id)
     return version
@@ -96,5 +126,8 @@ async def release(db: Database, lease: SessionLease) -> None:
 async def release_token(db: Database, session_id: str, token: UUID) -> None:
     """End the lease named `token`, if the session holds it (a no-op otherwise)."""
     async with db.connection() as conn:
-        await conn.execute("UPDATE sessions SET lease_token = NULL, lease_until = NULL WHERE id = $1 AND lease_token = $2",
-                           session_id, token)
+        await conn.execute(
+            "UPDATE sessions SET lease_token = NULL, lease_until = NULL WHERE id = $1 AND lease_token = $2",
+            session_id,
+            token,
+        )

@@ -1,4 +1,5 @@
 """Users: registered accounts (email + password hash) and the shadow users that own token-less local chats."""
+
 from __future__ import annotations
 
 import hashlib
@@ -44,20 +45,31 @@ async def register(conn: asyncpg.Connection, *, email: str, password_hash: str, 
     try:
         row = await conn.fetchrow(
             f"INSERT INTO users (business_user_id, email, password_hash, display_name) VALUES ($1, $2, $3, $4)"
-            f" RETURNING {_COLUMNS}", business_id, email, password_hash, display_name)
+            f" RETURNING {_COLUMNS}",
+            business_id,
+            email,
+            password_hash,
+            display_name,
+        )
     except asyncpg.UniqueViolationError as exc:
         raise EmailTaken("An account with this email already exists.", field="email") from exc
     return _user(row)
 
 
 async def by_email(conn: asyncpg.Connection, email: str) -> User | None:
-    return _found(await conn.fetchrow(
-        f"SELECT {_COLUMNS} FROM users WHERE email = $1 AND NOT is_deleted AND status = 'active'", email))
+    return _found(
+        await conn.fetchrow(
+            f"SELECT {_COLUMNS} FROM users WHERE email = $1 AND NOT is_deleted AND status = 'active'", email
+        )
+    )
 
 
 async def by_id(conn: asyncpg.Connection, user_id: UUID) -> User | None:
-    return _found(await conn.fetchrow(
-        f"SELECT {_COLUMNS} FROM users WHERE id = $1 AND NOT is_deleted AND status = 'active'", user_id))
+    return _found(
+        await conn.fetchrow(
+            f"SELECT {_COLUMNS} FROM users WHERE id = $1 AND NOT is_deleted AND status = 'active'", user_id
+        )
+    )
 
 
 async def shadow(conn: asyncpg.Connection, local_user_id: str) -> User:
@@ -70,7 +82,12 @@ async def shadow(conn: asyncpg.Connection, local_user_id: str) -> User:
     before that loses only a row no stored reply refers to yet, made again on the next call. Inside a caller's
     transaction the caller's commit decides. First uses that race all get the one row."""
     digest = hashlib.sha256(local_user_id.encode("utf-8")).hexdigest()[:32]
-    row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM baton_shadow_user($1, $2, $3, $4, $5)",
-                              SHADOW_PREFIX + local_user_id, f"{digest}@shadow.invalid", UNUSABLE_PASSWORD,
-                              local_user_id[:64], not conn.is_in_transaction())
+    row = await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM baton_shadow_user($1, $2, $3, $4, $5)",
+        SHADOW_PREFIX + local_user_id,
+        f"{digest}@shadow.invalid",
+        UNUSABLE_PASSWORD,
+        local_user_id[:64],
+        not conn.is_in_transaction(),
+    )
     return _user(row)

@@ -1,4 +1,5 @@
 """Each user's simulated world (car and order book) in PostgreSQL: brought along by the session lease, saved with its commit."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,10 +40,19 @@ async def save(conn: asyncpg.Connection, user_id: UUID, loaded: Versioned) -> No
     """Write the world inside the caller's transaction; WorldChanged when another turn saved it first."""
     state = loaded.world.model_dump(mode="json")
     if loaded.version == 0:
-        saved = await conn.fetchval("INSERT INTO plugin_state (user_id, state, version) VALUES ($1, $2, 1)"
-                                    " ON CONFLICT (user_id) DO NOTHING RETURNING version", user_id, state)
+        saved = await conn.fetchval(
+            "INSERT INTO plugin_state (user_id, state, version) VALUES ($1, $2, 1)"
+            " ON CONFLICT (user_id) DO NOTHING RETURNING version",
+            user_id,
+            state,
+        )
     else:
-        saved = await conn.fetchval("UPDATE plugin_state SET state = $2, version = version + 1, updated_at = now()"
-                                    " WHERE user_id = $1 AND version = $3 RETURNING version", user_id, state, loaded.version)
+        saved = await conn.fetchval(
+            "UPDATE plugin_state SET state = $2, version = version + 1, updated_at = now()"
+            " WHERE user_id = $1 AND version = $3 RETURNING version",
+            user_id,
+            state,
+            loaded.version,
+        )
     if saved is None:
         raise WorldChanged("Another turn changed this user's car or orders at the same time; nothing was saved, retry.")

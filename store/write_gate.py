@@ -5,6 +5,7 @@ A request stores its payload, the payload's sha256 (computed once, here, with Po
 applies the write to the business table in the same transaction, with optimistic version checks.
 The sub-agents' writes (feedback, replan, goal split) have their appliers in store.appliers.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -19,8 +20,15 @@ from protocol.rest import LongGoalPayload, ProfilePayload, TaskItemPayload, Writ
 from protocol.store import WriteDecisionResult
 from store import appliers
 from store.appliers import validated
-from store.errors import (AlreadyDecided, Conflict, NotFound, PayloadChanged, RequestExpired, StaleVersion,
-                          UnsupportedWrite)
+from store.errors import (
+    AlreadyDecided,
+    Conflict,
+    NotFound,
+    PayloadChanged,
+    RequestExpired,
+    StaleVersion,
+    UnsupportedWrite,
+)
 
 PAYLOAD_HASH_SQL = "encode(sha256(convert_to({}::text, 'UTF8')), 'hex')"
 
@@ -35,16 +43,27 @@ class _Table:
 
 
 TABLES = {"task_item": _Table("task_items", TaskItemPayload), "long_goal": _Table("long_goals", LongGoalPayload)}
-SUPPORTED = {("create", "task_item"), ("update", "task_item"), ("delete", "task_item"),
-             ("create", "long_goal"), ("update", "long_goal"), ("delete", "long_goal"), ("update", "profile"),
-             ("feedback", "feedback"), ("replan", "task_item"), ("goal_split", "long_goal")}
+SUPPORTED = {
+    ("create", "task_item"),
+    ("update", "task_item"),
+    ("delete", "task_item"),
+    ("create", "long_goal"),
+    ("update", "long_goal"),
+    ("delete", "long_goal"),
+    ("update", "profile"),
+    ("feedback", "feedback"),
+    ("replan", "task_item"),
+    ("goal_split", "long_goal"),
+}
 MESSAGES = {"applied": "The change was applied.", "rejected": "The change was rejected; nothing was written."}
 
 
 def check_payload(body: WriteRequestCreate) -> None:
     """Refuse, at creation, a write the gate could never apply."""
     if (body.action, body.target_type) not in SUPPORTED:
-        raise UnsupportedWrite(f"'{body.action}' on '{body.target_type}' is not supported by the write gate.", field="action")
+        raise UnsupportedWrite(
+            f"'{body.action}' on '{body.target_type}' is not supported by the write gate.", field="action"
+        )
     if (body.action, body.target_type) in appliers.AGENT_WRITES:
         appliers.check_body(body)
     elif body.target_type == "profile":
@@ -54,20 +73,38 @@ def check_payload(body: WriteRequestCreate) -> None:
     elif body.action == "update":
         unknown = set(body.payload) - set(TABLES[body.target_type].fields)
         if unknown or not body.payload:
-            raise InvalidInput(f"An update payload holds only fields of {body.target_type}; unknown: {sorted(unknown)}.", field="payload")
+            raise InvalidInput(
+                f"An update payload holds only fields of {body.target_type}; unknown: {sorted(unknown)}.",
+                field="payload",
+            )
     elif body.payload:
         raise InvalidInput("A delete carries an empty payload.", field="payload")
 
 
 def _confirmation_payload(row: asyncpg.Record) -> dict[str, Any]:
-    return {"write_request_id": str(row["id"]), "action": row["action"], "target_type": row["target_type"],
-            "target_id": str(row["target_id"]) if row["target_id"] else None, "payload": row["payload"],
-            "payload_hash": row["payload_hash"], "preview_text": row["preview_text"],
-            "base_version": row["base_version"], "expires_at": row["expires_at"].isoformat()}
+    return {
+        "write_request_id": str(row["id"]),
+        "action": row["action"],
+        "target_type": row["target_type"],
+        "target_id": str(row["target_id"]) if row["target_id"] else None,
+        "payload": row["payload"],
+        "payload_hash": row["payload_hash"],
+        "preview_text": row["preview_text"],
+        "base_version": row["base_version"],
+        "expires_at": row["expires_at"].isoformat(),
+    }
 
 
-async def create(conn: asyncpg.Connection, user_id: UUID, body: WriteRequestCreate, *, idempotency_key: str,
-                 ttl_s: int, now: datetime, source_message_id: UUID | None = None) -> WriteRequestCreated:
+async def create(
+    conn: asyncpg.Connection,
+    user_id: UUID,
+    body: WriteRequestCreate,
+    *,
+    idempotency_key: str,
+    ttl_s: int,
+    now: datetime,
+    source_message_id: UUID | None = None,
+) -> WriteRequestCreated:
     """Store a pending request; the same idempotency key again returns the request it created."""
     check_payload(body)
     if (body.action, body.target_type) in appliers.AGENT_WRITES:
@@ -79,42 +116,72 @@ async def create(conn: asyncpg.Connection, user_id: UUID, body: WriteRequestCrea
         f" preview_text, idempotency_key, base_version, expires_at) VALUES ($1, $2, $3, $4, $5, $6::jsonb,"
         f" {PAYLOAD_HASH_SQL.format('$6::jsonb')}, $7, $8, $9, $10)"
         " ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING *",
-        user_id, source_message_id, body.action, body.target_type, body.target_id, body.payload, body.preview_text,
-        idempotency_key, body.base_version, now + timedelta(seconds=ttl_s))
+        user_id,
+        source_message_id,
+        body.action,
+        body.target_type,
+        body.target_id,
+        body.payload,
+        body.preview_text,
+        idempotency_key,
+        body.base_version,
+        now + timedelta(seconds=ttl_s),
+    )
     if row is None:
-        row = await conn.fetchrow("SELECT * FROM write_requests WHERE user_id = $1 AND idempotency_key = $2", user_id, idempotency_key)
-        same = await conn.fetchval(f"SELECT {PAYLOAD_HASH_SQL.format('$1::jsonb')} = $2", body.payload, row["payload_hash"])
+        row = await conn.fetchrow(
+            "SELECT * FROM write_requests WHERE user_id = $1 AND idempotency_key = $2", user_id, idempotency_key
+        )
+        same = await conn.fetchval(
+            f"SELECT {PAYLOAD_HASH_SQL.format('$1::jsonb')} = $2", body.payload, row["payload_hash"]
+        )
         if not same or (row["action"], row["target_type"]) != (body.action, body.target_type):
             raise Conflict("This idempotency key already created a different write request.", field="idempotency_key")
-    return WriteRequestCreated(write_request_id=row["id"], payload_hash=row["payload_hash"],
-                               confirmation_payload=_confirmation_payload(row))
+    return WriteRequestCreated(
+        write_request_id=row["id"], payload_hash=row["payload_hash"], confirmation_payload=_confirmation_payload(row)
+    )
 
 
 class _Expired(Exception):
     """Raised inside the decide transaction after marking the request expired, so that update commits first."""
 
 
-async def decide(conn: asyncpg.Connection, user_id: UUID, write_request_id: UUID, *, decision: str,
-                 idempotency_key: str, payload_hash: str | None) -> WriteDecisionResult:
+async def decide(
+    conn: asyncpg.Connection,
+    user_id: UUID,
+    write_request_id: UUID,
+    *,
+    decision: str,
+    idempotency_key: str,
+    payload_hash: str | None,
+) -> WriteDecisionResult:
     """Record a decision and, when confirmed, apply the write, all in one transaction; replays are answered from the record."""
     try:
         async with conn.transaction():
             return await _decide(conn, user_id, write_request_id, decision, idempotency_key, payload_hash)
     except _Expired:
-        await conn.execute("UPDATE write_requests SET status = 'expired', updated_at = now() WHERE id = $1 AND status = 'pending'",
-                           write_request_id)
+        await conn.execute(
+            "UPDATE write_requests SET status = 'expired', updated_at = now() WHERE id = $1 AND status = 'pending'",
+            write_request_id,
+        )
         raise RequestExpired("The write request expired before it was decided; nothing was written.") from None
 
 
-async def _decide(conn: asyncpg.Connection, user_id: UUID, request_id: UUID, decision: str, key: str,
-                  echoed_hash: str | None) -> WriteDecisionResult:
+async def _decide(
+    conn: asyncpg.Connection, user_id: UUID, request_id: UUID, decision: str, key: str, echoed_hash: str | None
+) -> WriteDecisionResult:
     request = await conn.fetchrow(
         f"SELECT *, {PAYLOAD_HASH_SQL.format('payload')} = payload_hash AS hash_intact, expires_at < now() AS past_expiry"
-        " FROM write_requests WHERE id = $1 AND user_id = $2 FOR UPDATE", request_id, user_id)
+        " FROM write_requests WHERE id = $1 AND user_id = $2 FOR UPDATE",
+        request_id,
+        user_id,
+    )
     if request is None:
         raise NotFound("No such write request.", field="write_request_id")
-    taken = await conn.fetchrow("SELECT decision, idempotency_key FROM operation_confirmations WHERE user_id = $1 AND write_request_id = $2",
-                                user_id, request_id)
+    taken = await conn.fetchrow(
+        "SELECT decision, idempotency_key FROM operation_confirmations WHERE user_id = $1 AND write_request_id = $2",
+        user_id,
+        request_id,
+    )
     if taken is not None:
         if taken["idempotency_key"] == key and taken["decision"] == decision:
             return _result(request)
@@ -124,28 +191,45 @@ async def _decide(conn: asyncpg.Connection, user_id: UUID, request_id: UUID, dec
     if echoed_hash is not None and echoed_hash != request["payload_hash"]:
         raise PayloadChanged("The payload_hash does not match the stored request.", field="payload_hash")
     if not request["hash_intact"]:
-        raise PayloadChanged("The stored payload no longer matches its hash; refusing to apply it.", field="payload_hash")
-    await conn.execute("INSERT INTO operation_confirmations (user_id, write_request_id, decision, idempotency_key) VALUES ($1, $2, $3, $4)",
-                       user_id, request_id, decision, key)
+        raise PayloadChanged(
+            "The stored payload no longer matches its hash; refusing to apply it.", field="payload_hash"
+        )
+    await conn.execute(
+        "INSERT INTO operation_confirmations (user_id, write_request_id, decision, idempotency_key) VALUES ($1, $2, $3, $4)",
+        user_id,
+        request_id,
+        decision,
+        key,
+    )
     target_id = request["target_id"]
     if decision == "confirmed":
         target_id = await _apply(conn, user_id, request)
     status = "applied" if decision == "confirmed" else "rejected"
-    updated = await conn.fetchrow("UPDATE write_requests SET status = $2, target_id = $3, updated_at = now() WHERE id = $1 RETURNING *",
-                                  request_id, status, target_id)
+    updated = await conn.fetchrow(
+        "UPDATE write_requests SET status = $2, target_id = $3, updated_at = now() WHERE id = $1 RETURNING *",
+        request_id,
+        status,
+        target_id,
+    )
     return _result(updated)
 
 
 def _result(request: asyncpg.Record) -> WriteDecisionResult:
     status = request["status"]
     applied_id = request["target_id"] if status == "applied" else None
-    return WriteDecisionResult(write_request_id=request["id"], status=status, applied_target_id=applied_id,
-                               message=MESSAGES.get(status))
+    return WriteDecisionResult(
+        write_request_id=request["id"], status=status, applied_target_id=applied_id, message=MESSAGES.get(status)
+    )
 
 
-async def _current(conn: asyncpg.Connection, table: _Table, user_id: UUID, target_id: UUID | None, *, lock: bool) -> asyncpg.Record:
-    row = await conn.fetchrow(f"SELECT * FROM {table.name} WHERE id = $1 AND user_id = $2 AND NOT is_deleted"
-                              f"{' FOR UPDATE' if lock else ''}", target_id, user_id)
+async def _current(
+    conn: asyncpg.Connection, table: _Table, user_id: UUID, target_id: UUID | None, *, lock: bool
+) -> asyncpg.Record:
+    row = await conn.fetchrow(
+        f"SELECT * FROM {table.name} WHERE id = $1 AND user_id = $2 AND NOT is_deleted{' FOR UPDATE' if lock else ''}",
+        target_id,
+        user_id,
+    )
     if row is None:
         raise NotFound(f"No such {table.name[:-1]}.", field="target_id")
     return row
@@ -153,8 +237,10 @@ async def _current(conn: asyncpg.Connection, table: _Table, user_id: UUID, targe
 
 def _check_version(request: asyncpg.Record, current_version: int) -> None:
     if request["base_version"] is not None and request["base_version"] != current_version:
-        raise StaleVersion(f"The target is at version {current_version}, not {request['base_version']}; review and retry.",
-                           field="base_version")
+        raise StaleVersion(
+            f"The target is at version {current_version}, not {request['base_version']}; review and retry.",
+            field="base_version",
+        )
 
 
 async def _apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Record) -> UUID:
@@ -168,21 +254,36 @@ async def _apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Recor
         values = validated(table.payload, request["payload"]).model_dump()
         columns = list(values)
         try:
-            return cast(UUID, await conn.fetchval(
-                f"INSERT INTO {table.name} (user_id, {', '.join(columns)}) VALUES ($1, {', '.join(f'${i + 2}' for i in range(len(columns)))})"
-                " RETURNING id", user_id, *values.values()))
+            return cast(
+                UUID,
+                await conn.fetchval(
+                    f"INSERT INTO {table.name} (user_id, {', '.join(columns)}) VALUES ($1, {', '.join(f'${i + 2}' for i in range(len(columns)))})"
+                    " RETURNING id",
+                    user_id,
+                    *values.values(),
+                ),
+            )
         except asyncpg.ForeignKeyViolationError as exc:
             raise NotFound("The long goal this item belongs to does not exist.", field="payload.long_goal_id") from exc
     current = await _current(conn, table, user_id, request["target_id"], lock=True)
     _check_version(request, current["version"])
     if action == "delete":
-        await conn.execute(f"UPDATE {table.name} SET is_deleted = true, deleted_at = now(), version = version + 1,"
-                           " updated_at = now() WHERE id = $1 AND version = $2", current["id"], current["version"])
+        await conn.execute(
+            f"UPDATE {table.name} SET is_deleted = true, deleted_at = now(), version = version + 1,"
+            " updated_at = now() WHERE id = $1 AND version = $2",
+            current["id"],
+            current["version"],
+        )
         return cast(UUID, current["id"])
     merged = validated(table.payload, {**{f: current[f] for f in table.fields}, **request["payload"]}).model_dump()
     assignments = ", ".join(f"{column} = ${i + 3}" for i, column in enumerate(merged))
-    result = await conn.execute(f"UPDATE {table.name} SET {assignments}, version = version + 1, updated_at = now()"
-                                " WHERE id = $1 AND version = $2", current["id"], current["version"], *merged.values())
+    result = await conn.execute(
+        f"UPDATE {table.name} SET {assignments}, version = version + 1, updated_at = now()"
+        " WHERE id = $1 AND version = $2",
+        current["id"],
+        current["version"],
+        *merged.values(),
+    )
     if not result.endswith(" 1"):
         raise StaleVersion("The target changed while the write was applied; review and retry.", field="base_version")
     return cast(UUID, current["id"])
@@ -194,10 +295,18 @@ async def _apply_profile(conn: asyncpg.Connection, user_id: UUID, request: async
     if current is None:
         if request["base_version"] is not None:
             raise StaleVersion("The profile does not exist yet; create it without base_version.", field="base_version")
-        return cast(UUID, await conn.fetchval(
-            "INSERT INTO user_profiles (user_id, profile_data) VALUES ($1, $2) RETURNING id",
-            user_id, values["profile_data"]))
+        return cast(
+            UUID,
+            await conn.fetchval(
+                "INSERT INTO user_profiles (user_id, profile_data) VALUES ($1, $2) RETURNING id",
+                user_id,
+                values["profile_data"],
+            ),
+        )
     _check_version(request, current["version"])
-    await conn.execute("UPDATE user_profiles SET profile_data = $2, version = version + 1, updated_at = now() WHERE id = $1",
-                       current["id"], values["profile_data"])
+    await conn.execute(
+        "UPDATE user_profiles SET profile_data = $2, version = version + 1, updated_at = now() WHERE id = $1",
+        current["id"],
+        values["profile_data"],
+    )
     return cast(UUID, current["id"])

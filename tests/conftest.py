@@ -1,13 +1,18 @@
 """Every tier: the environment the packaged models need, a marker per tier from what a test uses, and the fixtures
 several tiers share (the shipped packs built once, PostgreSQL). Each tier's own fixtures live in its conftest."""
+
 from __future__ import annotations
 
 import os
 
 import pytest
 
-for name, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                    "LITELLM_LOCAL_MODEL_COST_MAP": "True"}.items():
+for name, value in {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+}.items():
     os.environ.setdefault(name, value)
 
 from tests.support.database import postgres  # noqa: E402,F401 — fixtures
@@ -15,8 +20,16 @@ from tests.support.packs import cockpit, module_dir, timeflow  # noqa: E402,F401
 
 # the tier a fixture or a folder puts a test in (`make test-fast` runs those without `ray`); a test that asks for a
 # fixture by name at run time says its tier with a marker of its own
-TIER_OF_FIXTURE = {"served": "ray", "serve_app": "ray", "switch_pack": "ray", "browser": "browser", "postgres": "store",
-                   "db": "store", "cockpit": "models", "timeflow": "models"}
+TIER_OF_FIXTURE = {
+    "served": "ray",
+    "serve_app": "ray",
+    "switch_pack": "ray",
+    "browser": "browser",
+    "postgres": "store",
+    "db": "store",
+    "cockpit": "models",
+    "timeflow": "models",
+}
 TIER_OF_FOLDER = {"integration": "ray", "models": "models", "deployments": "models"}
 
 

@@ -1,4 +1,5 @@
 """feedback_agent: turn what the user says about one resolved item into a normalized feedback record to confirm."""
+
 from __future__ import annotations
 
 import re
@@ -14,26 +15,41 @@ _MAX_MINUTES = 24 * 60
 # not_completed, 做了一半 partially_completed and 没时间，改天再做 deferred
 _STATUS_RULES: tuple[tuple[FeedbackStatus, re.Pattern[str]], ...] = (
     ("cancelled", re.compile(r"取消|不做了|不用做了|不去了|不弄了|不需要了|作废")),
-    ("partially_completed", re.compile(
-        r"一半|部分|只做了|只完成了|只(?:跑|写|看|背|练|学|读|弄)了|(?<![十百])[一二三四五六七八九]成|还差")),
+    (
+        "partially_completed",
+        re.compile(r"一半|部分|只做了|只完成了|只(?:跑|写|看|背|练|学|读|弄)了|(?<![十百])[一二三四五六七八九]成|还差"),
+    ),
     ("deferred", re.compile(r"推迟|改天|延期|下次|延后|往后推|拖延|(?:明天|以后|晚点|回头)再")),
-    ("not_completed", re.compile(
-        r"没(?:有)?(?:完成|做|去|时间|弄|跑|写|看|练|学|读|背|动|来得及|空|能)|未完成|没.{0,3}完|忘了")),
-    ("completed", re.compile(
-        r"完成|做完|搞定|已经.{0,8}(?:完|好)|[写跑看读背开弄练做学改]完|交了|交上去|提交了|打过了|去了|结束了|"
-        r"弄好了|做好了|练了|跑了|学了|发给|发出去了")),
+    (
+        "not_completed",
+        re.compile(r"没(?:有)?(?:完成|做|去|时间|弄|跑|写|看|练|学|读|背|动|来得及|空|能)|未完成|没.{0,3}完|忘了"),
+    ),
+    (
+        "completed",
+        re.compile(
+            r"完成|做完|搞定|已经.{0,8}(?:完|好)|[写跑看读背开弄练做学改]完|交了|交上去|提交了|打过了|去了|结束了|"
+            r"弄好了|做好了|练了|跑了|学了|发给|发出去了"
+        ),
+    ),
 )
 _STATUS_TEXT: dict[FeedbackStatus, str] = {
-    "completed": "已完成", "not_completed": "未完成", "partially_completed": "完成了一部分",
-    "deferred": "已推迟", "cancelled": "已取消",
+    "completed": "已完成",
+    "not_completed": "未完成",
+    "partially_completed": "完成了一部分",
+    "deferred": "已推迟",
+    "cancelled": "已取消",
 }
 _NUM = r"\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百]+(?:点[零一二三四五六七八九]+)?"
-_RE_DURATION = re.compile(
-    rf"(?P<h>(?:{_NUM})个?半?|半)个?(?:小时|钟头)(?:(?P<hm>{_NUM})分钟?)?|(?P<m>{_NUM})分钟")
+_RE_DURATION = re.compile(rf"(?P<h>(?:{_NUM})个?半?|半)个?(?:小时|钟头)(?:(?P<hm>{_NUM})分钟?)?|(?P<m>{_NUM})分钟")
 
 _DEFINITIONS = [
-    definition(NAME, "record", "记录用户对一项已有安排的执行反馈（完成、未完成、部分完成、推迟、取消）及用时",
-               required=["time_range"], needs_candidates=True),
+    definition(
+        NAME,
+        "record",
+        "记录用户对一项已有安排的执行反馈（完成、未完成、部分完成、推迟、取消）及用时",
+        required=["time_range"],
+        needs_candidates=True,
+    )
 ]
 
 
@@ -76,9 +92,14 @@ class FeedbackAgent:
             return failure(NAME, function, f"「{item.title}」进展如何？是完成了、没完成、做了一部分，还是要改天再做？")
         minutes = duration_minutes(inp.raw_input)
         normalized = f"「{item.title}」{_STATUS_TEXT[status]}" + (f"，用时 {minutes} 分钟" if minutes else "")
-        payload = FeedbackPayload(task_item_id=item.id, item_version=item.version, feedback_status=status,
-                                  normalized_feedback=normalized, duration_minutes=minutes,
-                                  occurred_at=inp.now).model_dump(mode="json")
+        payload = FeedbackPayload(
+            task_item_id=item.id,
+            item_version=item.version,
+            feedback_status=status,
+            normalized_feedback=normalized,
+            duration_minutes=minutes,
+            occurred_at=inp.now,
+        ).model_dump(mode="json")
         preview = f"记录反馈：{normalized}"
         action = {"action": "feedback", "target_type": "feedback", "payload": payload, "preview_text": preview}
         return reply(NAME, function, {"reply": preview, "feedback": payload}, db_action=action)

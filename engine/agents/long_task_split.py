@@ -3,19 +3,32 @@
 Besides `run`, the agent tells the dialogue what it needs: `questions` (one Chinese question per field),
 `prefill` (the fields the request itself already says) and `parse_answer` (one answer read as one field's value).
 """
+
 from __future__ import annotations
 
 import math
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from engine.agents.goal_words import (MAX_WEEKLY_HOURS, MIN_WEEKLY_HOURS, RE_LEVEL, find_deadline, find_weekly_hours,
-                                     goal_title, tidy)
 from engine.agents.base import definition, failure, reply, unknown, zone
+from engine.agents.goal_words import (
+    MAX_WEEKLY_HOURS,
+    MIN_WEEKLY_HOURS,
+    RE_LEVEL,
+    find_deadline,
+    find_weekly_hours,
+    goal_title,
+    tidy,
+)
 from engine.agents.text import DEFAULT_WRITER_TIMEOUT_S, TextWriter, at_day_end, compose, date_label
 from engine.errors import InvalidInput
-from protocol.agents import (AgentFunctionDefinition, AgentName, AgentResponseEnvelope, GoalSplitCandidate,
-                             SubAgentInputBase)
+from protocol.agents import (
+    AgentFunctionDefinition,
+    AgentName,
+    AgentResponseEnvelope,
+    GoalSplitCandidate,
+    SubAgentInputBase,
+)
 from protocol.rest import LongGoalPayload
 from protocol.write_payloads import GoalSplitPayload, SubtaskPayload
 
@@ -25,24 +38,42 @@ OPTIONAL = ("current_level",)
 _NEAR_TERM_DAYS = 14
 _STAGES = {
     1: (("冲刺完成", "集中时间完成最关键的部分，确保按时达成", 1.0),),
-    3: (("起步准备", "明确标准、准备资料，建立每周固定的投入节奏", 0.3),
+    3: (
+        ("起步准备", "明确标准、准备资料，建立每周固定的投入节奏", 0.3),
         ("集中推进", "完成主要内容，每周检查一次进度", 0.45),
-        ("冲刺收尾", "查漏补缺，做最终检验", 0.25)),
-    4: (("打基础", "明确标准、准备资料，建立每周固定的投入节奏", 0.25),
+        ("冲刺收尾", "查漏补缺，做最终检验", 0.25),
+    ),
+    4: (
+        ("打基础", "明确标准、准备资料，建立每周固定的投入节奏", 0.25),
         ("系统推进", "按计划完成主要内容，每周检查一次进度", 0.35),
         ("强化提升", "针对薄弱环节专项练习，做阶段性检验", 0.25),
-        ("冲刺收尾", "查漏补缺，做最终检验", 0.15)),
+        ("冲刺收尾", "查漏补缺，做最终检验", 0.15),
+    ),
 }
 _FOUR_STAGES_FROM_DAYS = 42  # six weeks or more make room for a separate strengthening stage
-_STEPS = ("梳理「{goal}」的具体要求并准备资料", "开始第一部分内容，记下卡住的地方", "整理笔记，标出难点",
-          "针对难点专项练习", "做一次小检验，看看进展", "复盘两周进度，调整下一阶段计划")
+_STEPS = (
+    "梳理「{goal}」的具体要求并准备资料",
+    "开始第一部分内容，记下卡住的地方",
+    "整理笔记，标出难点",
+    "针对难点专项练习",
+    "做一次小检验，看看进展",
+    "复盘两周进度，调整下一阶段计划",
+)
 _FOUR_STEPS = (0, 1, 3, 5)
-_PROMPT = ("你是时间管理助手。请只根据 facts 写一段中文的长期目标阶段规划：按 stages 的顺序写出每个阶段的名称、"
-           "起止日期和重点，不要增加 facts 之外的阶段、日期或数字。")
+_PROMPT = (
+    "你是时间管理助手。请只根据 facts 写一段中文的长期目标阶段规划：按 stages 的顺序写出每个阶段的名称、"
+    "起止日期和重点，不要增加 facts 之外的阶段、日期或数字。"
+)
 
 _DEFINITIONS = [
-    definition(NAME, "split", "把长期目标拆成到截止日期的几个阶段，并给出近两周的子任务",
-               required=list(REQUIRED), optional=list(OPTIONAL), needs_candidates=False),
+    definition(
+        NAME,
+        "split",
+        "把长期目标拆成到截止日期的几个阶段，并给出近两周的子任务",
+        required=list(REQUIRED),
+        optional=list(OPTIONAL),
+        needs_candidates=False,
+    )
 ]
 
 
@@ -125,30 +156,55 @@ class LongTaskSplitAgent:
         fields = self._fields(inp)
         missing = [name for name in REQUIRED if name not in fields]
         if missing:
-            return failure(NAME, function, self.questions[missing[0]], missing_fields=missing,
-                           questions={name: self.questions[name] for name in missing})
+            return failure(
+                NAME,
+                function,
+                self.questions[missing[0]],
+                missing_fields=missing,
+                questions={name: self.questions[name] for name in missing},
+            )
         tz = zone(inp)
         now, today, goal, level = inp.now, inp.now.date(), fields["goal_title"], fields.get("current_level")
         deadline, hours = datetime.fromisoformat(fields["deadline"]).astimezone(tz), fields["weekly_hours"]
         due = date_label(deadline.date(), today)
-        stages = [(name, focus, date_label(a, today), date_label(b, today))
-                  for name, focus, a, b in _stages(today, deadline.date())]
+        stages = [
+            (name, focus, date_label(a, today), date_label(b, today))
+            for name, focus, a, b in _stages(today, deadline.date())
+        ]
         subtasks = _subtasks(goal, hours, now, deadline, _stages(today, deadline.date()))
-        template = (f"「{goal}」计划（{date_label(today, today)}–{due}，每周约 {hours} 小时）：\n"
-                    + "".join(f"{i}. {name}（{a}–{b}）：{focus}\n" for i, (name, focus, a, b) in enumerate(stages, 1))
-                    + f"近两周先完成 {len(subtasks)} 个子任务，每个阶段开始前再细化下一步。")
-        facts = {"goal": goal, "deadline": due, "weekly_hours": hours, "current_level": level,
-                 "stages": [{"name": name, "start": a, "end": b, "focus": focus} for name, focus, a, b in stages]}
-        overview = await compose(self._writer, _PROMPT, facts=facts, template=template, timeout_s=self._timeout_s,
-                                 max_chars=8000)
+        template = (
+            f"「{goal}」计划（{date_label(today, today)}–{due}，每周约 {hours} 小时）：\n"
+            + "".join(f"{i}. {name}（{a}–{b}）：{focus}\n" for i, (name, focus, a, b) in enumerate(stages, 1))
+            + f"近两周先完成 {len(subtasks)} 个子任务，每个阶段开始前再细化下一步。"
+        )
+        facts = {
+            "goal": goal,
+            "deadline": due,
+            "weekly_hours": hours,
+            "current_level": level,
+            "stages": [{"name": name, "start": a, "end": b, "focus": focus} for name, focus, a, b in stages],
+        }
+        overview = await compose(
+            self._writer, _PROMPT, facts=facts, template=template, timeout_s=self._timeout_s, max_chars=8000
+        )
         summary = f"目标：{goal}；截止：{due}；每周可投入约 {hours} 小时；当前基础：{level or '未说明'}"
         payload = GoalSplitPayload(
-            goal=LongGoalPayload(title=goal, description=inp.raw_input[:4000] or None, plan_overview=overview,
-                                 start_at=now, deadline_at=deadline),
-            subtasks=subtasks, task_profile_summary=summary).model_dump(mode="json", exclude_none=True)
-        preview = f"新建长期目标「{goal}」：分 {len(stages)} 个阶段，{due}前完成；先安排近两周的 {len(subtasks)} 个子任务"
-        candidate = GoalSplitCandidate(plan_overview=overview, task_profile_summary=summary,
-                                       subtasks=payload["subtasks"])
+            goal=LongGoalPayload(
+                title=goal,
+                description=inp.raw_input[:4000] or None,
+                plan_overview=overview,
+                start_at=now,
+                deadline_at=deadline,
+            ),
+            subtasks=subtasks,
+            task_profile_summary=summary,
+        ).model_dump(mode="json", exclude_none=True)
+        preview = (
+            f"新建长期目标「{goal}」：分 {len(stages)} 个阶段，{due}前完成；先安排近两周的 {len(subtasks)} 个子任务"
+        )
+        candidate = GoalSplitCandidate(
+            plan_overview=overview, task_profile_summary=summary, subtasks=payload["subtasks"]
+        )
         action = {"action": "goal_split", "target_type": "long_goal", "payload": payload, "preview_text": preview}
         return reply(NAME, function, candidate.model_dump(mode="json"), db_action=action)
 
@@ -177,8 +233,9 @@ def _stages(start: date, deadline: date) -> list[tuple[str, str, date, date]]:
     return [(name, focus, bounds[i], bounds[i + 1] - timedelta(days=1)) for i, (name, focus, _) in enumerate(plan)]
 
 
-def _subtasks(goal: str, hours: float, now: datetime, deadline: datetime,
-              stages: list[tuple[str, str, date, date]]) -> list[SubtaskPayload]:
+def _subtasks(
+    goal: str, hours: float, now: datetime, deadline: datetime, stages: list[tuple[str, str, date, date]]
+) -> list[SubtaskPayload]:
     """Four or six sessions over the next two weeks (two a week, three above 4 hours a week), their minutes per
     7 days never above `hours`; each is due by the end of its day and never after the deadline."""
     per_week = min(3, max(2, math.ceil(hours / 2)))
@@ -192,7 +249,11 @@ def _subtasks(goal: str, hours: float, now: datetime, deadline: datetime,
     for step, offset in zip(steps, offsets):
         day = now.date() + timedelta(days=offset)
         stage = next((name for name, _, first, last in stages if first <= day <= last), stages[-1][0])
-        subtasks.append(SubtaskPayload(title=_STEPS[step].format(goal=goal)[:200],
-                                       description=f"约 {minutes} 分钟；属于「{stage}」阶段",
-                                       due_at=min(at_day_end(day, now.tzinfo), deadline)))
+        subtasks.append(
+            SubtaskPayload(
+                title=_STEPS[step].format(goal=goal)[:200],
+                description=f"约 {minutes} 分钟；属于「{stage}」阶段",
+                due_at=min(at_day_end(day, now.tzinfo), deadline),
+            )
+        )
     return subtasks

@@ -3,6 +3,7 @@
 The program, not a model, calls the agents (seed 002): execution names an agent function the table lists and
 dispatch runs it and holds the answer to the envelope contract before anyone acts on it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -45,8 +46,9 @@ class AgentRegistry:
     @classmethod
     def default(cls, writer: TextWriter | None = None) -> AgentRegistry:
         """The five sub-agents of seed 002; `writer` (optional) rephrases the review and the plan overview."""
-        return cls([ScheduleTodoAgent(), FeedbackAgent(), ReplanAgent(), ReviewAgent(writer),
-                    LongTaskSplitAgent(writer)])
+        return cls(
+            [ScheduleTodoAgent(), FeedbackAgent(), ReplanAgent(), ReviewAgent(writer), LongTaskSplitAgent(writer)]
+        )
 
     def agent(self, name: AgentName) -> SubAgent:
         """The registered agent itself (the split agent's questions/prefill/parse_answer live there)."""
@@ -73,8 +75,10 @@ class AgentRegistry:
             optional = "、".join(row.optional_fields) or "无"
             candidates = "需要执行层先查出候选事项" if row.needs_candidates else "不需要候选事项"
             writes = "会产生待用户确认的写入" if row.writes else "只读不写"
-            lines.append(f"- `{row.agent_name}.{row.function_name}` — {row.description}；必填：{required}；"
-                         f"可选：{optional}；{candidates}；{writes}")
+            lines.append(
+                f"- `{row.agent_name}.{row.function_name}` — {row.description}；必填：{required}；"
+                f"可选：{optional}；{candidates}；{writes}"
+            )
         return "\n".join(lines)
 
     async def dispatch(self, agent: str, function: str, inp: SubAgentInputBase) -> AgentResponseEnvelope:
@@ -104,5 +108,6 @@ def _check(row: AgentFunctionDefinition, envelope: AgentResponseEnvelope) -> Non
     try:
         WriteRequestCreate.model_validate(action)
     except ValidationError as exc:
-        raise AgentContractViolation(f"{called} returned an invalid db_action: {exc.errors()[0]['msg']}",
-                                     field="db_action") from exc
+        raise AgentContractViolation(
+            f"{called} returned an invalid db_action: {exc.errors()[0]['msg']}", field="db_action"
+        ) from exc

@@ -5,6 +5,7 @@ planned with no completed feedback; completed and cancelled items never move. A 
 duration and steps one day at a time, from the day after `now` (or after its own day, for a later item), until it
 overlaps no item that stays and no item moved before it.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, tzinfo
@@ -12,8 +13,14 @@ from uuid import UUID
 
 from engine.agents.base import definition, reply, unknown, zone
 from engine.agents.text import moment_label
-from protocol.agents import (AgentFunctionDefinition, AgentName, AgentResponseEnvelope, CandidateItem, FeedbackFact,
-                             SubAgentInputBase)
+from protocol.agents import (
+    AgentFunctionDefinition,
+    AgentName,
+    AgentResponseEnvelope,
+    CandidateItem,
+    FeedbackFact,
+    SubAgentInputBase,
+)
 from protocol.write_payloads import ItemChange, ReplanPayload
 
 NAME: AgentName = "replan_agent"
@@ -25,8 +32,13 @@ _PREVIEW_MAX_CHARS = 2000
 _NOTHING = "这段时间没有需要调整的安排。"
 
 _DEFINITIONS = [
-    definition(NAME, "replan", "把时间范围内没完成、推迟或已过期未做的安排顺延到之后的空闲日（保持时刻和时长）",
-               required=["time_range"], needs_candidates=True),
+    definition(
+        NAME,
+        "replan",
+        "把时间范围内没完成、推迟或已过期未做的安排顺延到之后的空闲日（保持时刻和时长）",
+        required=["time_range"],
+        needs_candidates=True,
+    )
 ]
 
 _Span = tuple[datetime, datetime]
@@ -108,14 +120,16 @@ class ReplanAgent:
         tz = zone(inp)
         latest = _latest(inp.feedbacks)
         done = {f.task_item_id for f in inp.feedbacks if f.feedback_status == "completed"}
-        timed = sorted((item for item in inp.candidate_items if item.start_at or item.due_at),
-                       key=_moment)
+        timed = sorted((item for item in inp.candidate_items if item.start_at or item.due_at), key=_moment)
         moving = [item for item in timed if _needs_move(item, latest.get(item.id), done, inp.now)][:_MAX_CHANGES]
         if not moving:
             return reply(NAME, function, {"reply": _NOTHING, "changes": []})
         moving_ids = {item.id for item in moving}
-        busy = [(item.start_at, item.end_at) for item in inp.candidate_items
-                if item.id not in moving_ids and item.start_at and item.end_at]
+        busy = [
+            (item.start_at, item.end_at)
+            for item in inp.candidate_items
+            if item.id not in moving_ids and item.start_at and item.end_at
+        ]
         changes = [_change(item, *_place(item, busy, inp.now, tz)) for item in moving]
         lines = [_line(item, change, inp.now) for item, change in zip(moving, changes)]
         if len(lines) > _PREVIEW_LINES:
@@ -125,5 +139,6 @@ class ReplanAgent:
         payload = ReplanPayload(changes=changes, summary=summary).model_dump(mode="json", exclude_unset=True)
         preview = "\n".join(lines)[:_PREVIEW_MAX_CHARS]
         action = {"action": "replan", "target_type": "task_item", "payload": payload, "preview_text": preview}
-        return reply(NAME, function, {"reply": preview, "summary": summary, "changes": payload["changes"]},
-                     db_action=action)
+        return reply(
+            NAME, function, {"reply": preview, "summary": summary, "changes": payload["changes"]}, db_action=action
+        )

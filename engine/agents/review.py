@@ -3,6 +3,7 @@
 The statistics are the facts: the template text is built from them alone, and a TextWriter that answers in time
 only rephrases them (it receives the same statistics); the statistics always travel in the result.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -10,13 +11,24 @@ from typing import Any
 
 from engine.agents.base import definition, reply, unknown, zone
 from engine.agents.text import DEFAULT_WRITER_TIMEOUT_S, TextWriter, compose, date_label, is_whole_days, single_day
-from protocol.agents import (AgentFunctionDefinition, AgentName, AgentResponseEnvelope, CandidateItem, FeedbackFact,
-                             SubAgentInputBase)
+from protocol.agents import (
+    AgentFunctionDefinition,
+    AgentName,
+    AgentResponseEnvelope,
+    CandidateItem,
+    FeedbackFact,
+    SubAgentInputBase,
+)
 
 NAME: AgentName = "review_agent"
 _OUTCOMES = ("completed", "partially_completed", "not_completed", "deferred", "cancelled", "no_feedback")
-_OUTCOME_TEXT = {"partially_completed": "部分完成", "not_completed": "未完成", "deferred": "推迟", "cancelled": "取消",
-                 "no_feedback": "未记录结果"}
+_OUTCOME_TEXT = {
+    "partially_completed": "部分完成",
+    "not_completed": "未完成",
+    "deferred": "推迟",
+    "cancelled": "取消",
+    "no_feedback": "未记录结果",
+}
 _UNFINISHED = ("partially_completed", "not_completed", "deferred")
 # suggestions name no item and no number: everything specific in the text comes from the statistics
 _SUGGESTIONS = (
@@ -26,12 +38,20 @@ _SUGGESTIONS = (
 )
 _NO_DONE_YET = "还没有完成的记录，可以先从最小的一件事开始。"
 _NO_FEEDBACK = "还没有反馈记录，做完一件事后告诉我一声，复盘会更准确。"
-_PROMPT = ("你是时间管理助手。请只根据 facts 中的统计写一段简短的中文复盘：不要提到 facts 之外的任何事项、数字或日期，"
-           "最后给一条具体可行的建议。")
+_PROMPT = (
+    "你是时间管理助手。请只根据 facts 中的统计写一段简短的中文复盘：不要提到 facts 之外的任何事项、数字或日期，"
+    "最后给一条具体可行的建议。"
+)
 
 _DEFINITIONS = [
-    definition(NAME, "review", "根据时间范围内的安排和反馈事实生成文字复盘（完成情况、用时、建议），不写库",
-               required=["time_range"], needs_candidates=True, writes=False),
+    definition(
+        NAME,
+        "review",
+        "根据时间范围内的安排和反馈事实生成文字复盘（完成情况、用时、建议），不写库",
+        required=["time_range"],
+        needs_candidates=True,
+        writes=False,
+    )
 ]
 
 
@@ -70,8 +90,9 @@ def review_stats(inp: SubAgentInputBase) -> dict[str, Any]:
         "recorded_minutes": sum(f.duration_minutes or 0 for f in facts),
         "feedback_count": len(facts),
         "completed_titles": [item.title for item, outcome in outcomes if outcome == "completed"],
-        "unfinished": [{"title": item.title, "outcome": outcome} for item, outcome in outcomes
-                       if outcome in _UNFINISHED],
+        "unfinished": [
+            {"title": item.title, "outcome": outcome} for item, outcome in outcomes if outcome in _UNFINISHED
+        ],
         "no_feedback_titles": [item.title for item, outcome in outcomes if outcome == "no_feedback"],
     }
 
@@ -90,13 +111,16 @@ def review_text(stats: dict[str, Any]) -> str:
     if not stats["planned"]:
         return f"{stats['period']}没有安排，暂时没有可以复盘的内容。"
     others = "".join(f"，{_OUTCOME_TEXT[name]} {stats[name]} 项" for name in _OUTCOMES[1:] if stats[name])
-    lines = [f"{stats['period']}共安排 {stats['planned']} 项：完成 {stats['completed']} 项{others}，"
-             f"完成率 {stats['completion_rate']}%。"]
+    lines = [
+        f"{stats['period']}共安排 {stats['planned']} 项：完成 {stats['completed']} 项{others}，"
+        f"完成率 {stats['completion_rate']}%。"
+    ]
     if stats["completed_titles"]:
         lines.append("已完成：" + "、".join(stats["completed_titles"]) + "。")
     if stats["unfinished"]:
-        lines.append("没做完：" + "、".join(f"{u['title']}（{_OUTCOME_TEXT[u['outcome']]}）"
-                                         for u in stats["unfinished"]) + "。")
+        lines.append(
+            "没做完：" + "、".join(f"{u['title']}（{_OUTCOME_TEXT[u['outcome']]}）" for u in stats["unfinished"]) + "。"
+        )
     if stats["no_feedback_titles"]:
         lines.append("还没记录结果：" + "、".join(stats["no_feedback_titles"]) + "。")
     if stats["recorded_minutes"]:
@@ -119,6 +143,5 @@ class ReviewAgent:
         if function != "review":
             raise unknown(NAME, function)
         stats = review_stats(inp)
-        text = await compose(self._writer, _PROMPT, facts=stats, template=review_text(stats),
-                             timeout_s=self._timeout_s)
+        text = await compose(self._writer, _PROMPT, facts=stats, template=review_text(stats), timeout_s=self._timeout_s)
         return reply(NAME, function, {"reply": text, "stats": stats})

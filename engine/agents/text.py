@@ -3,6 +3,7 @@
 Templates are the real path: a writer only rephrases facts the agent already computed, and its answer is used only
 when it arrives in time; the facts themselves always travel in the envelope's structured result.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,15 @@ class TextWriter(Protocol):
     async def write(self, prompt: str, *, facts: dict[str, Any], timeout_s: float) -> str | None: ...
 
 
-async def compose(writer: TextWriter | None, prompt: str, *, facts: dict[str, Any], template: str,
-                  timeout_s: float, max_chars: int | None = None) -> str:
+async def compose(
+    writer: TextWriter | None,
+    prompt: str,
+    *,
+    facts: dict[str, Any],
+    template: str,
+    timeout_s: float,
+    max_chars: int | None = None,
+) -> str:
     """The writer's text when it answers within `timeout_s` with non-blank text (at most `max_chars`), else
     `template`; a writer that times out counts as no answer, any other error of the writer propagates."""
     if writer is None:

@@ -3,6 +3,7 @@ intent or asks for parameters — read the facts the function needs, resolve whi
 sub-agent the registry names, and hand back what the turn ends with. Writing is the caller's business: a
 `Proposal` becomes a write request behind the confirmation gate.
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -12,8 +13,14 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from engine.conversation.scope import resolve
-from protocol.agents import (AgentFunctionDefinition, AgentResponseEnvelope, CandidateItem, ExecutionLayerInput,
-                             FeedbackFact, SubAgentInputBase)
+from protocol.agents import (
+    AgentFunctionDefinition,
+    AgentResponseEnvelope,
+    CandidateItem,
+    ExecutionLayerInput,
+    FeedbackFact,
+    SubAgentInputBase,
+)
 
 # functions that act on every item of their range; the others need exactly one item
 RANGE_FUNCTIONS = frozenset({("schedule_todo_agent", "query"), ("replan_agent", "replan"), ("review_agent", "review")})
@@ -77,8 +84,15 @@ class Execution:
         self._agents = agents
         self._facts = facts
 
-    async def run(self, inp: ExecutionLayerInput, user_id: UUID, now: datetime, *, selected: list[UUID] | None = None,
-                  processing: Processing = _nothing) -> Outcome:
+    async def run(
+        self,
+        inp: ExecutionLayerInput,
+        user_id: UUID,
+        now: datetime,
+        *,
+        selected: list[UUID] | None = None,
+        processing: Processing = _nothing,
+    ) -> Outcome:
         """`selected`: the item ids the user chose in a `selection.required` (they were offered, so in range)."""
         agent, function = inp.target_agent_name, inp.target_function_name
         definition = self._agents.definition(agent, function)
@@ -93,21 +107,40 @@ class Execution:
                     return Shown(reply="你选的安排已经不在了，没有做任何修改。", result=None, status="not_found")
             else:
                 when = inp.parsed_params.get("when")
-                scope = resolve(inp.raw_input, when.get("text") if isinstance(when, dict) else None, items,
-                                allow_range=key in RANGE_FUNCTIONS)
+                scope = resolve(
+                    inp.raw_input,
+                    when.get("text") if isinstance(when, dict) else None,
+                    items,
+                    allow_range=key in RANGE_FUNCTIONS,
+                )
                 chosen = [i for i in items if i.id in set(scope.resolved_item_ids)]
                 if scope.decision == "not_found" and key not in RANGE_FUNCTIONS:
                     return Shown(reply=scope.question_text or "没有找到相关的安排。", result=None, status="not_found")
                 if scope.decision == "ambiguous":
                     return NeedsSelection(candidates=chosen, question_text=scope.question_text or "你指的是哪一项？")
                 candidates = chosen
-        feedbacks = await self._facts.feedbacks(user_id, inp.time_range.start_at, inp.time_range.end_at) \
-            if key in NEEDS_FEEDBACK else []
+        feedbacks = (
+            await self._facts.feedbacks(user_id, inp.time_range.start_at, inp.time_range.end_at)
+            if key in NEEDS_FEEDBACK
+            else []
+        )
         profile = await self._facts.profile(user_id) if key in NEEDS_PROFILE else {}
         await processing("calling_agent")
-        response = await self._agents.dispatch(agent, function, SubAgentInputBase(
-            user_id=user_id, raw_input=inp.raw_input, time_range=inp.time_range, recent_messages=inp.recent_messages,
-            parsed_params=inp.parsed_params, candidate_items=candidates, feedbacks=feedbacks, user_profile=profile, now=now))
+        response = await self._agents.dispatch(
+            agent,
+            function,
+            SubAgentInputBase(
+                user_id=user_id,
+                raw_input=inp.raw_input,
+                time_range=inp.time_range,
+                recent_messages=inp.recent_messages,
+                parsed_params=inp.parsed_params,
+                candidate_items=candidates,
+                feedbacks=feedbacks,
+                user_profile=profile,
+                now=now,
+            ),
+        )
         if response.isError:
             return AgentFailed(response.error_message or "The agent could not act on this request.")
         if response.db_action is not None:

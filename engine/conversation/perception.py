@@ -5,6 +5,7 @@ The understanding itself is the turn engine's (routing, slots, its own clarifica
 its response onto seed 002's objects, picks the turn's top-level time range, and asks a long-task split's
 questions all at once, reusing answers given in the recent messages.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,16 +13,23 @@ from datetime import datetime, time, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
-from engine.conversation.scope import MOVE_MARKER
 from config.engine import ConversationConfig
+from engine.conversation.scope import MOVE_MARKER
 from engine.slots import DEFAULT_LIMITS, SlotLimits, extract_datetime
-from protocol.agents import (AGENT_NAMES, AgentTimeRange, ClarificationQuestion, ClarificationRequest, PerceptionDecision)
+from protocol.agents import AGENT_NAMES, AgentTimeRange, ClarificationQuestion, ClarificationRequest, PerceptionDecision
 from protocol.http_chat import ChatResponse, TimeRange, TurnStatus
 from protocol.store import ConversationMessageDTO
 
-QUESTION_TYPES = {TurnStatus.waiting_slot: "normal", TurnStatus.waiting_confirmation: "confirmation",
-                  TurnStatus.clarify: "disambiguation"}
-QUESTION_FIELDS = {TurnStatus.waiting_slot: "slot", TurnStatus.waiting_confirmation: "confirmation", TurnStatus.clarify: "intent"}
+QUESTION_TYPES = {
+    TurnStatus.waiting_slot: "normal",
+    TurnStatus.waiting_confirmation: "confirmation",
+    TurnStatus.clarify: "disambiguation",
+}
+QUESTION_FIELDS = {
+    TurnStatus.waiting_slot: "slot",
+    TurnStatus.waiting_confirmation: "confirmation",
+    TurnStatus.clarify: "intent",
+}
 SPLIT = ("long_task_split_agent", "split")
 MOVES = frozenset({"update"})  # functions whose words name the item's time and then its new one
 
@@ -62,35 +70,61 @@ Perceived = Clarify | Decided | Shown
 def default_range(cfg: ConversationConfig, agent: str, function: str, now: datetime) -> AgentTimeRange:
     spec = cfg.default_ranges.get(f"{agent}.{function}", cfg.default_range)
     midnight = datetime.combine(now.date(), time(), tzinfo=now.tzinfo)
-    return AgentTimeRange(start_at=midnight + timedelta(days=spec.from_days), end_at=midnight + timedelta(days=spec.to_days),
-                          source="system_default")
+    return AgentTimeRange(
+        start_at=midnight + timedelta(days=spec.from_days),
+        end_at=midnight + timedelta(days=spec.to_days),
+        source="system_default",
+    )
 
 
 class Perception:
-    def __init__(self, cfg: ConversationConfig, split: SplitQuestions, split_fields: tuple[list[str], list[str]],
-                 limits: SlotLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        cfg: ConversationConfig,
+        split: SplitQuestions,
+        split_fields: tuple[list[str], list[str]],
+        limits: SlotLimits = DEFAULT_LIMITS,
+    ) -> None:
         self._cfg = cfg
         self._limits = limits
         self._split = split
         self._required, self._optional = split_fields
 
-    def perceive(self, response: ChatResponse, *, raw_input: str, source_message_id: UUID, question_id: UUID,
-                 recent: list[ConversationMessageDTO], now: datetime, reasked: bool = False) -> Perceived:
+    def perceive(
+        self,
+        response: ChatResponse,
+        *,
+        raw_input: str,
+        source_message_id: UUID,
+        question_id: UUID,
+        recent: list[ConversationMessageDTO],
+        now: datetime,
+        reasked: bool = False,
+    ) -> Perceived:
         """`question_id` is the id the turn's reply message has (a question asked is that message); `reasked` when
         the turn answered a question and the engine asks it again."""
         if response.status in QUESTION_TYPES:
             field_name = response.pending_slots[0] if response.pending_slots else QUESTION_FIELDS[response.status]
             request = ClarificationRequest(
-                reason="invalid_answer" if reasked else "missing_required_params", mode="single",
-                questions=[ClarificationQuestion(question_id=str(question_id), field_name=field_name, question_text=response.reply)],
-                original_agent_name=None, original_function_name=response.intent)
+                reason="invalid_answer" if reasked else "missing_required_params",
+                mode="single",
+                questions=[
+                    ClarificationQuestion(
+                        question_id=str(question_id), field_name=field_name, question_text=response.reply
+                    )
+                ],
+                original_agent_name=None,
+                original_function_name=response.intent,
+            )
             return Clarify(request=request, question_type=QUESTION_TYPES[response.status])
         decision = response.decision
         if response.status != TurnStatus.decided or decision is None or decision.agent not in AGENT_NAMES:
             return Shown(reply=response.reply, result=response.result)
         agent, function = decision.agent, decision.function or ""
         params = dict(decision.params)
-        if reasked:  # an answer completes the request it answered: 提醒我交房租 + 明天上午十点 (the title is in the first)
+        if (
+            reasked
+        ):  # an answer completes the request it answered: 提醒我交房租 + 明天上午十点 (the title is in the first)
             raw_input = _with_request(raw_input, recent)
         time_range = self._time_range(agent, function, raw_input, decision.time_range, now)
         if (agent, function) == SPLIT:
@@ -99,11 +133,21 @@ class Perception:
             if missing:
                 return self.split_questions(missing, known, question_id, reason="long_task_split_questions")
             params = known
-        return Decided(PerceptionDecision(
-            target_agent_name=agent, target_function_name=function, parsed_params=params, time_range=time_range,
-            raw_input=raw_input, source_message_id=source_message_id, recent_messages=recent))
+        return Decided(
+            PerceptionDecision(
+                target_agent_name=agent,
+                target_function_name=function,
+                parsed_params=params,
+                time_range=time_range,
+                raw_input=raw_input,
+                source_message_id=source_message_id,
+                recent_messages=recent,
+            )
+        )
 
-    def _time_range(self, agent: str, function: str, raw_input: str, said: TimeRange | None, now: datetime) -> AgentTimeRange:
+    def _time_range(
+        self, agent: str, function: str, raw_input: str, said: TimeRange | None, now: datetime
+    ) -> AgentTimeRange:
         """The range the request acts on: the time it names — for a move, the time before the move marker (明天的会
         改到后天: the item is tomorrow's) — else the function's default."""
         text = raw_input
@@ -116,18 +160,29 @@ class Perception:
             said = TimeRange(**found.to_dict()) if found else None
         if said is None:
             return default_range(self._cfg, agent, function, now)
-        return AgentTimeRange(start_at=datetime.fromisoformat(said.start), end_at=datetime.fromisoformat(said.end),
-                              source="user_explicit")
+        return AgentTimeRange(
+            start_at=datetime.fromisoformat(said.start), end_at=datetime.fromisoformat(said.end), source="user_explicit"
+        )
 
     def split_questions(self, missing: list[str], known: dict[str, Any], question_id: UUID, *, reason: str) -> Clarify:
-        questions = [ClarificationQuestion(question_id=f"{question_id}:{name}", field_name=name,
-                                           question_text=self._split.questions[name]) for name in missing]
-        request = ClarificationRequest(reason=reason, mode="batch", questions=questions,
-                                       original_agent_name=SPLIT[0], original_function_name=SPLIT[1])
+        questions = [
+            ClarificationQuestion(
+                question_id=f"{question_id}:{name}", field_name=name, question_text=self._split.questions[name]
+            )
+            for name in missing
+        ]
+        request = ClarificationRequest(
+            reason=reason,
+            mode="batch",
+            questions=questions,
+            original_agent_name=SPLIT[0],
+            original_function_name=SPLIT[1],
+        )
         return Clarify(request=request, question_type="long_task_split", known=known)
 
-    def read_answers(self, missing: list[str], answers: dict[str, str], raw_content: str | None,
-                     now: datetime) -> tuple[dict[str, Any], list[str]]:
+    def read_answers(
+        self, missing: list[str], answers: dict[str, str], raw_content: str | None, now: datetime
+    ) -> tuple[dict[str, Any], list[str]]:
         """A batch answer: each missing field from `answers[field]`, else from the whole `raw_content`.
         Returns the values read and the fields still missing (asked again as `invalid_answer`)."""
         read: dict[str, Any] = {}
@@ -160,4 +215,3 @@ def _with_request(answer: str, recent: list[ConversationMessageDTO]) -> str:
         elif asked and message.role == "user" and kind == "input":
             return f"{message.raw_content}，{answer}" if message.raw_content not in answer else answer
     return answer
-

@@ -4,6 +4,7 @@ Only the candidates execution read from the store are considered, so a reference
 the range or another user's item. The title is matched by character bigrams of what the user said, with the time
 words and the command words taken out.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,7 +14,8 @@ from protocol.agents import CandidateItem, ScopeResolutionResult
 # words of the command itself, never of an item's title
 COMMAND_WORDS = re.compile(
     r"帮我|给我|麻烦|请|把|将|删除|删掉|删了|去掉|取消|修改|改到|改成|改一下|推到|挪到|调到|换到|延到|提前到|移到|往后推|推迟|"
-    r"一下|那个|这个|的|了|吧|呢|啊|日程|安排|事项|待办|提醒|完成了|做完了|已经|搞定|没完成|没做|反馈|记录|记一下")
+    r"一下|那个|这个|的|了|吧|呢|啊|日程|安排|事项|待办|提醒|完成了|做完了|已经|搞定|没完成|没做|反馈|记录|记一下"
+)
 
 
 # a move names the item before its marker and the new time after it: 把明天的组会改到后天
@@ -41,8 +43,9 @@ def _score(reference: str, title: str) -> float:
     return len(said & named) / len(named)
 
 
-def resolve(raw_input: str, time_text: str | None, candidates: list[CandidateItem], *,
-            allow_range: bool) -> ScopeResolutionResult:
+def resolve(
+    raw_input: str, time_text: str | None, candidates: list[CandidateItem], *, allow_range: bool
+) -> ScopeResolutionResult:
     """single / range / ambiguous / not_found over `candidates`.
 
     A function that acts on every item of a range (query, review, replan) gets `range` whenever the words name
@@ -59,7 +62,12 @@ def resolve(raw_input: str, time_text: str | None, candidates: list[CandidateIte
         return ScopeResolutionResult(decision="single", resolved_item_id=named[0].id, resolved_item_ids=[named[0].id])
     if len(candidates) == 1 and best == 0:
         # the only item in the range, and the words name nothing else: "把明天的安排删了"
-        return ScopeResolutionResult(decision="single", resolved_item_id=candidates[0].id, resolved_item_ids=[candidates[0].id])
+        return ScopeResolutionResult(
+            decision="single", resolved_item_id=candidates[0].id, resolved_item_ids=[candidates[0].id]
+        )
     among = named or candidates
-    return ScopeResolutionResult(decision="ambiguous", resolved_item_ids=[c.id for c in among],
-                                 question_text=f"找到 {len(among)} 项符合的安排，你指的是哪一项？")
+    return ScopeResolutionResult(
+        decision="ambiguous",
+        resolved_item_ids=[c.id for c in among],
+        question_text=f"找到 {len(among)} 项符合的安排，你指的是哪一项？",
+    )

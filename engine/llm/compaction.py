@@ -6,6 +6,7 @@ Length is counted as the seed does: the characters of every message's content. T
 shortened; the summary comes from an injected async summarizer (the LLM) when it answers in time, else from the
 conversation itself (the first sentence of each user message), so it never says what nobody said.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -67,7 +68,7 @@ class ContextCompactor:
             return Compacted(messages, "none", total)
         pinned, rest = self._split_pinned(messages)
         keep = min(self.config.keep_recent, len(rest))
-        middle, tail = rest[:len(rest) - keep], rest[len(rest) - keep:]
+        middle, tail = rest[: len(rest) - keep], rest[len(rest) - keep :]
         if not middle:
             return Compacted(messages, "none", total, over_budget=True)
         room = min(self.config.summary_max_chars, budget - length(pinned) - length(tail)) - len(SUMMARY_PREFIX)
@@ -81,8 +82,7 @@ class ContextCompactor:
         return Compacted(result, source, chars, over_budget=chars > budget)
 
     def _split_pinned(self, messages: list[Message]) -> tuple[list[Message], list[Message]]:
-        if self.config.pin_system and messages and messages[0].get("role") == "system" \
-                and not _is_summary(messages[0]):
+        if self.config.pin_system and messages and messages[0].get("role") == "system" and not _is_summary(messages[0]):
             return messages[:1], messages[1:]
         return [], messages
 
@@ -90,9 +90,10 @@ class ContextCompactor:
         if self.summarizer is not None:
             try:
                 text = await asyncio.wait_for(self.summarizer(middle, room), self.config.summarizer_timeout_s)
-            except asyncio.TimeoutError:
-                logger.warning("summarizer timed out after %.1fs; using the extractive summary",
-                               self.config.summarizer_timeout_s)
+            except TimeoutError:
+                logger.warning(
+                    "summarizer timed out after %.1fs; using the extractive summary", self.config.summarizer_timeout_s
+                )
             except Exception:  # any failure of the model call: the turn must still get a context that fits
                 logger.warning("summarizer failed; using the extractive summary", exc_info=True)
             else:
@@ -114,7 +115,7 @@ def extractive_summary(messages: Sequence[Message], max_chars: int) -> str:
             continue
         if _is_summary(m):  # an earlier compaction's summary: its items carry over, oldest first
             text = _strip_prefix(content).strip()
-            text = text[len(EXTRACTIVE_LEAD):] if text.startswith(EXTRACTIVE_LEAD) else text
+            text = text[len(EXTRACTIVE_LEAD) :] if text.startswith(EXTRACTIVE_LEAD) else text
             items.extend(part.strip() for part in text.split(_JOIN))
         elif m.get("role") == "user":
             items.append(_first_sentence(content))
@@ -141,7 +142,7 @@ def extractive_summary(messages: Sequence[Message], max_chars: int) -> str:
 def _first_sentence(text: str) -> str:
     text = text.strip()
     match = _SENTENCE_END.search(text)
-    return (text[:match.start()] if match else text).strip()
+    return (text[: match.start()] if match else text).strip()
 
 
 def _is_summary(message: Message) -> bool:
@@ -150,8 +151,8 @@ def _is_summary(message: Message) -> bool:
 
 
 def _strip_prefix(text: str) -> str:
-    return text[len(SUMMARY_PREFIX):] if text.startswith(SUMMARY_PREFIX) else text
+    return text[len(SUMMARY_PREFIX) :] if text.startswith(SUMMARY_PREFIX) else text
 
 
 def _fit(text: str, room: int) -> str:
-    return text if len(text) <= room else text[:max(room - len(_ELLIPSIS), 0)] + _ELLIPSIS
+    return text if len(text) <= room else text[: max(room - len(_ELLIPSIS), 0)] + _ELLIPSIS

@@ -9,6 +9,7 @@ its scheduling priority. A call outside `lm_call` is refused: no model call with
 
 The models are async (Serve handles): programs are called with `acall`; the sync engine refuses.
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
@@ -18,7 +19,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.deadline import Deadline, StageTimeout
-from engine.llm.lm import PRIORITY_INTERACTIVE, LanguageModel, LmReply, LmRequest, abort_quietly, complete_within, new_request_id
+from engine.llm.lm import (
+    PRIORITY_INTERACTIVE,
+    LanguageModel,
+    LmReply,
+    LmRequest,
+    abort_quietly,
+    complete_within,
+    new_request_id,
+)
 
 if TYPE_CHECKING:
     import dspy
@@ -85,14 +94,21 @@ class LanguageModelEngine:
             system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system)
             messages.append({"role": "system", "content": system})
         messages += [{"role": m.role, "content": m.text or ""} for m in request.messages]
-        return LmRequest(messages=messages, json_schema=call.schema, max_tokens=request.config.max_tokens or self._max_tokens,
-                         temperature=request.config.temperature or 0.0, request_id=new_request_id("dspy"),
-                         priority=call.priority)
+        return LmRequest(
+            messages=messages,
+            json_schema=call.schema,
+            max_tokens=request.config.max_tokens or self._max_tokens,
+            temperature=request.config.temperature or 0.0,
+            request_id=new_request_id("dspy"),
+            priority=call.priority,
+        )
 
     async def complete(self, request: Request) -> Response:
         call = current_call()
         lm_request = self._request(request)
-        reply = await complete_within(self._lm, lm_request, deadline=call.deadline, stage=call.stage, budget_s=call.budget_s)
+        reply = await complete_within(
+            self._lm, lm_request, deadline=call.deadline, stage=call.stage, budget_s=call.budget_s
+        )
         return _response(lm_request.request_id, reply)
 
     async def stream(self, request: Request) -> AsyncIterator[Any]:
@@ -122,8 +138,10 @@ class LanguageModelEngine:
             raise
         finally:
             await deltas.aclose()
-        yield StreamEndEvent(finish_reason=_FINISH.get(last.get("finish_reason", ""), "error"),
-                             usage=Usage(input_tokens=last.get("prompt_tokens", 0), output_tokens=last.get("completion_tokens", 0)))
+        yield StreamEndEvent(
+            finish_reason=_FINISH.get(last.get("finish_reason", ""), "error"),
+            usage=Usage(input_tokens=last.get("prompt_tokens", 0), output_tokens=last.get("completion_tokens", 0)),
+        )
 
     async def aclose(self) -> None:
         pass
@@ -132,9 +150,13 @@ class LanguageModelEngine:
 def _response(request_id: str, reply: LmReply) -> Response:
     from dspy.lm15 import Message, Response, TextPart, Usage
 
-    return Response(id=request_id, model=MODEL_NAME, message=Message.assistant([TextPart(reply.text)]),
-                    finish_reason=_FINISH.get(reply.finish_reason, "error"),
-                    usage=Usage(input_tokens=reply.prompt_tokens, output_tokens=reply.completion_tokens))
+    return Response(
+        id=request_id,
+        model=MODEL_NAME,
+        message=Message.assistant([TextPart(reply.text)]),
+        finish_reason=_FINISH.get(reply.finish_reason, "error"),
+        usage=Usage(input_tokens=reply.prompt_tokens, output_tokens=reply.completion_tokens),
+    )
 
 
 def dspy_lm(lm: LanguageModel, *, max_tokens: int) -> dspy.LM:
@@ -143,6 +165,12 @@ def dspy_lm(lm: LanguageModel, *, max_tokens: int) -> dspy.LM:
     # Serve configs' runtime_env and the Makefile set it
     import dspy
 
-    return dspy.LM(MODEL_NAME, engine=_SyncRefused(), async_engine=LanguageModelEngine(lm, max_tokens=max_tokens),
-                   cache=False, temperature=0.0, max_tokens=max_tokens, num_retries=0)
-
+    return dspy.LM(
+        MODEL_NAME,
+        engine=_SyncRefused(),
+        async_engine=LanguageModelEngine(lm, max_tokens=max_tokens),
+        cache=False,
+        temperature=0.0,
+        max_tokens=max_tokens,
+        num_retries=0,
+    )

@@ -8,6 +8,7 @@ be one the words hold: the same temperature or order number read from the text, 
 model left out the validator already filled from the words. Returns the reasons a plan must not run (none: it
 may).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -22,15 +23,18 @@ _READ_BACK = ("temperature", "order_id", "destination")
 Extract = Callable[..., dict[str, Any]]  # (text, slot specs) -> values found in it
 
 
-def ungrounded(workflow: Workflow, *, text: str, clauses: list[ClauseScore], pack: Pack, extract: Extract,
-               min_evidence: float) -> list[str]:
+def ungrounded(
+    workflow: Workflow, *, text: str, clauses: list[ClauseScore], pack: Pack, extract: Extract, min_evidence: float
+) -> list[str]:
     """Why `workflow` (a validated LLM plan for `text`) says more than the words do; [] when it does not."""
     reasons: list[str] = []
     for step in workflow.steps:
         best = max((c.scores.get(step.intent_id, 0.0) for c in clauses), default=0.0)
         if best < min_evidence:
-            reasons.append(f"step {step.step}: nothing said asks for {step.intent_id} "
-                           f"(best clause evidence {best:.2f} < {min_evidence:g})")
+            reasons.append(
+                f"step {step.step}: nothing said asks for {step.intent_id} "
+                f"(best clause evidence {best:.2f} < {min_evidence:g})"
+            )
         intent = pack.intent(step.intent_id)
         specs = {s.name: s for s in intent.slots} if intent else {}
         for name, value in step.slots.items():

@@ -5,6 +5,7 @@ request first and the response last).
 A chain is built from config, a list of {name, options} naming registered hooks; the built-ins are `trace_id`,
 `redact` and `log`. An unknown name or bad options is a config error that names the hook.
 """
+
 from __future__ import annotations
 
 import logging
@@ -97,8 +98,11 @@ def _options(spec: HookSpec) -> BaseModel:
 def build_chain(config: HooksConfig | Iterable[HookSpec | Mapping[str, Any]]) -> HookChain:
     """A HookChain from config: a HooksConfig or a plain list like [{"name": "redact", "options": {...}}].
     Raises HookError naming an unknown hook or one with invalid options."""
-    specs = config.chain if isinstance(config, HooksConfig) else [
-        spec if isinstance(spec, HookSpec) else _spec(spec) for spec in config]
+    specs = (
+        config.chain
+        if isinstance(config, HooksConfig)
+        else [spec if isinstance(spec, HookSpec) else _spec(spec) for spec in config]
+    )
     hooks = []
     for spec in specs:
         options = _options(spec)
@@ -135,8 +139,11 @@ class TraceIdHook:
 # The lookarounds keep a pattern from matching inside a longer run of digits (an order number, say).
 BuiltinPattern = Literal["id_card", "mobile", "email"]
 BUILTIN_PATTERNS: dict[BuiltinPattern, tuple[str, str]] = {
-    "id_card": (r"(?<![0-9A-Za-z])[1-9][0-9]{5}(?:18|19|20)[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])"
-                r"[0-9]{3}[0-9Xx](?![0-9A-Za-z])", "[身份证号]"),
+    "id_card": (
+        r"(?<![0-9A-Za-z])[1-9][0-9]{5}(?:18|19|20)[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])"
+        r"[0-9]{3}[0-9Xx](?![0-9A-Za-z])",
+        "[身份证号]",
+    ),
     "mobile": (r"(?<![0-9])(?:\+?86[- ]?)?1[3-9][0-9](?:[- ]?[0-9]{4}){2}(?![0-9])", "[手机号]"),
     "email": (r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}", "[邮箱]"),
 }
@@ -162,9 +169,11 @@ class RedactOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     builtins: list[BuiltinPattern] = Field(
-        default_factory=lambda: list(BUILTIN_PATTERNS), description="Which built-in patterns apply, in this order.")
+        default_factory=lambda: list(BUILTIN_PATTERNS), description="Which built-in patterns apply, in this order."
+    )
     patterns: list[RedactPattern | str] = Field(
-        default_factory=list, description="Extra patterns, applied after the built-ins; a bare string gets [已隐藏].")
+        default_factory=list, description="Extra patterns, applied after the built-ins; a bare string gets [已隐藏]."
+    )
 
 
 class RedactHook:
@@ -184,8 +193,10 @@ class RedactHook:
         return text
 
     async def before_llm_call(self, ctx: HookContext) -> None:
-        ctx.messages = [{**m, "content": self.redact(m["content"])} if isinstance(m.get("content"), str) else dict(m)
-                        for m in ctx.messages]
+        ctx.messages = [
+            {**m, "content": self.redact(m["content"])} if isinstance(m.get("content"), str) else dict(m)
+            for m in ctx.messages
+        ]
 
     async def after_llm_call(self, ctx: HookContext) -> None:
         if ctx.response:

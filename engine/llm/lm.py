@@ -5,6 +5,7 @@ interface), so the engine stays plain async Python: it builds an `LmRequest`, aw
 gives up on a request it says so with `abort`, which lets the server stop decoding and free the request's KV
 cache instead of finishing an answer nobody will read.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,10 +19,10 @@ from engine.deadline import Deadline, StageTimeout
 
 logger = logging.getLogger(__name__)
 
-PRIORITY_INTERACTIVE = 0   # a turn is waiting on it
-PRIORITY_EXTERNAL = 5      # an OpenAI-compatible client of /v1/chat/completions: after turns, before background work
-PRIORITY_BACKGROUND = 10   # summaries, offline evaluation: may queue behind every interactive request
-ABORT_TIMEOUT_S = 0.5      # how long a caller that gave up waits for the abort to be delivered
+PRIORITY_INTERACTIVE = 0  # a turn is waiting on it
+PRIORITY_EXTERNAL = 5  # an OpenAI-compatible client of /v1/chat/completions: after turns, before background work
+PRIORITY_BACKGROUND = 10  # summaries, offline evaluation: may queue behind every interactive request
+ABORT_TIMEOUT_S = 0.5  # how long a caller that gave up waits for the abort to be delivered
 
 # aborts still in flight after their caller stopped waiting: held so the event loop does not drop them
 _PENDING_ABORTS: set[asyncio.Task[bool]] = set()
@@ -91,8 +92,9 @@ def new_request_id(prefix: str = "lm") -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
 
 
-async def complete_within(lm: LanguageModel, request: LmRequest, *, deadline: Deadline, stage: str,
-                          budget_s: float) -> LmReply:
+async def complete_within(
+    lm: LanguageModel, request: LmRequest, *, deadline: Deadline, stage: str, budget_s: float
+) -> LmReply:
     """`lm.complete(request)` for at most min(budget_s, the turn's work time left), timed as `stage`.
 
     On StageTimeout, or when the caller is cancelled, the request is aborted (`lm.abort(request.request_id)`)

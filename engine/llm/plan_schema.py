@@ -7,6 +7,7 @@ schemas most reliably. It fixes the plan's shape and the catalog's executable in
 to which intent, and everything else about the plan as a whole (dependencies on earlier steps only, no cycles,
 forced confirmations), is `engine.llm.plan_validation`'s job.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,16 @@ from datetime import datetime, tzinfo
 from typing import Any, get_args
 
 from engine.pack import SPECIAL_INTENTS, Pack, SlotSpec
-from engine.slots import (SlotLimits, TimeRange, extract_datetime, extract_destination, extract_order_id,
-                          extract_temperature, parse_chinese_number, validate_temperature)
+from engine.slots import (
+    SlotLimits,
+    TimeRange,
+    extract_datetime,
+    extract_destination,
+    extract_order_id,
+    extract_temperature,
+    parse_chinese_number,
+    validate_temperature,
+)
 from protocol.http_chat import StepCondition, WorkflowType
 
 # the operators the executor's condition_holds evaluates, read from the wire model so the two cannot drift

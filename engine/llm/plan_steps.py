@@ -1,5 +1,6 @@
 """The parts of an LLM plan the validator works with: step references, a step being checked, the finished steps and
 the cycle check on their references."""
+
 from __future__ import annotations
 
 import re
@@ -10,9 +11,19 @@ from engine.pack import Intent
 from protocol.http_chat import StepCondition, WorkflowStep
 
 STEP_REF = re.compile(r"^\s*(?:s|step)?\s*(\d+)\s*$", re.I)
-OPERATOR_ALIASES = {"==": "equals", "=": "equals", "eq": "equals", "equal": "equals", "is": "equals",
-                     "!=": "not_equals", "ne": "not_equals", "neq": "not_equals", "not_equal": "not_equals",
-                     "one_of": "in", "any_of": "in"}
+OPERATOR_ALIASES = {
+    "==": "equals",
+    "=": "equals",
+    "eq": "equals",
+    "equal": "equals",
+    "is": "equals",
+    "!=": "not_equals",
+    "ne": "not_equals",
+    "neq": "not_equals",
+    "not_equal": "not_equals",
+    "one_of": "in",
+    "any_of": "in",
+}
 STEP_KEYS = {"step", "intent_id", "intent", "slots", "depends_on", "condition", "requires_confirmation"}
 SCALARS = (str, int, float, bool, type(None))
 
@@ -31,11 +42,11 @@ def canon(intent_id: str) -> str:
 
 @dataclass
 class Draft:
-    pos: int                 # 1-based position in the model's list, for messages
-    key: int                 # the number the model's references use for this step
+    pos: int  # 1-based position in the model's list, for messages
+    key: int  # the number the model's references use for this step
     intent: Intent
     slots: dict[str, Any]
-    depends_on: list[int]    # model keys
+    depends_on: list[int]  # model keys
     condition: dict[str, Any] | None  # {"step": model key, "field", "operator", "value"}
     confirm: bool
 
@@ -44,21 +55,34 @@ def workflow_steps(kept: list[Draft], index: dict[int, int]) -> list[WorkflowSte
     steps = []
     for n, d in enumerate(kept, 1):
         c = d.condition
-        steps.append(WorkflowStep(
-            step=n, step_id=f"s{n}", intent_id=d.intent.id, plugin_id=d.intent.plugin, agent=d.intent.agent,
-            action=d.intent.action, slots=d.slots, requires_confirmation=d.confirm,
-            depends_on=[f"s{k}" for k in sorted({index[k] for k in d.depends_on})],
-            condition=StepCondition(source_step=f"s{index[c['step']]}", field=c["field"], operator=c["operator"],
-                                    value=c["value"]) if c else None))
+        steps.append(
+            WorkflowStep(
+                step=n,
+                step_id=f"s{n}",
+                intent_id=d.intent.id,
+                plugin_id=d.intent.plugin,
+                agent=d.intent.agent,
+                action=d.intent.action,
+                slots=d.slots,
+                requires_confirmation=d.confirm,
+                depends_on=[f"s{k}" for k in sorted({index[k] for k in d.depends_on})],
+                condition=StepCondition(
+                    source_step=f"s{index[c['step']]}", field=c["field"], operator=c["operator"], value=c["value"]
+                )
+                if c
+                else None,
+            )
+        )
     return steps
 
 
 def cycle(edges: dict[int, list[int]]) -> list[int] | None:
     """A cycle among the references (a step waiting on itself included), as the steps along it. A plan has at
     most max_steps steps, so walking every path is cheap."""
+
     def walk(path: list[int]) -> list[int] | None:
         for t in edges.get(path[-1], []):
-            found = [*path[path.index(t):], t] if t in path else walk([*path, t])
+            found = [*path[path.index(t) :], t] if t in path else walk([*path, t])
             if found:
                 return found
         return None

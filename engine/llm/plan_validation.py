@@ -7,19 +7,18 @@ step ids s1..sn, plugin/agent/action from the catalog), or a `RejectedPlan` with
 model output is data: nothing in here raises on it, and a rejected plan is never executed. Reasons and
 normalisations name a step by its position in the model's list ("step 3" is the third step it wrote).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
-from engine.llm.plan_steps import (OPERATOR_ALIASES, SCALARS, STEP_KEYS, Draft, canon, cycle, ref,
-                                    workflow_steps)
 from engine.llm.plan_schema import CONDITION_OPERATORS, MAX_RAW_CHARS, PLAN_TYPES, SlotValues, parse_plan_text
+from engine.llm.plan_steps import OPERATOR_ALIASES, SCALARS, STEP_KEYS, Draft, canon, cycle, ref, workflow_steps
 from engine.pack import SPECIAL_INTENTS, Intent, Pack, Risk
 from engine.slots import DEFAULT_LIMITS, SlotLimits, extract_slots
 from protocol.http_chat import Workflow, WorkflowType
-
 
 
 @dataclass(frozen=True)
@@ -37,8 +36,17 @@ class RejectedPlan:
     reasons: list[str]
 
 
-def validate_plan(raw: str | dict[str, Any], pack: Pack, *, max_steps: int, tz: tzinfo, now: datetime,
-                  limits: SlotLimits = DEFAULT_LIMITS, text: str = "", planner: str = "llm") -> ValidatedPlan | RejectedPlan:
+def validate_plan(
+    raw: str | dict[str, Any],
+    pack: Pack,
+    *,
+    max_steps: int,
+    tz: tzinfo,
+    now: datetime,
+    limits: SlotLimits = DEFAULT_LIMITS,
+    text: str = "",
+    planner: str = "llm",
+) -> ValidatedPlan | RejectedPlan:
     """Check the model's plan `raw` against `pack` (the shape of engine.llm.plan_schema.plan_json_schema).
 
     `limits` are the slot bounds the turn uses (settings.slots), `tz`/`now` resolve datetime slots said in
@@ -90,8 +98,9 @@ class _Validation:
             self.reasons.append(f"the plan is a {type(raw).__name__}, not JSON text")
             return None
         elif not raw.strip() or len(raw) > MAX_RAW_CHARS:
-            self.reasons.append("the reply is empty" if not raw.strip()
-                                else f"the reply is over {MAX_RAW_CHARS} characters")
+            self.reasons.append(
+                "the reply is empty" if not raw.strip() else f"the reply is over {MAX_RAW_CHARS} characters"
+            )
             return None
         else:
             doc, how = parse_plan_text(raw)
@@ -196,7 +205,8 @@ class _Validation:
         if op == "in" and not isinstance(value, list):
             value = [value]
         if not all(isinstance(v, SCALARS) for v in (value if isinstance(value, list) else [value])) or (
-                op != "in" and isinstance(value, list)):
+            op != "in" and isinstance(value, list)
+        ):
             self.reasons.append(f"{where}: condition value {value!r} does not fit operator {op}")
             return None
         return {"step": step, "field": name.strip(), "operator": op, "value": value}
@@ -253,7 +263,9 @@ class _Validation:
             if d.condition is None and n > 1 and self._text:
                 first = kept[n - 2]
                 for h in self._pack.workflows.conditional_hints:
-                    if (h.first, h.then) == (first.intent.id, d.intent.id) and any(w in self._text for w in h.when_text):
+                    if (h.first, h.then) == (first.intent.id, d.intent.id) and any(
+                        w in self._text for w in h.when_text
+                    ):
                         d.condition = {"step": first.key, **h.condition.model_dump()}
                         d.confirm = d.confirm or h.requires_confirmation
                         self.notes.append(f"{where}: the pack's conditional hint {h.first} → {h.then} applied")

@@ -7,6 +7,7 @@ set — a pipeline module, an agent, a function, a task level — is an enum), a
 it: a program returns its validated output, or None when the model was late, failed, or said something invalid.
 Nothing a program returns has run anything; the callers decide.
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,6 +49,7 @@ def _signatures() -> dict[str, Any]:
 
     class Router(dspy.Signature):  # type: ignore[misc]
         """判断使用者意图，决定后续 pipeline。"""
+
         dialog_history: str = dspy.InputField(desc="对话历史")
         user_input: str = dspy.InputField(desc="使用者输入")
         pipeline_description: str = dspy.OutputField(desc="1~3 句话描述接下来的步骤")
@@ -55,17 +57,20 @@ def _signatures() -> dict[str, Any]:
 
     class EmotionSupport(dspy.Signature):  # type: ignore[misc]
         """温柔的情绪安抚：正常化感受，自然衔接后续步骤；不声称做了任何事。"""
+
         interaction_context: InteractionContext = dspy.InputField()
         emotion_reply: str = dspy.OutputField(desc="温柔、正常化感受的回应")
 
     class SummaryWriter(dspy.Signature):  # type: ignore[misc]
         """区间回顾：只用给出的数据，不编造。"""
+
         interaction_context: InteractionContext = dspy.InputField()
         time_interval_data: str = dspy.InputField()
         summary_text: str = dspy.OutputField(desc="总结文本")
 
     class SchedulingRouter(dspy.Signature):  # type: ignore[misc]
         """任务等级判断：L1 想法、L2 方案、L3 行动。"""
+
         interaction_context: InteractionContext = dspy.InputField()
         catch_and_rephrase: str = dspy.OutputField(desc="重述意图")
         ai_can_do: str = dspy.OutputField(desc="AI 可做的动作摘要")
@@ -73,12 +78,14 @@ def _signatures() -> dict[str, Any]:
 
     class DraftPlan(dspy.Signature):  # type: ignore[misc]
         """L2 方案生成。"""
+
         interaction_context: InteractionContext = dspy.InputField()
         draft_plan: str = dspy.OutputField(desc="草案说明（含候选时段）")
         constraints_and_missing_info: str = dspy.OutputField(desc="缺资讯、假设、风险；没有就留空")
 
     class DraftAction(dspy.Signature):  # type: ignore[misc]
         """L3 行动生成。"""
+
         interaction_context: InteractionContext = dspy.InputField()
         action_description: str = dspy.OutputField(desc="可执行的行动描述")
         start_instructions: str = dspy.OutputField(desc="首步骤指南")
@@ -86,6 +93,7 @@ def _signatures() -> dict[str, Any]:
 
     class AskQuestion(dspy.Signature):  # type: ignore[misc]
         """资讯不足时追问。"""
+
         constraints_and_missing_info_from_draft: str = dspy.InputField()
         interaction_context: InteractionContext = dspy.InputField()
         questions: str = dspy.OutputField(desc="追问题目")
@@ -93,6 +101,7 @@ def _signatures() -> dict[str, Any]:
 
     class Perception(dspy.Signature):  # type: ignore[misc]
         """把用户这句话理解成交给哪个子代理的哪个功能，参数只填用户说出的。"""
+
         recent_messages: str = dspy.InputField(desc="最近的对话")
         user_input: str = dspy.InputField()
         capabilities: str = dspy.InputField(desc="子代理和功能")
@@ -104,11 +113,24 @@ def _signatures() -> dict[str, Any]:
 
     class SocialReply(dspy.Signature):  # type: ignore[misc]
         """闲聊回复（seed 003 §10.3）：简短、口语、一两句话；绝不说做了什么操作。"""
+
         user_input: str = dspy.InputField()
         reply: str = dspy.OutputField(desc="不超过五十个字")
 
-    return {s.__name__: s for s in (Router, EmotionSupport, SummaryWriter, SchedulingRouter, DraftPlan, DraftAction,
-                                    AskQuestion, Perception, SocialReply)}
+    return {
+        s.__name__: s
+        for s in (
+            Router,
+            EmotionSupport,
+            SummaryWriter,
+            SchedulingRouter,
+            DraftPlan,
+            DraftAction,
+            AskQuestion,
+            Perception,
+            SocialReply,
+        )
+    }
 
 
 _SIGNATURES: dict[str, Any] = {}
@@ -123,8 +145,9 @@ def signature(name: str) -> Any:
 def output_schema(sig: Any, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON schema of `sig`'s output fields as one object (the JSON adapter's answer), every field required;
     `overrides` replace a field's type (a Literal for a closed set)."""
-    fields: dict[str, Any] = {name: ((overrides or {}).get(name, f.annotation), ...)
-                              for name, f in sig.output_fields.items()}
+    fields: dict[str, Any] = {
+        name: ((overrides or {}).get(name, f.annotation), ...) for name, f in sig.output_fields.items()
+    }
     output = create_model(f"{sig.__name__}Output", **fields)
     schema: dict[str, Any] = output.model_json_schema()
     schema.pop("title", None)
@@ -153,16 +176,30 @@ class Program:
         self.signature = signature(self.name)
         self.schema = output_schema(self.signature, self.overrides)
 
-    async def run(self, lm: dspy.LM, *, deadline: Deadline, stage: str, budget_s: float,
-                  priority: int = PRIORITY_INTERACTIVE, **inputs: Any) -> dict[str, Any] | None:
+    async def run(
+        self,
+        lm: dspy.LM,
+        *,
+        deadline: Deadline,
+        stage: str,
+        budget_s: float,
+        priority: int = PRIORITY_INTERACTIVE,
+        **inputs: Any,
+    ) -> dict[str, Any] | None:
         """The validated outputs, or None (late, failed, unparseable or refused by the check; logged)."""
         import dspy
 
         predict = dspy.Predict(self.signature)
         try:
-            with lm_call(LmCall(deadline=deadline, stage=stage, budget_s=budget_s, schema=self.schema, priority=priority)), \
-                    dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-                out = await predict.acall(**inputs, **({"config": {"max_tokens": self.max_tokens}} if self.max_tokens else {}))
+            with (
+                lm_call(
+                    LmCall(deadline=deadline, stage=stage, budget_s=budget_s, schema=self.schema, priority=priority)
+                ),
+                dspy.context(lm=lm, adapter=dspy.JSONAdapter()),
+            ):
+                out = await predict.acall(
+                    **inputs, **({"config": {"max_tokens": self.max_tokens}} if self.max_tokens else {})
+                )
         except Exception as exc:  # noqa: BLE001 — a late or failed program is a template answer, never a failed turn
             if _caused_by(exc, StageTimeout):  # DSPy wraps what the engine raised
                 logger.info("%s: late", self.name)
@@ -187,11 +224,13 @@ def _caused_by(exc: BaseException | None, kind: type[BaseException]) -> bool:
 
 def router(modules: list[str]) -> Program:
     """Seed 000's Router: the pipeline's modules come from `modules` only, each once."""
+
     def check(out: dict[str, Any]) -> str | None:
         pipeline = out["pipeline"]
         if not pipeline or any(m not in modules for m in pipeline) or len(set(pipeline)) != len(pipeline):
             return f"pipeline {pipeline} is not a sequence of distinct modules of {modules}"
         return None
+
     pipeline = conlist(closed(modules), min_length=1, max_length=len(modules))
     return Program("Router", {"pipeline": pipeline}, check)
 
@@ -205,12 +244,24 @@ class _Common(TypedDict):
 
 def scheduling_chain() -> dict[str, Program]:
     """SchedulingRouter → DraftPlan (L1/L2) | DraftAction (L3) → AskQuestion (when information is missing)."""
-    return {"route": Program("SchedulingRouter", {"task_level": closed(["L1", "L2", "L3"])}),
-            "plan": Program("DraftPlan"), "action": Program("DraftAction"), "ask": Program("AskQuestion")}
+    return {
+        "route": Program("SchedulingRouter", {"task_level": closed(["L1", "L2", "L3"])}),
+        "plan": Program("DraftPlan"),
+        "action": Program("DraftAction"),
+        "ask": Program("AskQuestion"),
+    }
 
 
-async def schedule(lm: dspy.LM, chain: dict[str, Program], ctx: InteractionContext, *, deadline: Deadline, stage: str,
-                   budget_s: float, priority: int = PRIORITY_INTERACTIVE) -> dict[str, Any] | None:
+async def schedule(
+    lm: dspy.LM,
+    chain: dict[str, Program],
+    ctx: InteractionContext,
+    *,
+    deadline: Deadline,
+    stage: str,
+    budget_s: float,
+    priority: int = PRIORITY_INTERACTIVE,
+) -> dict[str, Any] | None:
     """Seed 000's Scheduling module: the task level decides the draft; missing information adds the questions.
     Each step gets min(budget_s, what the deadline leaves)."""
     common: _Common = {"deadline": deadline, "stage": stage, "budget_s": budget_s, "priority": priority}
@@ -224,8 +275,12 @@ async def schedule(lm: dspy.LM, chain: dict[str, Program], ctx: InteractionConte
     result = {**routed, **draft}
     missing = (draft.get("constraints_and_missing_info") or "").strip()
     if missing:
-        asked = await chain["ask"].run(lm, constraints_and_missing_info_from_draft=missing,
-                                       interaction_context=ctx.model_copy(update={"previous_signature_output": draft}), **common)
+        asked = await chain["ask"].run(
+            lm,
+            constraints_and_missing_info_from_draft=missing,
+            interaction_context=ctx.model_copy(update={"previous_signature_output": draft}),
+            **common,
+        )
         result.update(asked or {})
     return result
 
@@ -233,10 +288,13 @@ async def schedule(lm: dspy.LM, chain: dict[str, Program], ctx: InteractionConte
 def perception(functions: dict[str, list[str]]) -> Program:
     """Seed 002's perception decision, the agent and function from the registry's table (`agent -> functions`); the
     function must be the agent's own (the schema cannot say which belongs to which)."""
+
     def check(out: dict[str, Any]) -> str | None:
         if out["target_function_name"] not in functions.get(out["target_agent_name"], []):
             return f"{out['target_agent_name']} has no function {out['target_function_name']}"
         return None
+
     names = sorted({f for fs in functions.values() for f in fs})
-    return Program("Perception", {"target_agent_name": closed(sorted(functions)), "target_function_name": closed(names)},
-                   check)
+    return Program(
+        "Perception", {"target_agent_name": closed(sorted(functions)), "target_function_name": closed(names)}, check
+    )

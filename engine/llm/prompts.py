@@ -6,6 +6,7 @@ Files, in load order: `AGENTS.md` (required: the role), `SOUL.md` (required: per
 use are `catalog`, `user_profile`, `now`, `now_iso` and `capabilities` (see `PromptSet.render`); any other name
 is an error that names it, so a typo in a prompt fails the first render instead of reaching the model as blank.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jinja2
+
 from config.llm import PromptsConfig
 
 if TYPE_CHECKING:  # only for the annotation: this module must not need engine.pack at import time
@@ -73,8 +75,13 @@ class PromptSection:
 
 def _environment() -> jinja2.Environment:
     # StrictUndefined: an unknown variable raises; trim/lstrip so `{% for %}` lines leave no blank lines behind
-    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True,
-                              lstrip_blocks=True, keep_trailing_newline=False)
+    return jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
 
 
 class PromptSet:
@@ -147,8 +154,10 @@ class PromptSet:
                 parts.append(text)
         prompt = "\n\n".join(parts)
         if len(prompt) > self.max_chars:
-            raise PromptError(f"system prompt of {len(prompt)} chars exceeds max_chars={self.max_chars} "
-                              f"({', '.join(str(s.path) for s in self.sections)})")
+            raise PromptError(
+                f"system prompt of {len(prompt)} chars exceeds max_chars={self.max_chars} "
+                f"({', '.join(str(s.path) for s in self.sections)})"
+            )
         return prompt
 
 
@@ -167,7 +176,16 @@ def _catalog_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     # a full shape lets the templates test `intent.agent` or `slot.required` without StrictUndefined firing
     if "id" not in entry or "label" not in entry:
         raise PromptError(f"catalog entry needs an id and a label: {dict(entry)!r}")
-    slots = [{"name": s["name"], "type": s.get("type", "text"), "required": bool(s.get("required", True))}
-             for s in entry.get("slots") or []]
-    return {"domain": "", "description": "", "agent": None, "action": None, "confirm": False,
-            **dict(entry), "slots": slots}
+    slots = [
+        {"name": s["name"], "type": s.get("type", "text"), "required": bool(s.get("required", True))}
+        for s in entry.get("slots") or []
+    ]
+    return {
+        "domain": "",
+        "description": "",
+        "agent": None,
+        "action": None,
+        "confirm": False,
+        **dict(entry),
+        "slots": slots,
+    }

@@ -4,6 +4,7 @@ they come in time and pass the checks; otherwise the templates filled with facts
 The checks are what a user must be able to trust: a generated reply never claims an action that did not run
 (`claims_an_action`), stays short enough to be spoken, and a summary never states a number the facts do not hold.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,10 @@ if TYPE_CHECKING:
 # "已经帮您打开了", "给你设置好了", "删除了": an action reported as done. An offer or a question ("我可以帮您打开",
 # "要不要我帮你安排一下？") reports nothing.
 _DONE_VERBS = "打开|开启|关闭|关上|关掉|调到|调高|调低|调成|设置|设定|取消|导航|播放|暂停|锁上|锁好|解锁|创建|删除|安排|添加|修改|提醒|记录|记下|记好|预订|预约|发送"
-_ACTION_CLAIM = re.compile(rf"(?:已经|已|帮你|帮您|给你|给您|为你|为您)[^，。！？,.!?]{{0,8}}?(?:{_DONE_VERBS})"
-                           rf"|(?:{_DONE_VERBS})(?:好|完|成功)?了")
+_ACTION_CLAIM = re.compile(
+    rf"(?:已经|已|帮你|帮您|给你|给您|为你|为您)[^，。！？,.!?]{{0,8}}?(?:{_DONE_VERBS})"
+    rf"|(?:{_DONE_VERBS})(?:好|完|成功)?了"
+)
 _OFFER = re.compile(r"可以|能|会|要不要|需要|想|要我|是否")
 _CLAUSE = re.compile(r"[^，。！？,.!?；;]+[，。！？,.!?；;]?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -31,7 +34,7 @@ def claims_an_action(text: str) -> bool:
     """Whether `text` reports an action as done (to be refused when no action ran in the turn)."""
     for clause in _CLAUSE.findall(text):
         found = _ACTION_CLAIM.search(clause)
-        if found is None or clause.rstrip().endswith(("？", "?", "吗")) or _OFFER.search(clause[:found.start()]):
+        if found is None or clause.rstrip().endswith(("？", "?", "吗")) or _OFFER.search(clause[: found.start()]):
             continue
         return True
     return False
@@ -61,14 +64,26 @@ class ReplyWriter:
         self._social, self._emotion = Program("SocialReply"), Program("EmotionSupport")
 
     async def social(self, text: str, deadline: Deadline) -> str | None:
-        out = await self._social.run(self._lm, deadline=deadline, stage=self._stage, budget_s=self._budget_s,
-                                     priority=PRIORITY_INTERACTIVE, user_input=text)
+        out = await self._social.run(
+            self._lm,
+            deadline=deadline,
+            stage=self._stage,
+            budget_s=self._budget_s,
+            priority=PRIORITY_INTERACTIVE,
+            user_input=text,
+        )
         return checked_reply(out["reply"], max_chars=self._max_chars) if out else None
 
     async def emotion(self, text: str, deadline: Deadline, *, history: str = "") -> str | None:
         ctx = InteractionContext(user_input=text, dialog_history=history, pipeline=["EmotionSupport"])
-        out = await self._emotion.run(self._lm, deadline=deadline, stage=self._stage, budget_s=self._budget_s,
-                                      priority=PRIORITY_INTERACTIVE, interaction_context=ctx)
+        out = await self._emotion.run(
+            self._lm,
+            deadline=deadline,
+            stage=self._stage,
+            budget_s=self._budget_s,
+            priority=PRIORITY_INTERACTIVE,
+            interaction_context=ctx,
+        )
         return checked_reply(out["emotion_reply"], max_chars=self._max_chars) if out else None
 
 
@@ -82,9 +97,15 @@ class LlmTextWriter:
 
     async def write(self, prompt: str, *, facts: dict[str, Any], timeout_s: float) -> str | None:
         ctx = InteractionContext(user_input=prompt, pipeline=["Summary"])
-        out = await self._program.run(self._lm, deadline=Deadline(timeout_s * 1000.0), stage=self._stage, budget_s=timeout_s,
-                                      priority=PRIORITY_BACKGROUND, interaction_context=ctx,
-                                      time_interval_data=json.dumps(facts, ensure_ascii=False, default=str))
+        out = await self._program.run(
+            self._lm,
+            deadline=Deadline(timeout_s * 1000.0),
+            stage=self._stage,
+            budget_s=timeout_s,
+            priority=PRIORITY_BACKGROUND,
+            interaction_context=ctx,
+            time_interval_data=json.dumps(facts, ensure_ascii=False, default=str),
+        )
         text = checked_reply(out["summary_text"], max_chars=self._max_chars) if out else None
         if text is None or not set(_NUMBER.findall(text)) <= numbers_from(facts):
             return None

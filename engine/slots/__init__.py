@@ -1,4 +1,5 @@
 """Rule-based Chinese slot extractors: numbers, temperatures, order ids, destinations and date/time ranges."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -36,9 +37,7 @@ class SlotSpecLike(Protocol):
     def type(self) -> str: ...
 
 
-def _slot_value(
-    slot_type: str, text: str, *, now: datetime, tz: tzinfo, limits: SlotLimits
-) -> object | None:
+def _slot_value(slot_type: str, text: str, *, now: datetime, tz: tzinfo, limits: SlotLimits) -> object | None:
     if slot_type == "temperature":
         value = extract_temperature(text, limits)
         return value if validate_temperature(value, limits) else None
@@ -55,12 +54,7 @@ def _slot_value(
 
 
 def extract_slots(
-    text: str,
-    specs: Iterable[SlotSpecLike],
-    *,
-    now: datetime,
-    tz: tzinfo,
-    limits: SlotLimits = DEFAULT_LIMITS,
+    text: str, specs: Iterable[SlotSpecLike], *, now: datetime, tz: tzinfo, limits: SlotLimits = DEFAULT_LIMITS
 ) -> dict[str, object]:
     """Values for the slots found in `text`, keyed by spec name; missing or invalid slots are left out.
 

@@ -1,40 +1,67 @@
 """Chinese date expressions (明天, 下周三, 3月5号, 月底, 三天后) resolved to day ranges."""
+
 from __future__ import annotations
 
 import calendar
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from datetime import date, timedelta
+from functools import partial
 
 from engine.slots.numbers import _CN_DIGITS, _INT, _int
 from engine.slots.scanner import _Scanner
 
 _DAY_WORDS = {
-    "大前天": (-3, None), "前天": (-2, None), "昨天": (-1, None), "昨日": (-1, None), "昨晚": (-1, "晚上"),
-    "今天": (0, None), "今日": (0, None), "今晚": (0, "晚上"), "今早": (0, "早上"), "今夜": (0, "晚上"),
-    "明天": (1, None), "明日": (1, None), "明晚": (1, "晚上"), "明早": (1, "早上"),
-    "后天": (2, None), "大后天": (3, None),
+    "大前天": (-3, None),
+    "前天": (-2, None),
+    "昨天": (-1, None),
+    "昨日": (-1, None),
+    "昨晚": (-1, "晚上"),
+    "今天": (0, None),
+    "今日": (0, None),
+    "今晚": (0, "晚上"),
+    "今早": (0, "早上"),
+    "今夜": (0, "晚上"),
+    "明天": (1, None),
+    "明日": (1, None),
+    "明晚": (1, "晚上"),
+    "明早": (1, "早上"),
+    "后天": (2, None),
+    "大后天": (3, None),
 }
 _WEEK_OFFSETS = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
 _MONTH_OFFSETS = {"上": -1, "这": 0, "本": 0, "下": 1}
-_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6,
-             "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+_WEEKDAYS = {
+    "一": 0,
+    "二": 1,
+    "三": 2,
+    "四": 3,
+    "五": 4,
+    "六": 5,
+    "日": 6,
+    "天": 6,
+    "七": 6,
+    "1": 0,
+    "2": 1,
+    "3": 2,
+    "4": 3,
+    "5": 4,
+    "6": 5,
+    "7": 6,
+}
 _SATURDAY = 5
 _DAYS_PER_WEEK = 7
 _RE_DAY_WORD = re.compile("|".join(sorted(_DAY_WORDS, key=len, reverse=True)))
-_RE_DAYS_LATER = re.compile(
-    rf"(?P<n>{_INT})个?(?P<unit>天|日|周|星期|礼拜|月)(?P<dir>以后|之后|后|以前|之前|前)"
-)
+_RE_DAYS_LATER = re.compile(rf"(?P<n>{_INT})个?(?P<unit>天|日|周|星期|礼拜|月)(?P<dir>以后|之后|后|以前|之前|前)")
 _RE_ISO_DATE = re.compile(r"(?<!\d)(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?!\d)")
-_RE_MONTH_DAY = re.compile(
-    rf"(?:(?P<y>\d{{4}}|[{_CN_DIGITS}]{{4}})年)?(?P<m>{_INT})月(?P<d>{_INT})[日号]?"
-)
+_RE_MONTH_DAY = re.compile(rf"(?:(?P<y>\d{{4}}|[{_CN_DIGITS}]{{4}})年)?(?P<m>{_INT})月(?P<d>{_INT})[日号]?")
 _RE_MONTH_REL = re.compile(rf"(?P<rel>上|下|这|本)个?月(?:(?P<d>{_INT})[号日]|(?P<edge>底|末|初))?")
 _RE_MONTH_EDGE = re.compile(r"月(?P<edge>底|末|初)")
 _RE_WEEKEND = re.compile(r"(?P<rel>上|下|这|本)?个?周末")
-_RE_WEEK = re.compile(r"(?P<rel>上上|下下|上|下|这|本)?(?P<ge>个)?(?:周|星期|礼拜)(?!末)(?P<d>[一二三四五六日天七1-7](?!气))?")
+_RE_WEEK = re.compile(
+    r"(?P<rel>上上|下下|上|下|这|本)?(?P<ge>个)?(?:周|星期|礼拜)(?!末)(?P<d>[一二三四五六日天七1-7](?!气))?"
+)
 _RE_DAY_OF_MONTH = re.compile(rf"(?<![月\d{_CN_DIGITS}十])(?P<d>{_INT})[号日](?!线)")
 
 
@@ -43,7 +70,6 @@ class _Days:
     first: date
     end: date  # exclusive
     period: str | None = None
-
 
 
 def _shift_months(day: date, months: int) -> date:

@@ -1,9 +1,10 @@
 """Date/time slot: TimeRange and extract_datetime, combining dates, day periods and clock times."""
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from engine.slots.dates import _Days, _find_days
 from engine.slots.limits import DEFAULT_LIMITS, SlotLimits
@@ -21,8 +22,12 @@ class TimeRange:
     all_day: bool
 
     def to_dict(self) -> dict[str, object]:
-        return {"start": self.start.isoformat(), "end": self.end.isoformat(), "text": self.text,
-                "all_day": self.all_day}
+        return {
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "text": self.text,
+            "all_day": self.all_day,
+        }
 
 
 @dataclass(frozen=True)
@@ -33,12 +38,19 @@ class _Period:
 
 
 _PERIODS = {
-    "凌晨": _Period(0, 6, "night"), "半夜": _Period(0, 6, "night"),
-    "清晨": _Period(5, 8, "am"), "早上": _Period(6, 9, "am"), "早晨": _Period(6, 9, "am"),
-    "上午": _Period(8, 12, "am"), "中午": _Period(11, 14, "noon"),
-    "下午": _Period(13, 18, "pm"), "傍晚": _Period(17, 19, "pm"),
-    "晚上": _Period(18, 24, "evening"), "夜里": _Period(18, 24, "evening"),
-    "夜间": _Period(18, 24, "evening"), "深夜": _Period(22, 24, "evening"),
+    "凌晨": _Period(0, 6, "night"),
+    "半夜": _Period(0, 6, "night"),
+    "清晨": _Period(5, 8, "am"),
+    "早上": _Period(6, 9, "am"),
+    "早晨": _Period(6, 9, "am"),
+    "上午": _Period(8, 12, "am"),
+    "中午": _Period(11, 14, "noon"),
+    "下午": _Period(13, 18, "pm"),
+    "傍晚": _Period(17, 19, "pm"),
+    "晚上": _Period(18, 24, "evening"),
+    "夜里": _Period(18, 24, "evening"),
+    "夜间": _Period(18, 24, "evening"),
+    "深夜": _Period(22, 24, "evening"),
 }
 _HALF_DAY = 12
 _DAY_HOURS = 24
@@ -50,14 +62,10 @@ _HALF_HOUR = 30
 _QUARTERS = {"一刻": 15, "三刻": 45}
 _ONE_AS_A_BIT_BEFORE = set("高低快慢大小多少早晚好近远亮暗热冷凉暖强弱轻重紧松长短差有")
 
-_RE_DELTA = re.compile(
-    rf"(?P<n>{_INT})?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:以后|之后|后)"
-)
+_RE_DELTA = re.compile(rf"(?P<n>{_INT})?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:以后|之后|后)")
 _RE_PERIOD = re.compile("|".join(_PERIODS))
 _RE_CLOCK_COLON = re.compile(r"(?<!\d)(?P<h>[01]?\d|2[0-4])[:：](?P<m>[0-5]\d)(?!\d)")
-_RE_CLOCK_CN = re.compile(
-    rf"(?P<h>{_INT})(?:点|时)钟?(?:(?P<half>半)|(?P<quarter>一刻|三刻)|(?P<m>{_INT})分?)?"
-)
+_RE_CLOCK_CN = re.compile(rf"(?P<h>{_INT})(?:点|时)钟?(?:(?P<half>半)|(?P<quarter>一刻|三刻)|(?P<m>{_INT})分?)?")
 
 
 def _delta(match: re.Match[str]) -> timedelta | None:
@@ -69,11 +77,13 @@ def _delta(match: re.Match[str]) -> timedelta | None:
 
 
 def _clock_cn(text: str, match: re.Match[str]) -> tuple[int, int] | None:
-    after = text[match.end():match.end() + 1]
+    after = text[match.end() : match.end() + 1]
     if after == "度":
         return None  # 二十二点五度 is a temperature
-    if match.group("h") == "一" and not match.group("m") and (
-        after in ("儿", "点") or text[match.start() - 1:match.start()] in _ONE_AS_A_BIT_BEFORE
+    if (
+        match.group("h") == "一"
+        and not match.group("m")
+        and (after in ("儿", "点") or text[match.start() - 1 : match.start()] in _ONE_AS_A_BIT_BEFORE)
     ):
         return None  # 高一点 / 快一点儿 mean "a bit"
     hour = _int(match.group("h"))
@@ -161,7 +171,7 @@ def extract_datetime(
     scanner = _Scanner(text or "")
     delta = scanner.take(_RE_DELTA, _delta)
     if delta is not None:
-        start = (now.astimezone(timezone.utc) + delta).astimezone(tz)
+        start = (now.astimezone(UTC) + delta).astimezone(tz)
         return TimeRange(start, start + limits.event_duration, scanner.matched_text(), False)
     days = _find_days(scanner, now.date())
     period = days.period if days and days.period else scanner.take(_RE_PERIOD, lambda m: m.group(0))

@@ -1,4 +1,5 @@
 """Destination slot: the place after 导航去/带我去/去/回 (去人民广场怎么走 → 人民广场)."""
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,7 @@ def _clean_destination(raw: str) -> str | None:
     clause = _DEST_CLAUSE_END.split(raw.strip(), maxsplit=1)[0]
     stop = _DEST_STOP.search(clause)
     if stop:
-        clause = clause[:stop.start()]
+        clause = clause[: stop.start()]
     clause = _DEST_LEADING.sub("", _DEST_TRAILING.sub("", clause.strip())).strip()
     return clause if clause and clause not in _DEST_REJECT else None
 
@@ -30,7 +31,7 @@ def extract_destination(text: str) -> str | None:
     """Place after 导航去/带我去/去/回...: 去人民广场怎么走 → 人民广场, 开车回家 → 家."""
     text = text or ""
     for match in _DEST_TRIGGER.finditer(text):
-        destination = _clean_destination(text[match.end():])
+        destination = _clean_destination(text[match.end() :])
         if destination:
             return destination
     return None

@@ -1,4 +1,5 @@
 """Tunable bounds shared by the slot extractors and validators: SlotLimits and DEFAULT_LIMITS."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,12 +1,26 @@
 """Arabic and Chinese numeral parsing: 二十二点五 → 22.5, 一百零五 → 105, 两 → 2."""
+
 from __future__ import annotations
 
 import re
 
 Number = int | float
 
-_DIGIT_VALUES = {"零": 0, "〇": 0, "幺": 1, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
-                 "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_DIGIT_VALUES = {
+    "零": 0,
+    "〇": 0,
+    "幺": 1,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 _SMALL_UNITS = {"十": 10, "百": 100, "千": 1000}
 _BIG_UNITS = {"万": 10_000, "亿": 100_000_000}
 _ZEROS = "零〇"
@@ -73,7 +87,7 @@ def _number_token(token: str) -> Number | None:
 
 
 def _is_filler_one(text: str, match: re.Match[str]) -> bool:
-    return match.group(0) == "一" and text[match.end():match.end() + 1] in _FILLER_AFTER_ONE
+    return match.group(0) == "一" and text[match.end() : match.end() + 1] in _FILLER_AFTER_ONE
 
 
 def _match_value(match: re.Match[str]) -> Number | None:

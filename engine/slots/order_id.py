@@ -1,4 +1,5 @@
 """Order id slot: ids after 订单/单号/尾号 and bare letter+digit codes like A12345."""
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,7 @@ def _order_id_ok(order_id: str, limits: SlotLimits) -> bool:
 
 
 def _order_from_match(text: str, match: re.Match[str], limits: SlotLimits) -> str | None:
-    if text[match.end():match.end() + 1] in _NOT_ORDER_AFTER:
+    if text[match.end() : match.end() + 1] in _NOT_ORDER_AFTER:
         return None
     groups = match.groupdict()
     raw = _cn_digit_string(groups["cn"]) if groups.get("cn") else groups["id"]

@@ -1,4 +1,5 @@
 """Span-masking pattern scanner that pulls the pieces of a time expression out of a sentence."""
+
 from __future__ import annotations
 
 import re
@@ -30,4 +31,4 @@ class _Scanner:
         return None
 
     def matched_text(self) -> str:
-        return self.text[min(s for s, _ in self.spans):max(e for _, e in self.spans)]
+        return self.text[min(s for s, _ in self.spans) : max(e for _, e in self.spans)]

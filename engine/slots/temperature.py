@@ -1,4 +1,5 @@
 """Cabin temperature slot: absolute target extraction (调到二十二度 → 22) and range validation."""
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,7 @@ class _TempCandidate:
 
 
 def _temp_candidate(text: str, match: re.Match[str]) -> _TempCandidate | None:
-    before = text[:match.start("num")]
+    before = text[: match.start("num")]
     if _TEMP_RELATIVE_BEFORE.search(before):
         return None
     value = _match_value(match)
@@ -40,7 +41,7 @@ def _temp_candidates(text: str) -> list[_TempCandidate]:
     found = [_temp_candidate(text, m) for m in _TEMP_WITH_UNIT.finditer(text)]
     if _TEMP_CONTEXT.search(text) and not _TEMP_OTHER_DEVICE.search(text):
         for match in _TEMP_SET_VERB.finditer(text):
-            if text[match.end():match.end() + 1] not in _NOT_TEMP_AFTER:
+            if text[match.end() : match.end() + 1] not in _NOT_TEMP_AFTER:
                 found.append(_temp_candidate(text, match))
     unique: dict[int, _TempCandidate] = {}
     for candidate in found:
@@ -63,6 +64,7 @@ def extract_temperature(text: str, limits: SlotLimits = DEFAULT_LIMITS) -> Numbe
     candidates = _temp_candidates(text or "")
     if not candidates:
         return None
+
     def rank(candidate: _TempCandidate) -> tuple[bool, bool, int]:
         return not candidate.targeted, not validate_temperature(candidate.value, limits), candidate.position
 

@@ -1,15 +1,16 @@
 """Clause analysis (seed 003 §17.1–§17.4): each clause of the turn scored per intent from lexical evidence fused
 with the served classifier's and detector's scores for that clause (one encoder pass embedded the clauses)."""
+
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from config.engine import PlannerConfig
 from engine.keyword import KeywordMatcher
 from engine.pack import SPECIAL_INTENTS, Intent, Pack
 from engine.polarity import Polarity
-from config.engine import PlannerConfig
 from protocol.http_chat import Candidate
 
 _SKIP = re.compile(r"[\s，。！？!?,.~、吧啊呀哦了的把给我帮请一下]+")
@@ -27,12 +28,14 @@ class ClauseScore:
     selected: list[str] = field(default_factory=list)
 
     def ranked(self, k: int = 5) -> list[Candidate]:
-        return [Candidate(intent=i, score=round(s, 4)) for i, s in sorted(self.scores.items(), key=lambda kv: -kv[1])[:k]]
+        return [
+            Candidate(intent=i, score=round(s, 4)) for i, s in sorted(self.scores.items(), key=lambda kv: -kv[1])[:k]
+        ]
 
 
 def _bigrams(text: str) -> frozenset[str]:
     norm = _SKIP.sub("", text)
-    return frozenset(norm[i:i + 2] for i in range(len(norm) - 1)) or frozenset({norm})
+    return frozenset(norm[i : i + 2] for i in range(len(norm) - 1)) or frozenset({norm})
 
 
 class ClauseAnalyzer:
@@ -66,8 +69,9 @@ class ClauseAnalyzer:
         condition = next(v for k, v in m.groupdict().items() if k.startswith("condition") and v)
         return m["action"].strip(), condition.strip()
 
-    def analyze(self, clause: str, *, classifier: list[Candidate], detector: list[Candidate],
-                marked: bool = True) -> ClauseScore:
+    def analyze(
+        self, clause: str, *, classifier: list[Candidate], detector: list[Candidate], marked: bool = True
+    ) -> ClauseScore:
         """Score `clause` for every task intent; `marked`: the words themselves mark several requests (a
         connective, a condition, keywords in two clauses)."""
         action, condition = self.split_condition(clause)
@@ -82,11 +86,16 @@ class ClauseAnalyzer:
             lexical = {
                 "keyword": 1.0 if intent.id in spans else 0.0,
                 "example": examples.get(intent.id, 0.0),
-                "slot": 1.0 if slot_hits & {s.type for s in intent.slots if s.type in ("temperature", "order_id")} else 0.0,
+                "slot": 1.0
+                if slot_hits & {s.type for s in intent.slots if s.type in ("temperature", "order_id")}
+                else 0.0,
             }
             model = cls.get(intent.id, 0.0)
-            score = (sum(w.get(k, 0.0) * v for k, v in lexical.items()) + w.get("classifier", 0.0) * model
-                     + w.get("detector", 0.0) * det.get(intent.id, 0.0))
+            score = (
+                sum(w.get(k, 0.0) * v for k, v in lexical.items())
+                + w.get("classifier", 0.0) * model
+                + w.get("detector", 0.0) * det.get(intent.id, 0.0)
+            )
             if score > 0:
                 result.scores[intent.id] = score
         result.selected = self._select(result, spans, cls, marked)
@@ -106,14 +115,19 @@ class ClauseAnalyzer:
                 best[intent] = overlap
         return best
 
-    def _select(self, clause: ClauseScore, spans: dict[str, tuple[int, int]], cls: dict[str, float], marked: bool) -> list[str]:
+    def _select(
+        self, clause: ClauseScore, spans: dict[str, tuple[int, int]], cls: dict[str, float], marked: bool
+    ) -> list[str]:
         ranked = sorted(clause.scores.items(), key=lambda kv: -kv[1])
         if not ranked or self._elliptic.match(_SKIP.sub("", clause.text)):
             return []
         if self._state is not None and self._state.search(clause.text):
             return []  # 窗户开着呢: what is, said as the reason for another clause's request
         top, score = ranked[0]
-        lexical = top in spans or clause.scores.get(top, 0.0) - self._cfg.weights.get("classifier", 0.0) * cls.get(top, 0.0) > 0.3
+        lexical = (
+            top in spans
+            or clause.scores.get(top, 0.0) - self._cfg.weights.get("classifier", 0.0) * cls.get(top, 0.0) > 0.3
+        )
         if score < self._cfg.accept or not (lexical or cls.get(top, 0.0) >= self._cfg.model_accept):
             return []
         if not marked and top not in spans and score < self._cfg.accept_unmarked:

@@ -13,6 +13,7 @@ for nothing, so after `llm.hold_after_timeouts` late calls in a row escalation i
 decision at once (`planner` degraded, `llm.outcome: held`), and one turn per `llm.probe_every_s` escalates all the
 same; a probe that finishes in time ends the hold.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,12 +21,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from config.settings import Settings
 from engine.deadline import Deadline
 from engine.llm.grounding import Extract, ungrounded
 from engine.llm.planner import NAME, PLANNER, LlmPlanOutcome, LlmWorkflowPlanner
 from engine.model_client import ENCODER
 from engine.pack import Pack
-from config.settings import Settings
 from engine.workflow.planners import Plan
 from protocol.http_chat import LlmPlanDebug, PlannerDebug
 
@@ -58,8 +59,15 @@ class EscalationHold:
 
 
 class LlmEscalation:
-    def __init__(self, llm: LlmWorkflowPlanner, *, pack: Pack, settings: Settings, extract: Extract,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        llm: LlmWorkflowPlanner,
+        *,
+        pack: Pack,
+        settings: Settings,
+        extract: Extract,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._llm, self._pack, self._settings, self._extract = llm, pack, settings, extract
         self.hold = EscalationHold(settings.llm.hold_after_timeouts, settings.llm.probe_every_s, clock)
 
@@ -83,8 +91,10 @@ class LlmEscalation:
             return False
         if self.hold.admit():
             return True
-        reason = (f"{NAME}: held, the last {self.hold.late_in_a_row} calls missed their budget "
-                  f"(one turn per {self._settings.llm.probe_every_s:g} s tries again)")
+        reason = (
+            f"{NAME}: held, the last {self.hold.late_in_a_row} calls missed their budget "
+            f"(one turn per {self._settings.llm.probe_every_s:g} s tries again)"
+        )
         debug.llm = LlmPlanDebug(outcome="held", reasons=[reason])
         debug.degraded = True
         debug.reason = f"{debug.reason}; {reason}" if debug.reason else reason
@@ -96,17 +106,38 @@ class LlmEscalation:
         """What the turn's budget grows by when it escalates."""
         return self._settings.budgets.escalation_ms()
 
-    async def plan(self, text: str, local: Plan, debug: PlannerDebug, deadline: Deadline, *, now: datetime,
-                   history: list[dict[str, Any]] | None = None, memory: list[str] | None = None) -> Plan:
+    async def plan(
+        self,
+        text: str,
+        local: Plan,
+        debug: PlannerDebug,
+        deadline: Deadline,
+        *,
+        now: datetime,
+        history: list[dict[str, Any]] | None = None,
+        memory: list[str] | None = None,
+    ) -> Plan:
         """The LLM's plan if it may run, else `local` with the reason added; `debug.llm` says what happened."""
         assert local.analysis is not None
-        outcome = await self._llm.plan(text, deadline=deadline, budget_s=self._settings.budgets.stage_s(STAGE),
-                                       history=history, memory=memory, now=now)
+        outcome = await self._llm.plan(
+            text,
+            deadline=deadline,
+            budget_s=self._settings.budgets.stage_s(STAGE),
+            history=history,
+            memory=memory,
+            now=now,
+        )
         self.hold.record(outcome.timed_out)
         reasons = list(outcome.rejected.reasons) if outcome.rejected else ([outcome.error] if outcome.error else [])
         if outcome.plan is not None:
-            reasons = ungrounded(outcome.plan.workflow, text=text, clauses=local.analysis.clauses, pack=self._pack,
-                                 extract=self._extract, min_evidence=self._settings.planner.llm_min_evidence)
+            reasons = ungrounded(
+                outcome.plan.workflow,
+                text=text,
+                clauses=local.analysis.clauses,
+                pack=self._pack,
+                extract=self._extract,
+                min_evidence=self._settings.planner.llm_min_evidence,
+            )
         accepted = outcome.plan is not None and not reasons
         debug.llm = _debug(outcome, accepted, reasons)
         debug.degraded = outcome.timed_out or outcome.error is not None
@@ -121,7 +152,12 @@ class LlmEscalation:
 def _debug(outcome: LlmPlanOutcome, accepted: bool, reasons: list[str]) -> LlmPlanDebug:
     reply = outcome.reply
     kind = "accepted" if accepted else "timed_out" if outcome.timed_out else "error" if outcome.error else "rejected"
-    return LlmPlanDebug(outcome=kind, request_id=outcome.request_id, reasons=reasons,
-                        normalisations=list(outcome.plan.normalisations) if outcome.plan else [],
-                        ttft_ms=reply.ttft_ms if reply else None, prompt_tokens=reply.prompt_tokens if reply else 0,
-                        completion_tokens=reply.completion_tokens if reply else 0)
+    return LlmPlanDebug(
+        outcome=kind,
+        request_id=outcome.request_id,
+        reasons=reasons,
+        normalisations=list(outcome.plan.normalisations) if outcome.plan else [],
+        ttft_ms=reply.ttft_ms if reply else None,
+        prompt_tokens=reply.prompt_tokens if reply else 0,
+        completion_tokens=reply.completion_tokens if reply else 0,
+    )

@@ -7,6 +7,7 @@ deadline); an agent-bound step stays `pending` as a decision for its agent; a st
 send it at once. A client that went away stops the workflow before the next plugin (`run` raises ClientGone):
 the steps already run stay run, and the caller commits them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -43,23 +44,31 @@ def condition_holds(condition: StepCondition, results: dict[str, dict[str, Any]]
 
 
 class WorkflowExecutor:
-    def __init__(self, pack: Pack, *, invalid_slot: InvalidSlot,
-                 skip_reason: Callable[[WorkflowStep, str, dict[str, Any]], str],
-                 own_words: Callable[[Intent, dict[str, Any]], str]) -> None:
+    def __init__(
+        self,
+        pack: Pack,
+        *,
+        invalid_slot: InvalidSlot,
+        skip_reason: Callable[[WorkflowStep, str, dict[str, Any]], str],
+        own_words: Callable[[Intent, dict[str, Any]], str],
+    ) -> None:
         self._pack = pack
         self._own_words = own_words
         self._invalid = invalid_slot
         self._reason = skip_reason
 
     def paused_step(self, wf: Workflow) -> WorkflowStep | None:
-        return next((s for s in wf.steps if s.status in (StepStatus.waiting_slot, StepStatus.waiting_confirmation)), None)
+        return next(
+            (s for s in wf.steps if s.status in (StepStatus.waiting_slot, StepStatus.waiting_confirmation)), None
+        )
 
     def skip(self, step: WorkflowStep, kind: str, **values: Any) -> None:
         step.status = StepStatus.skipped
         step.skip_reason = self._reason(step, kind, values)
 
-    async def advance(self, wf: Workflow, run: RunPlugin, *, confirmed: str | None = None,
-                      on_step: OnStep | None = None) -> Pause | None:
+    async def advance(
+        self, wf: Workflow, run: RunPlugin, *, confirmed: str | None = None, on_step: OnStep | None = None
+    ) -> Pause | None:
         wf.status = WorkflowStatus.running
         by_id = {s.step_id: s for s in wf.steps}
         for step in wf.steps:
@@ -67,7 +76,14 @@ class WorkflowExecutor:
                 continue
             intent = self._pack.intent(step.intent_id)
             assert intent is not None, step.intent_id
-            blocked = next((by_id[d] for d in step.depends_on if d in by_id and by_id[d].status in (StepStatus.skipped, StepStatus.failed)), None)
+            blocked = next(
+                (
+                    by_id[d]
+                    for d in step.depends_on
+                    if d in by_id and by_id[d].status in (StepStatus.skipped, StepStatus.failed)
+                ),
+                None,
+            )
             if blocked is not None:
                 self.skip(step, "dependency", previous=blocked.intent_id)
                 await self._heard(step, on_step)

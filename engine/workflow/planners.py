@@ -1,5 +1,6 @@
 """The local planners, local first (seed 003 §15.2, §16, §17): a strict template match over the pack's
 `workflows.yaml`, then the heuristic planner over the clause analysis. Each returns a `Plan`, accepted or not."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -32,7 +33,6 @@ class TurnAnalysis:
                 if not out or out[-1][0] != intent:
                     out.append((intent, clause))
         return out
-
 
     def sole_request(self) -> str | None:
         """The intent of the one clause that asks for something when the others only give reasons (家里人在路边等着呢，
@@ -72,14 +72,31 @@ class StepBuilder:
             previous = steps[-1].step_id if steps else None
             condition = None
             if hint is not None and hint.condition is not None and previous is not None:
-                condition = StepCondition(source_step=previous, field=hint.condition.field,
-                                          operator=hint.condition.operator, value=hint.condition.value)
-            steps.append(WorkflowStep(
-                step=n, step_id=f"s{n}", intent_id=intent.id, plugin_id=intent.plugin, agent=intent.agent,
-                action=intent.action, slots=slots, clause=clause, condition=condition,
-                depends_on=[previous] if previous and hint is not None and (hint.depends_on_previous or condition) else [],
-                requires_confirmation=bool((hint and hint.requires_confirmation) or intent.confirm or intent.risk == Risk.high),
-            ))
+                condition = StepCondition(
+                    source_step=previous,
+                    field=hint.condition.field,
+                    operator=hint.condition.operator,
+                    value=hint.condition.value,
+                )
+            steps.append(
+                WorkflowStep(
+                    step=n,
+                    step_id=f"s{n}",
+                    intent_id=intent.id,
+                    plugin_id=intent.plugin,
+                    agent=intent.agent,
+                    action=intent.action,
+                    slots=slots,
+                    clause=clause,
+                    condition=condition,
+                    depends_on=[previous]
+                    if previous and hint is not None and (hint.depends_on_previous or condition)
+                    else [],
+                    requires_confirmation=bool(
+                        (hint and hint.requires_confirmation) or intent.confirm or intent.risk == Risk.high
+                    ),
+                )
+            )
         return steps
 
 
@@ -98,12 +115,18 @@ class TemplateWorkflowPlanner:
             return Plan(False, self.name, "fewer than two intents in the clauses")
         ids = [i for i, _ in matched]
         for t in self._templates:
-            if ids[: len(t.intent_sequence)] == t.intent_sequence and all(k in analysis.text for k in t.trigger_keywords):
+            if ids[: len(t.intent_sequence)] == t.intent_sequence and all(
+                k in analysis.text for k in t.trigger_keywords
+            ):
                 hints: Sequence[StepHint | None] = t.steps or [None] * len(t.intent_sequence)
                 picks = [(i, c.text, h) for (i, c), h in zip(matched, hints)]
                 steps = self._builder.steps(analysis.text, picks)
-                return Plan(True, f"{self.name}:{t.id}", f"template {t.id}",
-                            Workflow(type=WorkflowType(t.type), steps=steps, planner=f"{self.name}:{t.id}"))
+                return Plan(
+                    True,
+                    f"{self.name}:{t.id}",
+                    f"template {t.id}",
+                    Workflow(type=WorkflowType(t.type), steps=steps, planner=f"{self.name}:{t.id}"),
+                )
         return Plan(False, self.name, "no template matches")
 
 
@@ -138,8 +161,12 @@ class HeuristicWorkflowPlanner:
             picks.append((intent, clause.text, hint))
         steps = self._builder.steps(analysis.text, picks)
         kind = WorkflowType.conditional if conditional else WorkflowType.sequence
-        return Plan(True, self.name, f"{len(steps)} steps from {len(analysis.clauses)} clauses",
-                    Workflow(type=kind, steps=steps, planner=self.name))
+        return Plan(
+            True,
+            self.name,
+            f"{len(steps)} steps from {len(analysis.clauses)} clauses",
+            Workflow(type=kind, steps=steps, planner=self.name),
+        )
 
     def _hint(self, first: str, then: str, text: str) -> StepHint | None:
         for h in self._hints:

@@ -1,4 +1,5 @@
 """The response of a workflow turn, of one the client left, and leaving a paused workflow."""
+
 from __future__ import annotations
 
 from engine.pack import Pack
@@ -17,7 +18,9 @@ def workflow_response(session: SessionState, outcome: Outcome, pack: Pack, flows
         params = {k: v for s in agent_steps for k, v in s.slots.items()}
         handed = decision([s.intent_id for s in agent_steps], params, pack.intent(agent_steps[0].intent_id))
     response = reply(session, outcome.status, outcome.reply, intent=outcome.intent, decision=handed)
-    step = next((s for s in outcome.workflow.steps if s.intent_id == outcome.intent and s.status != StepStatus.done), None)
+    step = next(
+        (s for s in outcome.workflow.steps if s.intent_id == outcome.intent and s.status != StepStatus.done), None
+    )
     response.slots = dict(step.slots) if step is not None else {}
     response.pending_slots = outcome.pending_slots
     response.workflow = outcome.workflow.model_copy(deep=True)
@@ -36,7 +39,10 @@ def gone_response(session: SessionState, said: str) -> ChatResponse:
 
 def leave_workflow(session: SessionState) -> None:
     """The text is no answer to the paused workflow: it is left, and the text is a new turn."""
-    if session.workflow is not None and session.status in (SessionStatus.waiting_slot, SessionStatus.waiting_confirmation):
+    if session.workflow is not None and session.status in (
+        SessionStatus.waiting_slot,
+        SessionStatus.waiting_confirmation,
+    ):
         session.reset_task()
         session.status = SessionStatus.idle
     session.workflow = None

@@ -3,16 +3,16 @@ clause stating a condition (如果…就), two clauses naming different requests
 their keywords name two), parallel requests joined in one clause (打开车窗和天窗: a keyword in each part), or a
 turn of several requests fusion did not accept — and only then, so a clear single command such as
 太热了，开下空调 (a reason, then one request) never pays for it."""
+
 from __future__ import annotations
 
 import re
 
+from config.engine import PlannerConfig
 from engine.fusion import RouteDecision
 from engine.keyword import KeywordMatcher
 from engine.router import Route
-from config.engine import PlannerConfig
 from engine.workflow.analysis import ClauseAnalyzer
-
 
 LEXICAL = frozenset({"connective", "condition", "clauses", "parallel"})  # the words mark several requests
 

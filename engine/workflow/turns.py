@@ -1,22 +1,23 @@
 """Workflow turns: the planner stage inside the turn's deadline, starting a planned workflow, and resuming a
 paused one from the next chat turn or /fill-slots (seed 003 §20–§22). The workflow lives in the session row,
 so the resume may land on any orchestrator replica."""
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from config.settings import Settings
 from engine.deadline import Deadline, StageTimeout
-from engine.llm.planner import LlmWorkflowPlanner
 from engine.dialog_rules import DialogRules
 from engine.keyword import KeywordMatcher
+from engine.llm.planner import LlmWorkflowPlanner
 from engine.pack import Intent, Pack, SlotSpec
 from engine.responses import ResponsePolicy, render
 from engine.router import Route
 from engine.session import SessionState, SessionStatus
 from engine.slot_filling import SlotFiller
-from config.settings import Settings
 from engine.workflow.analysis import ClauseAnalyzer
 from engine.workflow.escalation import LlmEscalation
 from engine.workflow.executor import FINISHED, OnStep, Pause, RunPlugin, WorkflowExecutor
@@ -30,8 +31,16 @@ from engine.workflow.planners import (
     TurnAnalysis,
 )
 from engine.workflow.trigger import LEXICAL, PlanTrigger
-from protocol.http_chat import (Candidate, ClauseDebug, PlannerDebug, StepStatus, TurnStatus, Workflow,
-                                WorkflowStatus, WorkflowStep)
+from protocol.http_chat import (
+    Candidate,
+    ClauseDebug,
+    PlannerDebug,
+    StepStatus,
+    TurnStatus,
+    Workflow,
+    WorkflowStatus,
+    WorkflowStep,
+)
 
 PLANNER = "planner"
 EVIDENCE_SLOTS = [SlotSpec(name="temperature", type="temperature"), SlotSpec(name="order_id", type="order_id")]
@@ -50,23 +59,41 @@ class Outcome:
 
 
 class WorkflowTurns:
-    def __init__(self, *, pack: Pack, settings: Settings, keywords: KeywordMatcher, extract: Extract,
-                 invalid_slot: Callable[[Intent, dict[str, Any]], SlotSpec | None], faults: Faults | None = None,
-                 llm: LlmWorkflowPlanner | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        pack: Pack,
+        settings: Settings,
+        keywords: KeywordMatcher,
+        extract: Extract,
+        invalid_slot: Callable[[Intent, dict[str, Any]], SlotSpec | None],
+        faults: Faults | None = None,
+        llm: LlmWorkflowPlanner | None = None,
+    ) -> None:
         self._pack = pack
         self._settings = settings
         self._extract = extract
         self._analyzer = ClauseAnalyzer(pack, settings.planner, slot_values=lambda t: set(extract(t, EVIDENCE_SLOTS)))
         self._trigger = PlanTrigger(settings.planner, keywords, self._analyzer)
         builder = StepBuilder(pack, extract)
-        self._planner = LocalFirstPlanner([TemplateWorkflowPlanner(pack, builder),
-                                           HeuristicWorkflowPlanner(pack, builder, max_steps=settings.planner.max_steps)])
-        self._executor = WorkflowExecutor(pack, invalid_slot=invalid_slot, skip_reason=self._skip_reason,
-                                          own_words=lambda intent, slots: render(intent.reply, **slots))
+        self._planner = LocalFirstPlanner(
+            [
+                TemplateWorkflowPlanner(pack, builder),
+                HeuristicWorkflowPlanner(pack, builder, max_steps=settings.planner.max_steps),
+            ]
+        )
+        self._executor = WorkflowExecutor(
+            pack,
+            invalid_slot=invalid_slot,
+            skip_reason=self._skip_reason,
+            own_words=lambda intent, slots: render(intent.reply, **slots),
+        )
         self._rules = DialogRules(pack.rules)
         self._say = ResponsePolicy(pack)
         self._faults = faults
-        self.escalation = LlmEscalation(llm, pack=pack, settings=settings, extract=extract) if llm and settings.llm.enabled else None
+        self.escalation = (
+            LlmEscalation(llm, pack=pack, settings=settings, extract=extract) if llm and settings.llm.enabled else None
+        )
 
     # ---- planning -----------------------------------------------------------------------------
 
@@ -87,9 +114,13 @@ class WorkflowTurns:
             deadline.degrade(PLANNER)
             reason = str(exc) if isinstance(exc, StageTimeout) else f"{type(exc).__name__}: {exc}"
             return Plan(False, "", reason), PlannerDebug(trigger=trigger, reason=reason, degraded=True)
-        debug = PlannerDebug(trigger=trigger, accepted_by=plan.planner or None, reason=plan.reason,
-                             clauses=[ClauseDebug(text=c.text, candidates=c.ranked(3), selected=c.selected) for c in analysis.clauses],
-                             detector_prior=route.detected)
+        debug = PlannerDebug(
+            trigger=trigger,
+            accepted_by=plan.planner or None,
+            reason=plan.reason,
+            clauses=[ClauseDebug(text=c.text, candidates=c.ranked(3), selected=c.selected) for c in analysis.clauses],
+            detector_prior=route.detected,
+        )
         plan.analysis = analysis
         return plan, debug
 
@@ -102,13 +133,17 @@ class WorkflowTurns:
             cls, det = route.clause_scores.get("classifier", none), route.clause_scores.get("detector", none)
         else:
             clauses, cls, det = [text], (route.stages["classifier"].candidates,), (route.detector.candidates,)
-        scored = [self._analyzer.analyze(c, classifier=list(k), detector=list(d), marked=marked)
-                  for c, k, d in zip(clauses, cls, det)]
+        scored = [
+            self._analyzer.analyze(c, classifier=list(k), detector=list(d), marked=marked)
+            for c, k, d in zip(clauses, cls, det)
+        ]
         return TurnAnalysis(text=text, clauses=scored, detector_prior=route.detected)
 
     # ---- running ------------------------------------------------------------------------------
 
-    async def start(self, session: SessionState, workflow: Workflow, run: RunPlugin, on_step: OnStep | None = None) -> Outcome:
+    async def start(
+        self, session: SessionState, workflow: Workflow, run: RunPlugin, on_step: OnStep | None = None
+    ) -> Outcome:
         session.reset_task()
         session.workflow = workflow
         return await self._advance(session, workflow, run, on_step=on_step)
@@ -120,8 +155,16 @@ class WorkflowTurns:
     def waiting_slot(self, session: SessionState) -> bool:
         return session.workflow is not None and session.workflow.status == WorkflowStatus.waiting_slot
 
-    async def resume(self, session: SessionState, text: str, slots: dict[str, Any] | None, run: RunPlugin,
-                     on_step: OnStep | None = None, *, free_text: bool = True) -> Outcome | None:
+    async def resume(
+        self,
+        session: SessionState,
+        text: str,
+        slots: dict[str, Any] | None,
+        run: RunPlugin,
+        on_step: OnStep | None = None,
+        *,
+        free_text: bool = True,
+    ) -> Outcome | None:
         """Continue the paused workflow with this answer; None when the text is not an answer to it (the caller
         abandons the workflow and routes the text as a new turn, or asks again)."""
         wf = session.workflow
@@ -135,8 +178,9 @@ class WorkflowTurns:
                 return self._stop(session, wf)
             if answer is None:
                 label = render(self._pack.known_intent(step.intent_id).label, **step.slots)
-                return self._outcome(session, wf, TurnStatus.waiting_confirmation,
-                                     self._say.simple("confirm_retry", label=label), step)
+                return self._outcome(
+                    session, wf, TurnStatus.waiting_confirmation, self._say.simple("confirm_retry", label=label), step
+                )
             if answer:
                 return await self._advance(session, wf, run, confirmed=step.step_id, on_step=on_step)
             self._executor.skip(step, "declined")
@@ -157,8 +201,16 @@ class WorkflowTurns:
         step.status = StepStatus.pending
         return await self._advance(session, wf, run, on_step=on_step)
 
-    async def _advance(self, session: SessionState, wf: Workflow, run: RunPlugin, *, confirmed: str | None = None,
-                       on_step: OnStep | None = None, declined: WorkflowStep | None = None) -> Outcome:
+    async def _advance(
+        self,
+        session: SessionState,
+        wf: Workflow,
+        run: RunPlugin,
+        *,
+        confirmed: str | None = None,
+        on_step: OnStep | None = None,
+        declined: WorkflowStep | None = None,
+    ) -> Outcome:
         """Run on from where the workflow stands; the reply says what finished in this turn (and the step the
         driver just declined)."""
         before = {s.step_id for s in wf.steps if s.status in FINISHED and s is not declined}
@@ -177,16 +229,21 @@ class WorkflowTurns:
         said = self._report(ran_now)
         if pause.kind == "ask_slot":
             assert pause.slot is not None
-            return self._outcome(session, wf, TurnStatus.waiting_slot, said + self._say.ask_slot(pause.slot), pause.step)
+            return self._outcome(
+                session, wf, TurnStatus.waiting_slot, said + self._say.ask_slot(pause.slot), pause.step
+            )
         intent = self._pack.known_intent(pause.step.intent_id)
-        return self._outcome(session, wf, TurnStatus.waiting_confirmation,
-                             said + self._say.confirm(intent, pause.step.slots), pause.step)
+        return self._outcome(
+            session, wf, TurnStatus.waiting_confirmation, said + self._say.confirm(intent, pause.step.slots), pause.step
+        )
 
     def _finished(self, session: SessionState, wf: Workflow, ran_now: list[WorkflowStep]) -> Outcome:
         agent_steps = [s for s in wf.steps if s.status == StepStatus.pending]
         wf.summary = self._report(ran_now, summary=True)
         if agent_steps:  # decisions for their agents (seed 002's agents act on them), said after what was done
-            wf.summary += self._say.decided(None, [self._label(s) for s in agent_steps], [s.agent for s in agent_steps if s.agent])
+            wf.summary += self._say.decided(
+                None, [self._label(s) for s in agent_steps], [s.agent for s in agent_steps if s.agent]
+            )
         status = TurnStatus.decided if agent_steps else TurnStatus.completed
         session.status = SessionStatus.decided if agent_steps else SessionStatus.completed
         session.current_intent, session.pending_slots = None, []
@@ -202,7 +259,9 @@ class WorkflowTurns:
         session.status, session.current_intent, session.pending_slots = SessionStatus.stopped, None, []
         return Outcome(TurnStatus.stopped, self._say.simple("workflow_stopped"), wf, None, [])
 
-    def _outcome(self, session: SessionState, wf: Workflow, status: TurnStatus, reply: str, step: WorkflowStep) -> Outcome:
+    def _outcome(
+        self, session: SessionState, wf: Workflow, status: TurnStatus, reply: str, step: WorkflowStep
+    ) -> Outcome:
         waiting = status == TurnStatus.waiting_confirmation
         session.status = SessionStatus.waiting_confirmation if waiting else SessionStatus.waiting_slot
         session.current_intent = step.intent_id
@@ -221,7 +280,9 @@ class WorkflowTurns:
         assert step is not None
         intent = self._pack.known_intent(step.intent_id)
         if wf.status == WorkflowStatus.waiting_confirmation:
-            return self._outcome(session, wf, TurnStatus.waiting_confirmation, self._say.confirm(intent, step.slots), step)
+            return self._outcome(
+                session, wf, TurnStatus.waiting_confirmation, self._say.confirm(intent, step.slots), step
+            )
         pending = [s for s in intent.slots if s.required and s.name not in step.slots]
         return self._outcome(session, wf, TurnStatus.waiting_slot, self._say.ask_slot(pending[0]), step)
 
@@ -229,10 +290,15 @@ class WorkflowTurns:
 
     def _report(self, steps: list[WorkflowStep], *, summary: bool = False) -> str:
         own = [s.result["message"] for s in steps if s.status == StepStatus.done and s.result and self._own_words(s)]
-        done = [s.result["message"] for s in steps if s.status == StepStatus.done and s.result and not self._own_words(s)]
+        done = [
+            s.result["message"] for s in steps if s.status == StepStatus.done and s.result and not self._own_words(s)
+        ]
         notes = [s.skip_reason for s in steps if s.status == StepStatus.skipped and s.skip_reason]
-        notes += [self._say.simple("step_failed", label=self._label(s), message=(s.result or {}).get("message", ""))
-                  for s in steps if s.status == StepStatus.failed]
+        notes += [
+            self._say.simple("step_failed", label=self._label(s), message=(s.result or {}).get("message", ""))
+            for s in steps
+            if s.status == StepStatus.failed
+        ]
         text = "".join(own) + self._say.workflow_summary(done, notes)
         return text if summary or not text else text + " "
 
@@ -274,4 +340,3 @@ class WorkflowTurns:
         for slot, key in (("temperature", "last_temperature"), ("destination", "last_destination")):
             if slot in step.slots:
                 session.memory[key] = step.slots[slot]
-

@@ -4,6 +4,7 @@ scheme (and the local, token-less mode beside it), and the limits that come from
 Routes take `responses=errors(...)` with the statuses they really answer; naming 422 there also keeps FastAPI from
 documenting its own validation-error schema, which Baton never sends (serve_app/errors.py answers with the envelope).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any
@@ -21,23 +22,31 @@ from protocol.strings import NO_NUL
 from serve_app.state import AppState, state_of
 from store import appliers, write_gate
 
-LOCAL_MODE = ("Local mode: without a token a caller names itself instead, by `user_id` in the body of a turn or an "
-              "upload, and by the `user_id` query parameter or the `X-User-Id` header when reading media.")
+LOCAL_MODE = (
+    "Local mode: without a token a caller names itself instead, by `user_id` in the body of a turn or an "
+    "upload, and by the `user_id` query parameter or the `X-User-Id` header when reading media."
+)
 
 ERROR_DESCRIPTIONS: dict[int, str] = {
     400: "The body is not valid JSON (`invalid_json`) or not a readable multipart form (`bad_request`).",
-    401: ("The bearer token is missing, malformed, expired or forged, or the email and password do not match "
-          "(`unauthorized`)."),
+    401: (
+        "The bearer token is missing, malformed, expired or forged, or the email and password do not match "
+        "(`unauthorized`)."
+    ),
     403: "The session, media object or claimed `user_id` belongs to another user.",
     404: "No such resource; another user's ids answer 404 exactly as missing ones do.",
     409: "The request contradicts the stored state (`code` says which rule: `email_taken`, `already_decided`, ...).",
     413: "The file is over the size limit of its kind (`media_too_large`).",
     415: "The file is not an image or audio format Baton reads (`unsupported_media_type`).",
-    422: ("A field breaks the schema or a rule of the endpoint; `field` names it (`invalid_field`, `missing_field`, "
-          "`invalid_input`, ...)."),
+    422: (
+        "A field breaks the schema or a rule of the endpoint; `field` names it (`invalid_field`, `missing_field`, "
+        "`invalid_input`, ...)."
+    ),
     504: "The language model did not finish within the request's time limit; the request was aborted (`llm_timeout`).",
-    503: ("Retry later: the replica is overloaded or still starting, or the store or a media stage is unavailable; "
-          "`Retry-After` says after how many seconds when it is a matter of waiting."),
+    503: (
+        "Retry later: the replica is overloaded or still starting, or the store or a media stage is unavailable; "
+        "`Retry-After` says after how many seconds when it is a matter of waiting."
+    ),
 }
 ERROR_HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"description": "`Bearer`.", "schema": {"type": "string"}}},
@@ -47,9 +56,14 @@ ERROR_HEADERS: dict[int, dict[str, Any]] = {
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """A route's `responses=`: each error status it answers, with the envelope, what it means and its headers."""
-    return {status: {"model": ErrorEnvelope, "description": ERROR_DESCRIPTIONS[status],
-                     **({"headers": ERROR_HEADERS[status]} if status in ERROR_HEADERS else {})}
-            for status in sorted(statuses)}
+    return {
+        status: {
+            "model": ErrorEnvelope,
+            "description": ERROR_DESCRIPTIONS[status],
+            **({"headers": ERROR_HEADERS[status]} if status in ERROR_HEADERS else {}),
+        }
+        for status in sorted(statuses)
+    }
 
 
 class BearerHeader(HTTPBearer):
@@ -60,16 +74,39 @@ class BearerHeader(HTTPBearer):
         return request.headers.get("authorization")
 
 
-BEARER = BearerHeader(scheme_name="bearerAuth", bearerFormat="JWT", description=(
-    "`Authorization: Bearer <access_token>` from POST /api/v1/auth/register or /api/v1/auth/login. " + LOCAL_MODE))
+BEARER = BearerHeader(
+    scheme_name="bearerAuth",
+    bearerFormat="JWT",
+    description=(
+        "`Authorization: Bearer <access_token>` from POST /api/v1/auth/register or /api/v1/auth/login. " + LOCAL_MODE
+    ),
+)
 Authorization = Annotated[str | None, Depends(BEARER)]
 # Appended by FastAPI to the route's own requirement (the bearer scheme): the token is optional, local mode works too.
 TOKEN_OPTIONAL: dict[str, Any] = {"security": [{}]}
 # Reading media: a token, or (local mode) the owner named in the query or a header; one of them is needed.
-LocalUserQuery = Annotated[str | None, Depends(APIKeyQuery(name="user_id", scheme_name="localUserId", auto_error=False,
-                                                           description="Local mode: the owner, as a query parameter."))]
-LocalUserHeader = Annotated[str | None, Depends(APIKeyHeader(name="X-User-Id", scheme_name="localUserHeader",
-                                                             auto_error=False, description="Local mode: the owner, as a header."))]
+LocalUserQuery = Annotated[
+    str | None,
+    Depends(
+        APIKeyQuery(
+            name="user_id",
+            scheme_name="localUserId",
+            auto_error=False,
+            description="Local mode: the owner, as a query parameter.",
+        )
+    ),
+]
+LocalUserHeader = Annotated[
+    str | None,
+    Depends(
+        APIKeyHeader(
+            name="X-User-Id",
+            scheme_name="localUserHeader",
+            auto_error=False,
+            description="Local mode: the owner, as a header.",
+        )
+    ),
+]
 
 
 def install(api: FastAPI) -> None:
@@ -80,8 +117,13 @@ def install(api: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         if api.openapi_schema is not None:
             return api.openapi_schema
-        schema = get_openapi(title=api.title, version=api.version, openapi_version=api.openapi_version,
-                             description=api.description, routes=api.routes)
+        schema = get_openapi(
+            title=api.title,
+            version=api.version,
+            openapi_version=api.openapi_version,
+            description=api.description,
+            routes=api.routes,
+        )
         _errors_are_json(schema)
         _write_request_rules(schema["components"]["schemas"])
         try:
@@ -123,8 +165,11 @@ def _write_request_rules(components: dict[str, Any]) -> None:
         properties: dict[str, Any] = {"action": {"const": action}, "target_type": {"const": target}}
         required = ["action", "target_type"]
         if (action, target) in appliers.AGENT_WRITES:  # these name their rows and versions in the payload
-            properties |= {**no_target, "base_version": {"type": "null"},
-                           "payload": ref(appliers.AGENT_WRITES[action, target].payload)}
+            properties |= {
+                **no_target,
+                "base_version": {"type": "null"},
+                "payload": ref(appliers.AGENT_WRITES[action, target].payload),
+            }
         elif action == "create":
             properties |= {**no_target, "payload": ref(write_gate.TABLES[target].payload)}
         else:
@@ -135,8 +180,12 @@ def _write_request_rules(components: dict[str, Any]) -> None:
             elif action == "update":  # some of the row's fields, none other
                 table = write_gate.TABLES[target].payload
                 ref(table)
-                properties["payload"] = {"type": "object", "properties": components[table.__name__]["properties"],
-                                         "additionalProperties": False, "minProperties": 1}
+                properties["payload"] = {
+                    "type": "object",
+                    "properties": components[table.__name__]["properties"],
+                    "additionalProperties": False,
+                    "minProperties": 1,
+                }
             else:
                 properties["payload"] = {"type": "object", "maxProperties": 0}
         branches.append({"properties": properties, "required": required})
@@ -187,6 +236,8 @@ def _tokens_required(schema: dict[str, Any]) -> None:
             if len(operation.get("security", [])) > 1 or path.startswith("/v1/"):
                 operation["security"] = [{BEARER.scheme_name: []}]
     schemes = schema["components"]["securitySchemes"]
-    schemes[BEARER.scheme_name]["description"] = schemes[BEARER.scheme_name]["description"].replace(" " + LOCAL_MODE, "")
+    schemes[BEARER.scheme_name]["description"] = schemes[BEARER.scheme_name]["description"].replace(
+        " " + LOCAL_MODE, ""
+    )
     for local in ("localUserId", "localUserHeader"):
         schemes.pop(local, None)

@@ -1,5 +1,6 @@
 """The FastAPI app shared by the Serve ingress and an app served by a plain ASGI server: the routers by feature,
 the one mapping of errors to the wire, the middleware. The app state is attached to it before it serves."""
+
 from __future__ import annotations
 
 from fastapi import FastAPI

@@ -1,4 +1,5 @@
 """The turn routes (seed 003 §6): chat, fill-slots and chat-stream over the one turn runner, and /health."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter
@@ -23,14 +24,20 @@ def turn_json(response: ChatResponse) -> Response:
     return Response(content=response.model_dump_json(), media_type="application/json")
 
 
-@router.get("/health", response_model=HealthStatus,
-            responses={503: {"model": HealthStatus, "description": "Still starting; `reason` says what is missing."}})
+@router.get(
+    "/health",
+    response_model=HealthStatus,
+    responses={503: {"model": HealthStatus, "description": "Still starting; `reason` says what is missing."}},
+)
 async def health(state: StateDep) -> JSONResponse:
     """200 only when every stage answers warm; 503 with the reason before that."""
     pack = state.engine.pack.name
     if not state.readiness.ready:
-        return JSONResponse({"status": "starting", "pack": pack, "reason": state.readiness.reason}, status_code=503,
-                            headers={"Retry-After": str(state.retry_after_s)})
+        return JSONResponse(
+            {"status": "starting", "pack": pack, "reason": state.readiness.reason},
+            status_code=503,
+            headers={"Retry-After": str(state.retry_after_s)},
+        )
     return JSONResponse({"status": "ok", "pack": pack})
 
 
@@ -39,18 +46,31 @@ async def chat(body: ChatRequest, state: StateDep, arrived: ArrivedDep, authoriz
     return turn_json(await state.turns.chat(body, authorization=authorization, arrived=arrived))
 
 
-@router.post("/api/v1/agent/fill-slots", response_model=ChatResponse, responses=TURN_ERRORS, openapi_extra=TOKEN_OPTIONAL)
-async def fill_slots(body: FillSlotsRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization) -> Response:
+@router.post(
+    "/api/v1/agent/fill-slots", response_model=ChatResponse, responses=TURN_ERRORS, openapi_extra=TOKEN_OPTIONAL
+)
+async def fill_slots(
+    body: FillSlotsRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization
+) -> Response:
     return turn_json(await state.turns.fill_slots(body, authorization=authorization, arrived=arrived))
 
 
-@router.post("/api/v1/agent/chat-stream", response_class=NdjsonStream, openapi_extra=TOKEN_OPTIONAL,
-             responses={200: {"model": ChatStreamLine, "description": "One event per line, the last `final` or `error`."},
-                        **TURN_ERRORS})
-async def chat_stream(body: ChatRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization) -> Response:
+@router.post(
+    "/api/v1/agent/chat-stream",
+    response_class=NdjsonStream,
+    openapi_extra=TOKEN_OPTIONAL,
+    responses={
+        200: {"model": ChatStreamLine, "description": "One event per line, the last `final` or `error`."},
+        **TURN_ERRORS,
+    },
+)
+async def chat_stream(
+    body: ChatRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization
+) -> Response:
     """The chat turn as NDJSON events (serve_app/http/chat_stream.py)."""
-    stream = ChatStream(lambda listener: state.turns.chat(body, authorization=authorization, arrived=arrived,
-                                                          listener=listener))
+    stream = ChatStream(
+        lambda listener: state.turns.chat(body, authorization=authorization, arrived=arrived, listener=listener)
+    )
     first = await stream.first()
     if isinstance(first, ErrorEvent) and stream.failure is not None:
         raise stream.failure  # refused before anything ran: the status /chat would answer

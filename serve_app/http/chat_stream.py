@@ -5,6 +5,7 @@ the chat response, or `error` with the envelope's error. A turn refused before i
 overload, bad input) is answered with its HTTP status like /chat. A client that goes away stops the rest of the
 turn before any further plugin runs; what already ran is committed with the session.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,8 +57,13 @@ class ChatStream:
             self.failure = exc
             events.put_nowait(ErrorEvent(error=ErrorBody(code=exc.code, message=exc.message, field=exc.field)))
         except Exception as exc:  # noqa: BLE001 — never a dropped stream: an error event instead
-            events.put_nowait(ErrorEvent(error=ErrorBody(code="internal_error",
-                                                         message=f"Unexpected {type(exc).__name__}; the turn was not applied.")))
+            events.put_nowait(
+                ErrorEvent(
+                    error=ErrorBody(
+                        code="internal_error", message=f"Unexpected {type(exc).__name__}; the turn was not applied."
+                    )
+                )
+            )
         finally:
             events.put_nowait(None)
 

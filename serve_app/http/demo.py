@@ -1,5 +1,6 @@
 """GET /demo, the operators' page (static files shipped in the package: no build step, nothing from a CDN), and
 GET /api/v1/metrics/summary, the live numbers it polls (serve_app/metrics_summary.py)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -15,7 +16,11 @@ from serve_app.apidocs.openapi import errors
 from serve_app.http.deps import StateDep
 
 PAGE_DIR = Path(__file__).resolve().parent / "demo_page"
-MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
 # a page served by the app it shows: always the files of this deployment, never a cached older one
 NO_CACHE = {"Cache-Control": "no-cache"}
 
@@ -25,7 +30,9 @@ router = APIRouter()
 
 @functools.cache
 def _files() -> dict[str, tuple[bytes, str]]:
-    return {p.name: (p.read_bytes(), MEDIA_TYPES[p.suffix]) for p in sorted(PAGE_DIR.iterdir()) if p.suffix in MEDIA_TYPES}
+    return {
+        p.name: (p.read_bytes(), MEDIA_TYPES[p.suffix]) for p in sorted(PAGE_DIR.iterdir()) if p.suffix in MEDIA_TYPES
+    }
 
 
 def _file(name: str) -> Response:

@@ -2,6 +2,7 @@
 
 They are `async def`: FastAPI runs a plain `def` dependency on a worker thread, a thread hop per request.
 """
+
 from __future__ import annotations
 
 from typing import Annotated

@@ -1,5 +1,6 @@
 """Media routes (seed 002): POST /api/v1/media/upload (multipart: file, file_type, user_id) and GET /api/v1/media/{object_key}
 (an object key is `{kind}/{file_name}`)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -32,14 +33,35 @@ class UploadFields(WireModel):
     file_type: FileType
 
 
-UPLOAD_FORM = {"requestBody": {"required": True, "content": {"multipart/form-data": {
-    "schema": {"type": "object", "required": ["file", "file_type"], "additionalProperties": False, "properties": {
-        "file": {"type": "string", "format": "binary",
-                 "description": "The image (PNG, JPEG, WebP, ...) or audio (WAV, MP3, ...) file; it must decode."},
-        "file_type": {"type": "string", "enum": ["image", "audio"]},
-        "user_id": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": NO_NUL,
-                    "description": "Local mode (no token): the owner. With a token, absent or the token's user."}}},
-}}}}
+UPLOAD_FORM = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "file_type"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "file": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "The image (PNG, JPEG, WebP, ...) or audio (WAV, MP3, ...) file; it must decode.",
+                        },
+                        "file_type": {"type": "string", "enum": ["image", "audio"]},
+                        "user_id": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 128,
+                            "pattern": NO_NUL,
+                            "description": "Local mode (no token): the owner. With a token, absent or the token's user.",
+                        },
+                    },
+                }
+            }
+        },
+    }
+}
 
 
 async def requesting_user(state: AppState, authorization: str | None, claimed: str | None) -> str:
@@ -95,7 +117,9 @@ async def _form_fields(request: Request, uploads: MediaUploads) -> tuple[UploadF
     if not isinstance(file, UploadFile):
         raise InvalidInput("Form field 'file' is required and must be a file part.", field="file")
     try:
-        fields = UploadFields.model_validate({k: form.get(k) for k in ("user_id", "file_type") if form.get(k) is not None})
+        fields = UploadFields.model_validate(
+            {k: form.get(k) for k in ("user_id", "file_type") if form.get(k) is not None}
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
         name = ".".join(str(p) for p in first["loc"]) or None
@@ -103,9 +127,15 @@ async def _form_fields(request: Request, uploads: MediaUploads) -> tuple[UploadF
     return fields, file
 
 
-@router.post("/api/v1/media/upload", response_model=UploadResponse, openapi_extra={**UPLOAD_FORM, **TOKEN_OPTIONAL},
-             responses=errors(400, 401, 403, 413, 415, 422, 503))
-async def upload(request: Request, state: StateDep, uploads: UploadsDep, authorization: Authorization) -> UploadResponse:
+@router.post(
+    "/api/v1/media/upload",
+    response_model=UploadResponse,
+    openapi_extra={**UPLOAD_FORM, **TOKEN_OPTIONAL},
+    responses=errors(400, 401, 403, 413, 415, 422, 503),
+)
+async def upload(
+    request: Request, state: StateDep, uploads: UploadsDep, authorization: Authorization
+) -> UploadResponse:
     fields, file = await _form_fields(request, uploads)
     limit = uploads.cfg.max_bytes[fields.file_type]
     data = await file.read(limit + 1)
@@ -121,16 +151,33 @@ MEDIA_BYTES = {"schema": {"type": "string", "format": "binary"}}
 
 # An object key is `{kind}/{file_name}`; two path parameters say so (one may not hold a '/'), and /api/v1/media/upload
 # is then only POST's.
-@router.get("/api/v1/media/{kind}/{file_name}", response_class=Response, responses={
-    200: {"description": "The object's bytes, as uploaded.", "content": {"image/*": MEDIA_BYTES, "audio/*": MEDIA_BYTES}},
-    **errors(401, 403, 404, 422, 503)})
-async def media_object(kind: FileType, file_name: Annotated[str, Path(pattern=f"^{OBJECT_FILE_NAME}$")],
-                       state: StateDep, uploads: UploadsDep, authorization: Authorization, user_id: LocalUserQuery,
-                       x_user_id: LocalUserHeader) -> Response:
+@router.get(
+    "/api/v1/media/{kind}/{file_name}",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The object's bytes, as uploaded.",
+            "content": {"image/*": MEDIA_BYTES, "audio/*": MEDIA_BYTES},
+        },
+        **errors(401, 403, 404, 422, 503),
+    },
+)
+async def media_object(
+    kind: FileType,
+    file_name: Annotated[str, Path(pattern=f"^{OBJECT_FILE_NAME}$")],
+    state: StateDep,
+    uploads: UploadsDep,
+    authorization: Authorization,
+    user_id: LocalUserQuery,
+    x_user_id: LocalUserHeader,
+) -> Response:
     """The object `{kind}/{file_name}` (an upload's `object_key`). Only its owner reads it: a token's user or, in
     local mode, the `user_id` query parameter or the `X-User-Id` header; with none of them, 422."""
     object_key = f"{kind}/{file_name}"
     owner = await requesting_user(state, authorization, user_id or x_user_id)
     info, data = await asyncio.to_thread(uploads.read, object_key=object_key, user_id=owner)
-    return Response(content=data, media_type=info.content_type,
-                    headers={"Cache-Control": "private, no-store", "X-Content-Type-Options": "nosniff"})
+    return Response(
+        content=data,
+        media_type=info.content_type,
+        headers={"Cache-Control": "private, no-store", "X-Content-Type-Options": "nosniff"},
+    )

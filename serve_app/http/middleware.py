@@ -1,5 +1,6 @@
 """Plain ASGI middleware (Starlette's `@app.middleware("http")` costs a task and two streams per request): the
 arrival stamp every deadline starts from, the admission gate in front of the turn routes, the replica's name."""
+
 from __future__ import annotations
 
 import time
@@ -41,10 +42,20 @@ class AdmissionGate:
                 state.turns.admit("text")
             except Overloaded as exc:
                 state.metrics.errors.labels(Overloaded.code).inc()
-                body = ErrorEnvelope(error=ErrorBody(code=Overloaded.code, message=exc.message)).model_dump_json().encode()
-                await send({"type": "http.response.start", "status": 503,
-                            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                        (b"retry-after", str(state.retry_after_s).encode())]})
+                body = (
+                    ErrorEnvelope(error=ErrorBody(code=Overloaded.code, message=exc.message)).model_dump_json().encode()
+                )
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 503,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"retry-after", str(state.retry_after_s).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)

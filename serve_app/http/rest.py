@@ -3,6 +3,7 @@
 Every business endpoint requires a bearer token and reads or writes only the caller's own rows; another
 user's ids answer 404 exactly as missing ones do.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -13,9 +14,21 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 
 from engine.errors import InvalidInput
-from protocol.rest import (AuthResponse, ConversationSnapshot, GoalDetailResponse, GoalsResponse, LoginRequest,
-                           MeResponse, MessagesPage, PendingClarification, RegisterRequest, TimelineResponse,
-                           WriteDecisionRequest, WriteRequestCreate, WriteRequestCreated)
+from protocol.rest import (
+    AuthResponse,
+    ConversationSnapshot,
+    GoalDetailResponse,
+    GoalsResponse,
+    LoginRequest,
+    MeResponse,
+    MessagesPage,
+    PendingClarification,
+    RegisterRequest,
+    TimelineResponse,
+    WriteDecisionRequest,
+    WriteRequestCreate,
+    WriteRequestCreated,
+)
 from protocol.store import UserProfileDTO, WriteDecisionResult
 from serve_app.apidocs.openapi import errors
 from serve_app.auth import Unauthorized
@@ -27,8 +40,12 @@ from store.users import User
 
 
 def _auth_response(store: Persistence, user: User) -> AuthResponse:
-    return AuthResponse(user_id=user.id, business_user_id=user.business_user_id, access_token=store.auth.issue(user.id),
-                        expires_in=store.auth.token_ttl_s)
+    return AuthResponse(
+        user_id=user.id,
+        business_user_id=user.business_user_id,
+        access_token=store.auth.issue(user.id),
+        expires_in=store.auth.token_ttl_s,
+    )
 
 
 # every business endpoint: a token is required, and the store may be unreachable
@@ -51,7 +68,10 @@ async def login(body: LoginRequest, store: StoreDep) -> AuthResponse:
     async with store.db.connection() as conn:
         user = await users.by_email(conn, body.email.strip().lower())
     account = user if user is not None and not user.is_shadow else None
-    if not await store.auth.verify_password(account.password_hash if account else None, body.password) or account is None:
+    if (
+        not await store.auth.verify_password(account.password_hash if account else None, body.password)
+        or account is None
+    ):
         raise Unauthorized("Wrong email or password.")
     user = account
     return _auth_response(store, user)
@@ -63,19 +83,29 @@ async def me(user: CurrentUser) -> MeResponse:
 
 
 @router.get("/conversation/messages", response_model=MessagesPage, responses=errors(*SIGNED_IN, 422))
-async def messages(user: CurrentUser, store: StoreDep, state: StateDep, before_message_id: UUID | None = None,
-                   limit: Annotated[int, Query(ge=1)] = 20) -> MessagesPage:
+async def messages(
+    user: CurrentUser,
+    store: StoreDep,
+    state: StateDep,
+    before_message_id: UUID | None = None,
+    limit: Annotated[int, Query(ge=1)] = 20,
+) -> MessagesPage:
     async with store.db.connection() as conn:
-        page, has_more = await conversation.page(conn, user.id, before_message_id=before_message_id,
-                                                 limit=min(limit, state.settings.database.page_limit_max))
+        page, has_more = await conversation.page(
+            conn, user.id, before_message_id=before_message_id, limit=min(limit, state.settings.database.page_limit_max)
+        )
     return MessagesPage(messages=page, has_more=has_more)
 
 
 @router.get("/conversation/snapshot", response_model=ConversationSnapshot, responses=errors(*SIGNED_IN, 422))
-async def snapshot(user: CurrentUser, store: StoreDep, state: StateDep, last_seen_message_id: UUID | None = None) -> ConversationSnapshot:
+async def snapshot(
+    user: CurrentUser, store: StoreDep, state: StateDep, last_seen_message_id: UUID | None = None
+) -> ConversationSnapshot:
     async with store.db.connection() as conn:
         await conversation.expire_questions(conn, user.id)
-        recent, _ = await conversation.page(conn, user.id, before_message_id=None, limit=state.settings.database.recent_messages)
+        recent, _ = await conversation.page(
+            conn, user.id, before_message_id=None, limit=state.settings.database.recent_messages
+        )
         question = await conversation.open_question(conn, user.id)
         last = await conversation.last_event(conn, user.id)
     if last_seen_message_id is not None:
@@ -85,16 +115,24 @@ async def snapshot(user: CurrentUser, store: StoreDep, state: StateDep, last_see
     pending = None
     if question is not None:
         meta = question.metadata
-        pending = PendingClarification(question_id=question.id, question_text=question.raw_content,
-                                       missing_fields=meta.missing_fields, expires_at=meta.expires_at,
-                                       session_id=meta.session_id)
+        pending = PendingClarification(
+            question_id=question.id,
+            question_text=question.raw_content,
+            missing_fields=meta.missing_fields,
+            expires_at=meta.expires_at,
+            session_id=meta.session_id,
+        )
     return ConversationSnapshot(recent_messages=recent, pending_clarification=pending, last_event=last)
 
 
 @router.get("/items/timeline", response_model=TimelineResponse, responses=errors(*SIGNED_IN, 422))
-async def timeline(user: CurrentUser, store: StoreDep, start_at: datetime,
-                   end_at: Annotated[datetime, Query(description="After `start_at` (else 422).")],
-                   item_type: Literal["schedule", "todo", "subtask"] | None = None) -> TimelineResponse:
+async def timeline(
+    user: CurrentUser,
+    store: StoreDep,
+    start_at: datetime,
+    end_at: Annotated[datetime, Query(description="After `start_at` (else 422).")],
+    item_type: Literal["schedule", "todo", "subtask"] | None = None,
+) -> TimelineResponse:
     if start_at.tzinfo is None or end_at.tzinfo is None:
         raise InvalidInput("start_at and end_at need a time zone offset.", field="start_at")
     if end_at <= start_at:
@@ -105,8 +143,9 @@ async def timeline(user: CurrentUser, store: StoreDep, start_at: datetime,
 
 
 @router.get("/long-goals", response_model=GoalsResponse, responses=errors(*SIGNED_IN, 422))
-async def long_goals(user: CurrentUser, store: StoreDep,
-                     status: Literal["active", "completed", "cancelled"] | None = None) -> GoalsResponse:
+async def long_goals(
+    user: CurrentUser, store: StoreDep, status: Literal["active", "completed", "cancelled"] | None = None
+) -> GoalsResponse:
     async with store.db.connection() as conn:
         return GoalsResponse(goals=await business.goals(conn, user.id, status=status))
 
@@ -124,18 +163,40 @@ async def user_profile(user: CurrentUser, store: StoreDep) -> UserProfileDTO:
         return await business.profile(conn, user.id)
 
 
-@router.post("/write-requests", response_model=WriteRequestCreated, status_code=201,
-             responses=errors(*SIGNED_IN, 400, 404, 409, 422))
-async def create_write_request(body: WriteRequestCreate, user: CurrentUser, store: StoreDep,
-                               state: StateDep) -> WriteRequestCreated:
+@router.post(
+    "/write-requests",
+    response_model=WriteRequestCreated,
+    status_code=201,
+    responses=errors(*SIGNED_IN, 400, 404, 409, 422),
+)
+async def create_write_request(
+    body: WriteRequestCreate, user: CurrentUser, store: StoreDep, state: StateDep
+) -> WriteRequestCreated:
     async with store.db.transaction() as conn:
-        return await write_gate.create(conn, user.id, body, idempotency_key=body.idempotency_key or f"srv-{uuid.uuid4().hex}",
-                                       ttl_s=state.settings.database.write_request_ttl_s, now=utc_now())
+        return await write_gate.create(
+            conn,
+            user.id,
+            body,
+            idempotency_key=body.idempotency_key or f"srv-{uuid.uuid4().hex}",
+            ttl_s=state.settings.database.write_request_ttl_s,
+            now=utc_now(),
+        )
 
 
-@router.post("/write-requests/{write_request_id}/decide", response_model=WriteDecisionResult,
-             responses=errors(*SIGNED_IN, 400, 404, 409, 422))
-async def decide(write_request_id: UUID, body: WriteDecisionRequest, user: CurrentUser, store: StoreDep) -> WriteDecisionResult:
+@router.post(
+    "/write-requests/{write_request_id}/decide",
+    response_model=WriteDecisionResult,
+    responses=errors(*SIGNED_IN, 400, 404, 409, 422),
+)
+async def decide(
+    write_request_id: UUID, body: WriteDecisionRequest, user: CurrentUser, store: StoreDep
+) -> WriteDecisionResult:
     async with store.db.connection() as conn:
-        return await write_gate.decide(conn, user.id, write_request_id, decision=body.decision,
-                                       idempotency_key=body.idempotency_key, payload_hash=body.payload_hash)
+        return await write_gate.decide(
+            conn,
+            user.id,
+            write_request_id,
+            decision=body.decision,
+            idempotency_key=body.idempotency_key,
+            payload_hash=body.payload_hash,
+        )

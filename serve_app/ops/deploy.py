@@ -6,6 +6,7 @@ render. `kubectl apply -f deploy/kuberay/rayservice.yaml` deploys it beside its 
 lines, Ray Serve's switches a config needs in the environment of every `ray start` of a cluster of your own
 (no secret among them). README, "Laptop → multi-node → KubeRay".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,9 +29,11 @@ OUT = ROOT / "deploy" / "kuberay" / "rayservice.yaml"
 def rayservice(config: Path, cluster: Path = CLUSTER) -> str:
     """The manifest text for `config` on `cluster`, with a header naming its sources and the command."""
     spec = ClusterSpec.model_validate(yaml.safe_load(cluster.read_text(encoding="utf-8")))
-    header = (f"# KubeRay {KUBERAY_VERSION} RayService rendered from {_shown(config)} and {_shown(cluster)} by\n"
-              f"#   python -m serve_app.ops.deploy kuberay --config {_shown(config)}\n"
-              f"# Do not edit: change the sources and render again (tests/serve_app/ops/test_kuberay.py keeps this in sync).\n")
+    header = (
+        f"# KubeRay {KUBERAY_VERSION} RayService rendered from {_shown(config)} and {_shown(cluster)} by\n"
+        f"#   python -m serve_app.ops.deploy kuberay --config {_shown(config)}\n"
+        f"# Do not edit: change the sources and render again (tests/serve_app/ops/test_kuberay.py keeps this in sync).\n"
+    )
     # the environment plays no part: the manifest is the same wherever it is rendered, and holds no secret
     return render(load_serve_config(config, {}), spec, header=header)
 
@@ -53,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.target == "env":
-        settings = AppArgs.model_validate(load_serve_config(args.config, {})["applications"][0]["args"]).settings(environ={})
+        settings = AppArgs.model_validate(load_serve_config(args.config, {})["applications"][0]["args"]).settings(
+            environ={}
+        )
         for name, value in serve_switches(settings).items():
             print(f"export {name}={shlex.quote(value)}")
         return 0
@@ -65,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = Path(args.out).read_text(encoding="utf-8") if Path(args.out).exists() else ""
         if current != text:
-            print(f"{args.out} is out of date: run python -m serve_app.ops.deploy kuberay --config {args.config}", file=sys.stderr)
+            print(
+                f"{args.out} is out of date: run python -m serve_app.ops.deploy kuberay --config {args.config}",
+                file=sys.stderr,
+            )
             return 1
         print(f"{args.out} is up to date")
         return 0

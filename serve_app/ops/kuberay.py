@@ -6,6 +6,7 @@ pods and labels) comes from a small cluster spec (deploy/kuberay/cluster.yaml). 
 (serve_app/node_env.py) and the secrets as references to a Kubernetes Secret, never their values: this module reads
 no environment. Rendering refuses a deployment that no worker group can place (its labels, its GPU share, its
 accelerator type)."""
+
 from __future__ import annotations
 
 import copy
@@ -38,13 +39,17 @@ class PodSize(_Spec):
 
 class WorkerGroup(_Spec):
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    labels: dict[str, str] = Field(default_factory=dict, description="Ray node labels the deployments' label_selector match.")
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Ray node labels the deployments' label_selector match."
+    )
     replicas: int = Field(ge=0)
     min_replicas: int = Field(ge=0)
     max_replicas: int = Field(ge=1)
     size: PodSize
     accelerator_type: str = Field(default="", description="Ray's name for the group's GPUs (L4, A100, H100...).")
-    gpu_product: str = Field(default="", description="Node label value of nvidia.com/gpu.product the pods are placed on.")
+    gpu_product: str = Field(
+        default="", description="Node label value of nvidia.com/gpu.product the pods are placed on."
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> WorkerGroup:
@@ -73,7 +78,9 @@ class ClusterSpec(_Spec):
     ray_version: str
     image: str = Field(description="Baton installed on Ray's image of ray_version, the built packs under app_root/var.")
     app_root: str = Field(pattern=r"^/", description="Where the repository's config/ and var/ are inside the image.")
-    autoscaling: bool = Field(default=True, description="KubeRay's in-tree autoscaler sizes the worker groups to Serve's demand.")
+    autoscaling: bool = Field(
+        default=True, description="KubeRay's in-tree autoscaler sizes the worker groups to Serve's demand."
+    )
     secret: SecretRef
     head: PodSize
     workers: list[WorkerGroup] = Field(min_length=1)
@@ -87,14 +94,31 @@ def render(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = 
     placements = {d["name"]: _place(d, cluster.workers) for app in apps for d in app.get("deployments", [])}
     ingress_groups = placements.get("Orchestrator", set())
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in serve_switches(settings).items()]
-    env += [{"name": var, "valueFrom": {"secretKeyRef": {"name": cluster.secret.name, "key": key}}}
-            for var, key in cluster.secret.keys.items()]
+    env += [
+        {"name": var, "valueFrom": {"secretKeyRef": {"name": cluster.secret.name, "key": key}}}
+        for var, key in cluster.secret.keys.items()
+    ]
     serve_port = {"containerPort": int(serve_config.get("http_options", {}).get("port", 8000)), "name": SERVE_PORT_NAME}
-    metrics_port = {"containerPort": settings.serving.metrics_port, "name": "metrics"} if settings.serving.metrics_port else None
+    metrics_port = (
+        {"containerPort": settings.serving.metrics_port, "name": "metrics"} if settings.serving.metrics_port else None
+    )
 
-    head = {"rayStartParams": {"num-cpus": "0", "dashboard-host": "0.0.0.0"},  # no replica on the head: it holds GCS
-            "template": {"spec": {"containers": [_container("ray-head", cluster, cluster.head, env,
-                                                            [*({"containerPort": p, "name": n} for n, p in HEAD_PORTS.items()), serve_port])]}}}
+    head = {
+        "rayStartParams": {"num-cpus": "0", "dashboard-host": "0.0.0.0"},  # no replica on the head: it holds GCS
+        "template": {
+            "spec": {
+                "containers": [
+                    _container(
+                        "ray-head",
+                        cluster,
+                        cluster.head,
+                        env,
+                        [*({"containerPort": p, "name": n} for n, p in HEAD_PORTS.items()), serve_port],
+                    )
+                ]
+            }
+        },
+    }
     workers = []
     for group in cluster.workers:
         ports = [serve_port, *([metrics_port] if metrics_port and group.name in ingress_groups else [])]
@@ -103,16 +127,36 @@ def render(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = 
             spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
         if group.gpu_product:
             spec["nodeSelector"] = {GPU_PRODUCT_LABEL: group.gpu_product}
-        workers.append({"groupName": group.name, "replicas": group.replicas, "minReplicas": group.min_replicas,
-                        "maxReplicas": group.max_replicas, **({"labels": dict(group.labels)} if group.labels else {}),
-                        "rayStartParams": {}, "template": {"spec": spec}})
+        workers.append(
+            {
+                "groupName": group.name,
+                "replicas": group.replicas,
+                "minReplicas": group.min_replicas,
+                "maxReplicas": group.max_replicas,
+                **({"labels": dict(group.labels)} if group.labels else {}),
+                "rayStartParams": {},
+                "template": {"spec": spec},
+            }
+        )
     manifest = {
-        "apiVersion": API_VERSION, "kind": "RayService",
-        "metadata": {"name": cluster.name, "namespace": cluster.namespace, "labels": {"app.kubernetes.io/name": cluster.name}},
-        "spec": {"serveConfigV2": _literal(yaml.safe_dump(in_image(serve_config, cluster.app_root), sort_keys=False,
-                                                           allow_unicode=True, width=120)),
-                 "rayClusterConfig": {"rayVersion": cluster.ray_version, "enableInTreeAutoscaling": cluster.autoscaling,
-                                      "headGroupSpec": head, "workerGroupSpecs": workers}},
+        "apiVersion": API_VERSION,
+        "kind": "RayService",
+        "metadata": {
+            "name": cluster.name,
+            "namespace": cluster.namespace,
+            "labels": {"app.kubernetes.io/name": cluster.name},
+        },
+        "spec": {
+            "serveConfigV2": _literal(
+                yaml.safe_dump(in_image(serve_config, cluster.app_root), sort_keys=False, allow_unicode=True, width=120)
+            ),
+            "rayClusterConfig": {
+                "rayVersion": cluster.ray_version,
+                "enableInTreeAutoscaling": cluster.autoscaling,
+                "headGroupSpec": head,
+                "workerGroupSpecs": workers,
+            },
+        },
     }
     return header + yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
@@ -133,18 +177,30 @@ def _place(deployment: dict[str, Any], groups: list[WorkerGroup]) -> set[str]:
     options = deployment.get("ray_actor_options") or {}
     wanted = options.get("label_selector", {})
     share, accelerator = float(options.get("num_gpus", 0)), options.get("accelerator_type")
-    fits = {g.name for g in groups if wanted.items() <= g.labels.items() and share <= g.size.gpus
-            and (not accelerator or accelerator == g.accelerator_type)}
+    fits = {
+        g.name
+        for g in groups
+        if wanted.items() <= g.labels.items()
+        and share <= g.size.gpus
+        and (not accelerator or accelerator == g.accelerator_type)
+    }
     if not fits:
-        raise ValueError(f"no worker group can place {deployment['name']}: it selects labels {wanted}, "
-                         f"num_gpus {share:g}, accelerator_type {accelerator or 'any'}")
+        raise ValueError(
+            f"no worker group can place {deployment['name']}: it selects labels {wanted}, "
+            f"num_gpus {share:g}, accelerator_type {accelerator or 'any'}"
+        )
     return fits
 
 
 def _container(name: str, cluster: ClusterSpec, size: PodSize, env: list[dict], ports: list[dict]) -> dict[str, Any]:
     amounts = {"cpu": size.cpu, "memory": size.memory, **({GPU_RESOURCE: size.gpus} if size.gpus else {})}
-    return {"name": name, "image": cluster.image, "env": env, "ports": ports,
-            "resources": {"limits": dict(amounts), "requests": dict(amounts)}}
+    return {
+        "name": name,
+        "image": cluster.image,
+        "env": env,
+        "ports": ports,
+        "resources": {"limits": dict(amounts), "requests": dict(amounts)},
+    }
 
 
 class _literal(str):
@@ -156,4 +212,6 @@ class _Dumper(yaml.SafeDumper):
         return True  # each pod spelled out in full, no anchors: easier to read and to diff
 
 
-_Dumper.add_representer(_literal, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|"))
+_Dumper.add_representer(
+    _literal, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|")
+)

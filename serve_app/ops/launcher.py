@@ -9,6 +9,7 @@ so no secret is written into a Serve config. Without `DATABASE_URL` it starts an
 the state dir. It prints its "serving" line once `/health` is green (every stage answered warm), and a stop
 signal (SIGINT, SIGTERM, SIGHUP — also when the whole process group gets it) stops Ray and PostgreSQL.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,13 @@ from config.environment import METRICS_DIR_ENV
 from deployments.faults import FaultSet
 from serve_app.ops.node_env import faults_file, haproxy_dir, replica_environment, selected_labels
 from serve_app.ops.ports import (  # noqa: F401 — free_ports re-exported for tests and benchmarks
-    HAPROXY_PORT_RANGE, REPLICA_GRPC_PORT_RANGE, REPLICA_PORTS, free_block, free_ports, free_ports_in)
+    HAPROXY_PORT_RANGE,
+    REPLICA_GRPC_PORT_RANGE,
+    REPLICA_PORTS,
+    free_block,
+    free_ports,
+    free_ports_in,
+)
 from serve_app.ops.reaper import pids_naming
 from store.embedded import EmbeddedPostgres
 
@@ -88,7 +95,11 @@ def build_applications(config: dict[str, Any]) -> list[Any]:  # serve.RunTarget
         builder = getattr(importlib.import_module(module), attr)
         options = {d["name"]: {k: v for k, v in d.items() if k != "name"} for d in app.get("deployments", [])}
         application = builder({**app["args"], "deployment_options": options})
-        targets.append(serve.RunTarget(target=application, name=app.get("name", APP_NAME), route_prefix=app.get("route_prefix", "/")))
+        targets.append(
+            serve.RunTarget(
+                target=application, name=app.get("name", APP_NAME), route_prefix=app.get("route_prefix", "/")
+            )
+        )
     return targets
 
 
@@ -112,14 +123,25 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         # one machine plays every role: it carries every node label the deployments select
         # the node on loopback: one machine's Ray (and the replicas' gRPC and HTTP servers) never reaches for an
         # outside interface
-        context: Any = ray.init(address="local", num_cpus=num_cpus, labels=selected_labels(config), include_dashboard=False,
-                                log_to_driver=False, _node_ip_address="127.0.0.1")  # a RayContext
+        context: Any = ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            labels=selected_labels(config),
+            include_dashboard=False,
+            log_to_driver=False,
+            _node_ip_address="127.0.0.1",
+        )  # a RayContext
         session = context.address_info["session_dir"]
-        serve.start(http_options=config.get("http_options"), proxy_location=config.get("proxy_location"),
-                    logging_config=config.get("logging_config"))
+        serve.start(
+            http_options=config.get("http_options"),
+            proxy_location=config.get("proxy_location"),
+            logging_config=config.get("logging_config"),
+        )
     else:
         session = None
-    serve.run_many(build_applications(config), wait_for_ingress_deployment_creation=False, wait_for_applications_running=False)
+    serve.run_many(
+        build_applications(config), wait_for_ingress_deployment_creation=False, wait_for_applications_running=False
+    )
     return session
 
 
@@ -149,7 +171,9 @@ def wait_until_healthy(port: int, *, timeout_s: float, replicas: int = 1) -> Non
     raise TimeoutError(f"Baton did not become healthy on :{port} within {timeout_s:.0f} s (last: {last})")
 
 
-def ensure_database(config: dict[str, Any], env: dict[str, str], *, pgdata: Path | None = None) -> EmbeddedPostgres | None:
+def ensure_database(
+    config: dict[str, Any], env: dict[str, str], *, pgdata: Path | None = None
+) -> EmbeddedPostgres | None:
     """Without DATABASE_URL in `env`, start (or adopt) the embedded PostgreSQL (`pgdata`, default under the state
     dir) and put its DSN in `env`. Returns the server, or None when an external database is configured."""
     if env.get("DATABASE_URL"):
@@ -172,12 +196,27 @@ def run_dir(config: dict[str, Any]) -> Path:
 def start_reaper(port: int, session_file: Path, database: EmbeddedPostgres | None) -> subprocess.Popen:
     """The process that stops this run's leftovers once this one is gone (serve_app.ops.reaper), in its own session
     so the stop signal of our process group does not reach it."""
-    cmd = [sys.executable, "-m", "serve_app.ops.reaper", "--launcher", str(os.getpid()), "--marker", str(haproxy_dir(port)),
-           "--session-file", str(session_file)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "serve_app.ops.reaper",
+        "--launcher",
+        str(os.getpid()),
+        "--marker",
+        str(haproxy_dir(port)),
+        "--session-file",
+        str(session_file),
+    ]
     if database is not None and database.owned:
         cmd += ["--pgdata", str(database.pgdata)]
-    return subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, cwd=CODE_ROOT)
+    return subprocess.Popen(
+        cmd,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=CODE_ROOT,
+    )
 
 
 def stop(port: int | None = None) -> None:
@@ -206,7 +245,7 @@ def _shutdown_serve(timeout_s: float) -> None:
     async def bounded() -> None:
         try:
             await asyncio.wait_for(serve.shutdown_async(), timeout_s)
-        except (asyncio.TimeoutError, RayError):
+        except (TimeoutError, RayError):
             pass  # the controller is slow or already gone: ray.shutdown() stops what it left
 
     asyncio.run(bounded())
@@ -217,12 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=Path("config/serve_local.yaml"))
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the app to become healthy")
-    parser.add_argument("--pgdata", type=Path, default=None, help="embedded PostgreSQL folder (default: <state dir>/pgdata)")
+    parser.add_argument(
+        "--pgdata", type=Path, default=None, help="embedded PostgreSQL folder (default: <state dir>/pgdata)"
+    )
     args = parser.parse_args(argv)
 
     env = dict(os.environ)
     config = load_serve_config(args.config, env, port=args.port)
     port = config["http_options"]["port"]
+
     def on_signal(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 

@@ -2,6 +2,7 @@
 and on a cluster (the pods KubeRay starts): Serve reads these switches when its controller and proxies start, before
 any Serve config is applied, so they cannot travel in a config's `runtime_env`. No secret is here: replicas read
 DATABASE_URL and the signing secret from their own environment (the launcher's, or a pod's from a Kubernetes Secret)."""
+
 from __future__ import annotations
 
 import tempfile
@@ -32,8 +33,12 @@ def serve_switches(settings: Settings) -> dict[str, str]:
 def selected_labels(config: dict[str, Any]) -> dict[str, str]:
     """The node labels a Serve config's deployments select (`ray_actor_options.label_selector`). A cluster gives each
     to a group of nodes (the ingress on some, the models on others); one machine carries them all."""
-    return {key: value for app in config["applications"] for deployment in app.get("deployments", [])
-            for key, value in (deployment.get("ray_actor_options") or {}).get("label_selector", {}).items()}
+    return {
+        key: value
+        for app in config["applications"]
+        for deployment in app.get("deployments", [])
+        for key, value in (deployment.get("ray_actor_options") or {}).get("label_selector", {}).items()
+    }
 
 
 def haproxy_dir(port: int) -> Path:
@@ -54,23 +59,42 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
     switches = serve_switches(AppArgs.model_validate(app["args"]).settings())
     out.update(switches)
     if "RAY_SERVE_ENABLE_HA_PROXY" in switches:
-        out.update({
-            # a path of this run's own, so its HAProxy is known by it after Ray is gone
-            "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": str(haproxy_dir(port) / "haproxy.cfg"),
-            "RAY_SERVE_HAPROXY_SOCKET_PATH": str(haproxy_dir(port) / "admin.sock"),
-            # one node, HAProxy on loopback: a replica that stops needs no 30 s for load balancers to notice
-            "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
-            # every listener of this run on a port of its own: Serve's defaults are fixed numbers, and a second
-            # Baton's HAProxy would otherwise fall back to the first one's proxy and answer for it
-            **dict(zip(("RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_HAPROXY_STATS_PORT", "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT",
-                        "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT"), map(str, free_ports_in(4, HAPROXY_PORT_RANGE)))),
-            # the ports replicas serve HTTP on: a block of this run's own, so two Batons on one machine never
-            # hand HAProxy each other's replicas
-            **dict(zip(("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"),
-                       map(str, free_block(REPLICA_PORTS)))),
-            **dict(zip(("RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_GRPC_PORT"),
-                       map(str, free_block(REPLICA_PORTS, REPLICA_GRPC_PORT_RANGE)))),
-        })
+        out.update(
+            {
+                # a path of this run's own, so its HAProxy is known by it after Ray is gone
+                "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": str(haproxy_dir(port) / "haproxy.cfg"),
+                "RAY_SERVE_HAPROXY_SOCKET_PATH": str(haproxy_dir(port) / "admin.sock"),
+                # one node, HAProxy on loopback: a replica that stops needs no 30 s for load balancers to notice
+                "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
+                # every listener of this run on a port of its own: Serve's defaults are fixed numbers, and a second
+                # Baton's HAProxy would otherwise fall back to the first one's proxy and answer for it
+                **dict(
+                    zip(
+                        (
+                            "RAY_SERVE_HAPROXY_METRICS_PORT",
+                            "RAY_SERVE_HAPROXY_STATS_PORT",
+                            "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT",
+                            "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT",
+                        ),
+                        map(str, free_ports_in(4, HAPROXY_PORT_RANGE)),
+                    )
+                ),
+                # the ports replicas serve HTTP on: a block of this run's own, so two Batons on one machine never
+                # hand HAProxy each other's replicas
+                **dict(
+                    zip(
+                        ("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"),
+                        map(str, free_block(REPLICA_PORTS)),
+                    )
+                ),
+                **dict(
+                    zip(
+                        ("RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_GRPC_PORT"),
+                        map(str, free_block(REPLICA_PORTS, REPLICA_GRPC_PORT_RANGE)),
+                    )
+                ),
+            }
+        )
     return out
 
 

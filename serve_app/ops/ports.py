@@ -1,4 +1,5 @@
 """Ports a run picks for itself (Baton's listeners, HAProxy's, the replicas' blocks), free when picked."""
+
 from __future__ import annotations
 
 import random

@@ -6,6 +6,7 @@ middleware rewrites such 429/503 answers into `{"error": {"code", "message", "fi
 status and `Retry-After`, so clients see one error shape whoever shed the request. Installed through
 `RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH` (see `serve_app.ops.launcher`).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,11 @@ SHED_STATUSES = (429, 503)
 def _envelope(status: int, proxy_text: str) -> bytes:
     overloaded = status == 429 or "backpressure" in proxy_text
     code = "overloaded" if overloaded else "unavailable"
-    message = ("Baton is at capacity; retry after the time in Retry-After." if overloaded
-               else f"The service is not available right now: {proxy_text.strip() or 'no replica is ready'}")
+    message = (
+        "Baton is at capacity; retry after the time in Retry-After."
+        if overloaded
+        else f"The service is not available right now: {proxy_text.strip() or 'no replica is ready'}"
+    )
     return json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
 
 
@@ -39,7 +43,9 @@ class ProxyShedEnvelope:
         async def send_enveloped(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = dict(message.get("headers", []))
-                if message["status"] in SHED_STATUSES and not headers.get(b"content-type", b"").startswith(b"application/json"):
+                if message["status"] in SHED_STATUSES and not headers.get(b"content-type", b"").startswith(
+                    b"application/json"
+                ):
                     held["start"], held["body"] = message, b""  # hold until the proxy's whole text is in
                     return
             elif message["type"] == "http.response.body" and "start" in held:
@@ -49,8 +55,13 @@ class ProxyShedEnvelope:
                 start = held.pop("start")
                 body = _envelope(start["status"], held["body"].decode("utf-8", "replace"))
                 kept = [(k, v) for k, v in start.get("headers", []) if k not in (b"content-type", b"content-length")]
-                await send({**start, "headers": kept + [(b"content-type", b"application/json"),
-                                                        (b"content-length", str(len(body)).encode())]})
+                await send(
+                    {
+                        **start,
+                        "headers": kept
+                        + [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
             await send(message)

@@ -7,6 +7,7 @@ session of its own, and the reaper, once the launcher is gone, stops what that r
 command line names the run's Ray session folder or HAProxy folder (by PID: TERM, then KILL), and the
 embedded PostgreSQL the launcher started (a fast shutdown). Everything here is known by its path or PID.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serve_app.ops.reaper", description=__doc__.splitlines()[0])
     parser.add_argument("--launcher", type=int, required=True, help="PID to wait for")
     parser.add_argument("--marker", action="append", default=[], help="a path naming this run's processes")
-    parser.add_argument("--session-file", type=Path, default=None,
-                        help="a file the launcher writes the Ray session folder into once Ray runs")
+    parser.add_argument(
+        "--session-file",
+        type=Path,
+        default=None,
+        help="a file the launcher writes the Ray session folder into once Ray runs",
+    )
     parser.add_argument("--pgdata", type=Path, default=None, help="the embedded PostgreSQL the launcher started")
     args = parser.parse_args(argv)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -8,6 +8,7 @@ answer could no longer arrive in time; a running batch is stopped (`RunControl.s
 in it was cancelled or ran out of time. The model work runs on the batcher's own threads, so the replica's
 event loop stays free to accept and cancel requests.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,8 +40,16 @@ class _Entry:
 
 
 class MicroBatcher:
-    def __init__(self, run: RunBatch, *, max_batch_size: int, max_wait_s: float, max_concurrent: int = 1,
-                 name: str = "batch", smoothing: float = 0.2) -> None:
+    def __init__(
+        self,
+        run: RunBatch,
+        *,
+        max_batch_size: int,
+        max_wait_s: float,
+        max_concurrent: int = 1,
+        name: str = "batch",
+        smoothing: float = 0.2,
+    ) -> None:
         self._run_batch = run
         self._max_batch = max_batch_size
         self._max_wait_s = max_wait_s
@@ -148,7 +157,11 @@ class MicroBatcher:
     def _observe(self, seconds: float, size: int) -> None:
         self._last_s = seconds
         self._last_done = time.monotonic()
-        self.estimate_s = seconds if not self.stats["batches"] else (1 - self._smoothing) * self.estimate_s + self._smoothing * seconds
+        self.estimate_s = (
+            seconds
+            if not self.stats["batches"]
+            else (1 - self._smoothing) * self.estimate_s + self._smoothing * seconds
+        )
         self.stats["batches"] += 1
         self.stats["items"] += size
         self.stats["largest_batch"] = max(self.stats["largest_batch"], size)

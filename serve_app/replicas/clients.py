@@ -5,6 +5,7 @@ split: the Encoder's DeploymentResponse is passed straight into the head calls (
 awaited in between); the orchestrator also awaits it itself, to time the encoder and tell its failure apart.
 Cancelling the call cancels the requests in the replicas.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,10 @@ class FusedHandleModels(ModelClient):
 
     def understand(self, request: NluRequest) -> NluCall:
         call = FutureCall()
-        response = cast(DeploymentResponse[Any], self._nlu.remote(NluItem(request.text, request.clauses),
-                                                                  request.deadlines[ENCODER]))
+        response = cast(
+            DeploymentResponse[Any],
+            self._nlu.remote(NluItem(request.text, request.clauses), request.deadlines[ENCODER]),
+        )
         task = asyncio.ensure_future(self._collect(call, response, time.time()))
 
         def cancel() -> None:
@@ -49,7 +52,9 @@ class FusedHandleModels(ModelClient):
 
 
 class SplitHandleModels(ModelClient):
-    def __init__(self, *, encoder: DeploymentHandle, heads: dict[str, DeploymentHandle], shared: Collection[str]) -> None:
+    def __init__(
+        self, *, encoder: DeploymentHandle, heads: dict[str, DeploymentHandle], shared: Collection[str]
+    ) -> None:
         self._encoder = encoder
         self._heads = heads
         self._shared = frozenset(shared)
@@ -58,14 +63,23 @@ class SplitHandleModels(ModelClient):
         call = FutureCall()
         item = NluItem(request.text, request.clauses)
         started = time.time()
-        vectors = (cast(DeploymentResponse[Any], self._encoder.remote(item, request.deadlines[ENCODER]))
-                   if self._shared else None)
-        responses = {h: cast(DeploymentResponse[Any],
-                             self._heads[h].remote(item, request.deadlines[h], vectors=vectors if h in self._shared else None))
-                     for h in HEADS}
+        vectors = (
+            cast(DeploymentResponse[Any], self._encoder.remote(item, request.deadlines[ENCODER]))
+            if self._shared
+            else None
+        )
+        responses = {
+            h: cast(
+                DeploymentResponse[Any],
+                self._heads[h].remote(item, request.deadlines[h], vectors=vectors if h in self._shared else None),
+            )
+            for h in HEADS
+        }
         encoder_done = asyncio.get_running_loop().create_future()
         tasks = [asyncio.ensure_future(self._encoder_outcome(call, vectors, started, encoder_done))]
-        tasks += [asyncio.ensure_future(self._head_outcome(call, h, r, started, encoder_done)) for h, r in responses.items()]
+        tasks += [
+            asyncio.ensure_future(self._head_outcome(call, h, r, started, encoder_done)) for h, r in responses.items()
+        ]
 
         def cancel() -> None:
             for r in [vectors, *responses.values()]:
@@ -78,8 +92,9 @@ class SplitHandleModels(ModelClient):
         return call
 
     @staticmethod
-    async def _encoder_outcome(call: FutureCall, vectors: DeploymentResponse | None, started: float,
-                               done: asyncio.Future) -> None:
+    async def _encoder_outcome(
+        call: FutureCall, vectors: DeploymentResponse | None, started: float, done: asyncio.Future
+    ) -> None:
         try:
             rows = await vectors if vectors is not None else None
             vector = tuple(float(x) for x in rows[0]) if rows is not None and len(rows) else None
@@ -93,8 +108,9 @@ class SplitHandleModels(ModelClient):
                 done.set_result(time.time())
 
     @staticmethod
-    async def _head_outcome(call: FutureCall, head: str, response: DeploymentResponse, started: float,
-                            encoder_done: asyncio.Future) -> None:
+    async def _head_outcome(
+        call: FutureCall, head: str, response: DeploymentResponse, started: float, encoder_done: asyncio.Future
+    ) -> None:
         try:
             scores = await response
         except asyncio.CancelledError:
@@ -103,5 +119,12 @@ class SplitHandleModels(ModelClient):
             call.fail(head, describe(exc))
             return
         begun = encoder_done.result() if encoder_done.done() else started
-        call.resolve(head, StageOutcome(candidates=candidates(scores.text), started=min(begun, time.time()), finished=time.time(),
-                                        clauses=tuple(candidates(c) for c in scores.clauses)))
+        call.resolve(
+            head,
+            StageOutcome(
+                candidates=candidates(scores.text),
+                started=min(begun, time.time()),
+                finished=time.time(),
+                clauses=tuple(candidates(c) for c in scores.clauses),
+            ),
+        )

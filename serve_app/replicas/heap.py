@@ -7,6 +7,7 @@ sequential turns; none of 300 once frozen). Ray Serve does this for every replic
 (`RAY_SERVE_FREEZE_GC_ON_STARTUP`); `freeze_startup_heap` is the same step for the processes Serve does not
 start (the monolith baseline) and for what an ingress replica loads after its constructor (a late warm-up).
 """
+
 from __future__ import annotations
 
 import gc

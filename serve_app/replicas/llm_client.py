@@ -4,6 +4,7 @@ Every call goes through the handle, so the turn's deadline and its cancellation 
 `DeploymentResponse` cancels the replica's task, and vLLM aborts the request there (decoding stops, the KV cache
 is freed). `abort(request_id)` cancels the call in flight under that id; it is a no-op for one that finished.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,16 +18,25 @@ from engine.llm.lm import LmReply, LmRequest
 from serve_app.metrics import LlmMetrics
 
 
-
 def request_dict(request: LmRequest) -> dict[str, Any]:
-    return {"messages": request.messages, "json_schema": request.json_schema, "max_tokens": request.max_tokens,
-            "temperature": request.temperature, "request_id": request.request_id, "priority": request.priority}
+    return {
+        "messages": request.messages,
+        "json_schema": request.json_schema,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "request_id": request.request_id,
+        "priority": request.priority,
+    }
 
 
 def reply_of(answer: dict[str, Any]) -> LmReply:
-    return LmReply(text=answer.get("text", ""), finish_reason=answer.get("finish_reason") or "abort",
-                   prompt_tokens=int(answer.get("prompt_tokens", 0)), completion_tokens=int(answer.get("completion_tokens", 0)),
-                   ttft_ms=answer.get("ttft_ms"))
+    return LmReply(
+        text=answer.get("text", ""),
+        finish_reason=answer.get("finish_reason") or "abort",
+        prompt_tokens=int(answer.get("prompt_tokens", 0)),
+        completion_tokens=int(answer.get("completion_tokens", 0)),
+        ttft_ms=answer.get("ttft_ms"),
+    )
 
 
 class HandleLanguageModel:
@@ -39,7 +49,7 @@ class HandleLanguageModel:
         self._route = route
         self._in_flight: dict[str, Any] = {}
 
-    def for_route(self, route: str) -> "HandleLanguageModel":
+    def for_route(self, route: str) -> HandleLanguageModel:
         """The same model, its calls counted under `route`."""
         other = HandleLanguageModel(self._handle, self._metrics, route=route)
         other._in_flight = self._in_flight  # one table: an abort by id finds the call whoever started it
@@ -64,8 +74,10 @@ class HandleLanguageModel:
     async def stream(self, request: LmRequest) -> AsyncIterator[dict[str, Any]]:
         """The answer's deltas (dicts: text, finish_reason, token counts); closing the iterator aborts the request."""
         started = time.monotonic()
-        response = cast(DeploymentResponseGenerator[dict[str, Any]],
-                        self._handle.options(stream=True).stream.remote(request_dict(request)))
+        response = cast(
+            DeploymentResponseGenerator[dict[str, Any]],
+            self._handle.options(stream=True).stream.remote(request_dict(request)),
+        )
         self._in_flight[request.request_id] = response
         last: dict[str, Any] | None = None
         try:
@@ -95,4 +107,3 @@ class HandleLanguageModel:
     def _observe_abort(self, started: float) -> None:
         if self._metrics is not None:
             self._metrics.aborted(self._route, (time.monotonic() - started) * 1000.0)
-

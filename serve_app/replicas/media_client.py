@@ -1,4 +1,5 @@
 """MediaClient over the ASR/OCR DeploymentHandles: only the object key crosses the hop, never the bytes."""
+
 from __future__ import annotations
 
 import asyncio

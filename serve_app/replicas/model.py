@@ -5,6 +5,7 @@ starts, queued work is checked again before its batch runs, and a batch nobody w
 Fault injection (`BATON_FAULTS` and the run's faults file, from the settings, or `user_config: {faults: ...}` flipped at run time) delays or fails stages.
 The constructor returns only once the replica's own models answered a warm-up through this same path.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,8 @@ from deployments.embedding import RunControl
 from deployments.faults import FaultFile, FaultSet, InjectedFault
 from engine.model_client import HEADS
 from serve_app.args import AppArgs
-from serve_app.replicas.batching import DeadlineExpired, MicroBatcher
 from serve_app.metrics import ModelMetrics
+from serve_app.replicas.batching import DeadlineExpired, MicroBatcher
 from serve_app.replicas.work import WORKS, Work
 
 WARMUP_DEADLINE_S = 120.0
@@ -26,8 +27,16 @@ WARMUP_DEADLINE_S = 120.0
 class ReplicaBody:
     """Deadline drop, fault injection, batching and counters around one `Work`; no Ray needed."""
 
-    def __init__(self, work: Work, *, max_wait_s: float, max_concurrent: int, env_faults: str = "",
-                 faults_file: Path | None = None, metrics: ModelMetrics | None = None) -> None:
+    def __init__(
+        self,
+        work: Work,
+        *,
+        max_wait_s: float,
+        max_concurrent: int,
+        env_faults: str = "",
+        faults_file: Path | None = None,
+        metrics: ModelMetrics | None = None,
+    ) -> None:
         self.work = work
         self._metrics = metrics
         self._env_faults = env_faults
@@ -35,8 +44,13 @@ class ReplicaBody:
         self._configured: dict = {}
         self._from_file: dict = {}
         self._file = FaultFile(faults_file)
-        self._batcher = MicroBatcher(self._run, max_batch_size=work.max_batch_size, max_wait_s=max_wait_s,
-                                     max_concurrent=max_concurrent, name=work.stage)
+        self._batcher = MicroBatcher(
+            self._run,
+            max_batch_size=work.max_batch_size,
+            max_wait_s=max_wait_s,
+            max_concurrent=max_concurrent,
+            name=work.stage,
+        )
         self._max_concurrent = max_concurrent
         self.counts = {"calls": 0, "expired": 0}
         self.ready = False
@@ -87,8 +101,12 @@ class ReplicaBody:
         return await self._batcher.submit(item, deadline)
 
     def stats(self) -> dict[str, Any]:
-        return {**self.counts, **{f"batch_{k}": v for k, v in self._batcher.stats.items()},
-                "cancelled": self._faults.cancelled, **self.work.counters()}
+        return {
+            **self.counts,
+            **{f"batch_{k}": v for k, v in self._batcher.stats.items()},
+            "cancelled": self._faults.cancelled,
+            **self.work.counters(),
+        }
 
 
 class ModelReplica:
@@ -99,10 +117,14 @@ class ModelReplica:
         work = WORKS[kind](settings)
         self._pairs = kind in HEADS  # a head's item travels with the vectors it reads
         budget_s = settings.budgets.stage_s(work.stage)
-        self._body = ReplicaBody(work, max_wait_s=budget_s * settings.budgets.batch_wait_share,
-                                 max_concurrent=settings.models.max_concurrent_batches if work.max_batch_size > 1 else 1,
-                                 env_faults=settings.env.faults, faults_file=settings.env.faults_file,
-                                 metrics=ModelMetrics())
+        self._body = ReplicaBody(
+            work,
+            max_wait_s=budget_s * settings.budgets.batch_wait_share,
+            max_concurrent=settings.models.max_concurrent_batches if work.max_batch_size > 1 else 1,
+            env_faults=settings.env.faults,
+            faults_file=settings.env.faults_file,
+            metrics=ModelMetrics(),
+        )
         await self._body.warm_up()
 
     def reconfigure(self, user_config: dict) -> None:

@@ -1,5 +1,6 @@
 """The Orchestrator: the app's ingress, a plain class that the builder wraps with `serve.ingress` and binds to the
 model deployments' handles. It builds the app state once, warms up, and hands Serve the FastAPI app."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,11 +12,11 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from config.settings import Settings
+from deployments.artifacts import served_settings
 from deployments.faults import FaultSet
 from deployments.nlu import shared_heads
 from engine.llm.lm import RoutedLanguageModel
 from engine.model_client import ENCODER, HEADS, ModelClient
-from deployments.artifacts import served_settings
 from serve_app.args import AppArgs
 from serve_app.http.api import create_api
 from serve_app.metrics import LlmMetrics
@@ -37,8 +38,13 @@ Connect = Callable[[str, Any], Awaitable[Database]]
 
 class Orchestrator:
     async def __init__(  # type: ignore[misc]  # Serve awaits an async constructor
-            self, models: dict[str, DeploymentHandle], media: dict[str, DeploymentHandle], args: dict[str, Any], *,
-            connect: Connect = Database.open) -> None:
+        self,
+        models: dict[str, DeploymentHandle],
+        media: dict[str, DeploymentHandle],
+        args: dict[str, Any],
+        *,
+        connect: Connect = Database.open,
+    ) -> None:
         """`models`: the text models' handles (and the Planner's, under `planner`); `media`: ASR's and OCR's; `args`:
         the app's `AppArgs`. `connect(dsn, database settings)` opens the pool (PostgreSQL's, by default)."""
         app_args = AppArgs.model_validate(args)
@@ -48,16 +54,20 @@ class Orchestrator:
         llm_metrics = LlmMetrics()
         clients = model_clients(app_args, settings, dict(models), media, llm_metrics)
         db = await connect(settings.env.database_url.get_secret_value(), settings.database)  # migrates under a lock
-        self.state = build_state(settings, clients, db, readiness=Readiness(ready=False, reason="warming up"),
-                                 llm_metrics=llm_metrics)
+        self.state = build_state(
+            settings, clients, db, readiness=Readiness(ready=False, reason="warming up"), llm_metrics=llm_metrics
+        )
         if settings.serving.metrics_port:
             self.state.metrics.serve(settings.serving.metrics_port, host=settings.serving.metrics_host)
         context = serve.get_replica_context()
         self._replica = context.replica_id.unique_id
         others = [d for d in app_args.deployment_names() if d != context.deployment]
-        readiness = AppReadiness(state=self.state, replica=self._replica,
-                                 deployments_running=lambda: deployments_running(context.app_name, others),
-                                 allowed_degraded=frozenset(FaultSet.parse(settings.env.faults).faults))
+        readiness = AppReadiness(
+            state=self.state,
+            replica=self._replica,
+            deployments_running=lambda: deployments_running(context.app_name, others),
+            allowed_degraded=frozenset(FaultSet.parse(settings.env.faults).faults),
+        )
         if not await readiness.until_ready(within_s=CONSTRUCTOR_WARMUP_S):
             self._warming = asyncio.ensure_future(self._warm_up(readiness))
 
@@ -74,13 +84,20 @@ class Orchestrator:
         """This replica's own state only; the other deployments' readiness is /health's business."""
 
 
-def model_clients(args: AppArgs, settings: Settings, models: dict[str, DeploymentHandle],
-                  media: dict[str, DeploymentHandle], llm_metrics: LlmMetrics) -> ModelClients:
+def model_clients(
+    args: AppArgs,
+    settings: Settings,
+    models: dict[str, DeploymentHandle],
+    media: dict[str, DeploymentHandle],
+    llm_metrics: LlmMetrics,
+) -> ModelClients:
     """The engine's clients over this app's handles: the layout's text models, ASR and OCR, the language model."""
     planner = models.pop("planner", None)
-    return ModelClients(nlu=model_client(models, settings),
-                        media=HandleMedia(asr=media["asr"], ocr=media["ocr"]) if {"asr", "ocr"} <= media.keys() else None,
-                        llm=language_model(args, planner, llm_metrics) if planner is not None else None)
+    return ModelClients(
+        nlu=model_client(models, settings),
+        media=HandleMedia(asr=media["asr"], ocr=media["ocr"]) if {"asr", "ocr"} <= media.keys() else None,
+        llm=language_model(args, planner, llm_metrics) if planner is not None else None,
+    )
 
 
 def model_client(models: dict[str, DeploymentHandle], settings: Settings) -> ModelClient:
@@ -93,7 +110,9 @@ def model_client(models: dict[str, DeploymentHandle], settings: Settings) -> Mod
         models = {name: handle.options(_by_reference=False) for name, handle in models.items()}
     if "nlu" in models:
         return FusedHandleModels(models["nlu"])
-    return SplitHandleModels(encoder=models[ENCODER], heads={h: models[h] for h in HEADS}, shared=shared_heads(settings.models))
+    return SplitHandleModels(
+        encoder=models[ENCODER], heads={h: models[h] for h in HEADS}, shared=shared_heads(settings.models)
+    )
 
 
 def language_model(args: AppArgs, handle: DeploymentHandle, metrics: LlmMetrics) -> RoutedLanguageModel:
@@ -111,6 +130,9 @@ async def deployments_running(app_name: str, names: list[str]) -> str | None:
     app = status.applications.get(app_name)
     if app is None:
         return f"application {app_name!r} is not deployed yet"
-    waiting = [f"{n} ({app.deployments[n].status})" if n in app.deployments else f"{n} (not created)"
-               for n in names if n not in app.deployments or not cast(dict[str, int], app.deployments[n].replica_states).get("RUNNING")]
+    waiting = [
+        f"{n} ({app.deployments[n].status})" if n in app.deployments else f"{n} (not created)"
+        for n in names
+        if n not in app.deployments or not cast(dict[str, int], app.deployments[n].replica_states).get("RUNNING")
+    ]
     return f"waiting for {', '.join(waiting)}" if waiting else None

@@ -14,6 +14,7 @@ Fault injection (stage `planner_llm`: `delay_ms`, `error`, `tokens=N` — decode
 sequence and the schema) comes from the options' `faults` and `faults_file` (the builder's settings: `BATON_FAULTS`
 and the run's faults file) or `user_config: {faults: ...}`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,8 +28,12 @@ from deployments.faults import InjectedFault, StageFaults
 from deployments.vllm_engine import VllmEngine, joined
 
 STAGE = "planner_llm"
-WARMUP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
-                 "additionalProperties": False}
+WARMUP_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
 RECENT_ABORTS = 32
 
 
@@ -40,20 +45,39 @@ class Planner:
     async def __init__(self, options: dict[str, Any], engine: Any = None) -> None:  # type: ignore[misc]  # Serve awaits it
         """`engine`: a built engine with VllmEngine's methods (tests); None builds VllmEngine from `options`."""
         if engine is None:
-            engine_options = {k: options[k] for k in ("max_model_len", "kv_cache_gib", "threads", "enforce_eager", "dtype")
-                              if k in options}
+            engine_options = {
+                k: options[k]
+                for k in ("max_model_len", "kv_cache_gib", "threads", "enforce_eager", "dtype")
+                if k in options
+            }
             engine = VllmEngine(options["model_path"], **engine_options)
         self._engine = engine
-        self._faults = StageFaults(options.get("faults", ""), Path(options["faults_file"]) if options.get("faults_file") else None)
+        self._faults = StageFaults(
+            options.get("faults", ""), Path(options["faults_file"]) if options.get("faults_file") else None
+        )
         self._decoded: dict[str, int] = {}
-        self.counts = {"requests": 0, "finished": 0, "aborted": 0, "aborted_decoding": 0, "errors": 0,
-                       "prompt_tokens": 0, "completion_tokens": 0}
+        self.counts = {
+            "requests": 0,
+            "finished": 0,
+            "aborted": 0,
+            "aborted_decoding": 0,
+            "errors": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        }
         self._aborts: deque[dict[str, Any]] = deque(maxlen=RECENT_ABORTS)
         self.ready = False
         started = time.monotonic()
         for n, schema in enumerate((None, WARMUP_SCHEMA)):
-            await self._engine.complete({"messages": [{"role": "user", "content": "Say OK."}], "json_schema": schema,
-                                         "max_tokens": 8, "temperature": 0.0, "request_id": f"warmup-{n}"})
+            await self._engine.complete(
+                {
+                    "messages": [{"role": "user", "content": "Say OK."}],
+                    "json_schema": schema,
+                    "max_tokens": 8,
+                    "temperature": 0.0,
+                    "request_id": f"warmup-{n}",
+                }
+            )
         self.warmup_s = time.monotonic() - started
         self.ready = True
 
@@ -95,8 +119,13 @@ class Planner:
         return await self._engine.abort(request_id)
 
     def stats(self) -> dict[str, Any]:
-        return {**self.counts, "in_flight": len(self._decoded), "recent_aborts": list(self._aborts),
-                "load_s": round(getattr(self._engine, "load_s", 0.0), 1), "warmup_s": round(self.warmup_s, 1)}
+        return {
+            **self.counts,
+            "in_flight": len(self._decoded),
+            "recent_aborts": list(self._aborts),
+            "load_s": round(getattr(self._engine, "load_s", 0.0), 1),
+            "warmup_s": round(self.warmup_s, 1),
+        }
 
     def check_health(self) -> None:
         if not self.ready:
@@ -111,8 +140,13 @@ class Planner:
         if fault.error:
             raise InjectedFault(f"injected failure in {STAGE}")
         if fault.tokens:
-            return {**request, "json_schema": None, "ignore_eos": True, "min_tokens": fault.tokens,
-                    "max_tokens": fault.tokens}
+            return {
+                **request,
+                "json_schema": None,
+                "ignore_eos": True,
+                "min_tokens": fault.tokens,
+                "max_tokens": fault.tokens,
+            }
         return request
 
     def _account(self, request_id: str, final: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ module imports it, or vLLM's request types, when called. The LLMServer takes Ope
 a plan is a chat request with `response_format` json_schema (vLLM structured outputs) and the request's
 `priority`; cancelling the call cancels the request in the engine, as with the CPU Planner.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,14 +33,15 @@ def serve_llm_deployment(llm_config: dict[str, Any], serve_options: dict[str, An
 class ServeLlmLanguageModel:
     """`engine.llm.lm.LanguageModel` over an LLMServer handle. `model_id`: the LLMConfig's model id."""
 
-    def __init__(self, handle: DeploymentHandle, model_id: str, metrics: LlmMetrics | None = None, *,
-                 route: str = "planner") -> None:
+    def __init__(
+        self, handle: DeploymentHandle, model_id: str, metrics: LlmMetrics | None = None, *, route: str = "planner"
+    ) -> None:
         self._handle = handle.options(stream=True)
         self._model_id = model_id
         self._metrics, self._route = metrics, route
         self._in_flight: dict[str, Any] = {}
 
-    def for_route(self, route: str) -> "ServeLlmLanguageModel":
+    def for_route(self, route: str) -> ServeLlmLanguageModel:
         other = ServeLlmLanguageModel(self._handle, self._model_id, self._metrics, route=route)
         other._in_flight = self._in_flight
         return other
@@ -47,11 +49,21 @@ class ServeLlmLanguageModel:
     def chat_request(self, request: LmRequest) -> Any:  # vLLM's ChatCompletionRequest (imported where vLLM is)
         from ray.serve.llm.openai_api_models import ChatCompletionRequest
 
-        fmt = ({"type": "json_schema", "json_schema": {"name": "plan", "schema": request.json_schema, "strict": True}}
-               if request.json_schema is not None else None)
-        return ChatCompletionRequest(model=self._model_id, messages=request.messages, max_tokens=request.max_tokens,
-                                     temperature=request.temperature, response_format=fmt, priority=request.priority,
-                                     request_id=request.request_id, stream=False)
+        fmt = (
+            {"type": "json_schema", "json_schema": {"name": "plan", "schema": request.json_schema, "strict": True}}
+            if request.json_schema is not None
+            else None
+        )
+        return ChatCompletionRequest(
+            model=self._model_id,
+            messages=request.messages,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            response_format=fmt,
+            priority=request.priority,
+            request_id=request.request_id,
+            stream=False,
+        )
 
     async def complete(self, request: LmRequest) -> LmReply:
         started = time.monotonic()
@@ -76,8 +88,12 @@ class ServeLlmLanguageModel:
     async def stream(self, request: LmRequest) -> AsyncIterator[dict[str, Any]]:
         """The whole answer as one delta (the planner and the replies read whole answers)."""
         reply = await self.complete(request)
-        yield {"text": reply.text, "finish_reason": reply.finish_reason, "prompt_tokens": reply.prompt_tokens,
-               "completion_tokens": reply.completion_tokens}
+        yield {
+            "text": reply.text,
+            "finish_reason": reply.finish_reason,
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+        }
 
     async def abort(self, request_id: str) -> None:
         response = self._in_flight.pop(request_id, None)
@@ -91,6 +107,9 @@ def _reply(answer: Any) -> LmReply:
         message = getattr(answer, "message", None) or getattr(getattr(answer, "error", None), "message", repr(answer))
         raise RuntimeError(f"the LLM server answered no choice: {message}")
     usage = getattr(answer, "usage", None)
-    return LmReply(text=choices[0].message.content or "", finish_reason=choices[0].finish_reason or "stop",
-                   prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                   completion_tokens=getattr(usage, "completion_tokens", 0) or 0)
+    return LmReply(
+        text=choices[0].message.content or "",
+        finish_reason=choices[0].finish_reason or "stop",
+        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+    )

@@ -20,22 +20,24 @@ budget, or less, the model stage budgets it queues under — a turn admitted to 
 would only come back degraded), or when the hard cap of turns in flight is reached. With nothing in flight a
 turn is always admitted, and with nothing measured beyond the recent depths only the cap applies.
 """
+
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from statistics import median
 
+from config.serving import AdmissionConfig
 from engine.deadline import Deadline
 from engine.errors import Overloaded
-from config.serving import AdmissionConfig
 
 
 @dataclass
 class _Depth:
     """Turns admitted with k ahead: the median of the first `min_samples` service times, then a moving average."""
+
     at: float  # last update
     first: list[float]
     average: float | None = None  # set once min_samples turns measured the depth
@@ -48,8 +50,8 @@ class _Depth:
 @dataclass
 class _Load:
     in_flight: int = 0
-    fast_ms: float | None = None       # R
-    per_turn_ms: float | None = None   # Q
+    fast_ms: float | None = None  # R
+    per_turn_ms: float | None = None  # Q
     per_turn_at: float = float("-inf")  # when Q was last updated
     by_depth: dict[int, _Depth] = field(default_factory=dict)  # k ahead
 
@@ -67,8 +69,11 @@ class Admission:
         if load is None or load.fast_ms is None:
             return 0.0
         n, now = load.in_flight, self._clock()
-        recent = {k: depth.average for k, depth in load.by_depth.items()
-                  if k <= n and now - depth.at <= self.cfg.stale_s and depth.average is not None}
+        recent = {
+            k: depth.average
+            for k, depth in load.by_depth.items()
+            if k <= n and now - depth.at <= self.cfg.stale_s and depth.average is not None
+        }
         per_turn = (load.per_turn_ms or 0.0) if now - load.per_turn_at <= self.cfg.stale_s else 0.0
         if not recent:
             return load.fast_ms + n * per_turn
@@ -88,12 +93,16 @@ class Admission:
         load = self._loads.get(modality)
         predicted = self.predict_ms(modality)
         if load is not None and load.in_flight and predicted > cfg.headroom * budget_ms:
-            return (f"A new turn would take about {predicted:.0f} ms with {load.in_flight} in flight; "
-                    f"it must finish within {budget_ms:.0f} ms to meet its budgets. Retry shortly.")
+            return (
+                f"A new turn would take about {predicted:.0f} ms with {load.in_flight} in flight; "
+                f"it must finish within {budget_ms:.0f} ms to meet its budgets. Retry shortly."
+            )
         return None
 
     @asynccontextmanager
-    async def turn(self, budget_ms: float, modality: str = "text", *, deadline: Deadline | None = None) -> AsyncIterator[None]:
+    async def turn(
+        self, budget_ms: float, modality: str = "text", *, deadline: Deadline | None = None
+    ) -> AsyncIterator[None]:
         """Admit a turn or raise Overloaded. A turn whose `deadline` escalated (it waited on the LLM planner, seconds
         on a CPU) teaches nothing about the model stages' queue: its time is not learnt."""
         reason = self.refusal(budget_ms, modality)

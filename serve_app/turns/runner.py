@@ -5,6 +5,7 @@ The deadline starts when the request arrived at the ingress (`ArrivalStamp`), so
 the stored-reply lookup, the session lease, the engine and the commit all spend the same budget, and
 `timings.total_ms` is arrival to reply.
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -32,8 +33,16 @@ class TurnRunner:
     """Runs chat and fill-slots turns. With `stored` and `callers` (the served app) sessions, the log and accounts
     are in PostgreSQL; without them (an in-process app) sessions stay in the engine's own store."""
 
-    def __init__(self, *, engine: TurnEngine, admission: Admission, metrics: TurnMetrics, readiness: Readiness,
-                 stored: StoredChat | None = None, callers: Callers | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        engine: TurnEngine,
+        admission: Admission,
+        metrics: TurnMetrics,
+        readiness: Readiness,
+        stored: StoredChat | None = None,
+        callers: Callers | None = None,
+    ) -> None:
         self.engine = engine
         self.admission = admission
         self.metrics = metrics
@@ -52,26 +61,50 @@ class TurnRunner:
             self.metrics.shed.inc()
             raise Overloaded(reason)
 
-    async def chat(self, body: ChatRequest, *, authorization: str | None, arrived: float,
-                   listener: TurnListener | None = None, caller: Caller | None = None,
-                   message_ids: tuple[UUID, UUID] | None = None, deadline: Deadline | None = None) -> ChatResponse:
+    async def chat(
+        self,
+        body: ChatRequest,
+        *,
+        authorization: str | None,
+        arrived: float,
+        listener: TurnListener | None = None,
+        caller: Caller | None = None,
+        message_ids: tuple[UUID, UUID] | None = None,
+        deadline: Deadline | None = None,
+    ) -> ChatResponse:
         """A chat turn; `listener` hears it as it runs. `caller`: the (user, key) a WebSocket authenticated when it
         connected; `message_ids`: the ids its two logged messages get; `deadline`: the one the caller stamped on
         arrival (a WebSocket frame's, whose later phases then see the turn's escalation), else a new one."""
         if self._stored is not None:
-            check_modality(body)  # before a shadow account, a lease or anything else is written (engine.chat checks it in-process)
+            check_modality(
+                body
+            )  # before a shadow account, a lease or anything else is written (engine.chat checks it in-process)
         deadline = deadline or self.deadline(body.modality, arrived)
 
         async def stored(key_body: ChatRequest, user_id: UUID) -> ChatResponse:
             assert self._stored is not None
             return await self._stored.chat(key_body, user_id, deadline, listener=listener, message_ids=message_ids)
 
-        return await self._run(body, body.modality, deadline, authorization, caller, stored,
-                               lambda: self.engine.chat(body, deadline=deadline, listener=listener))
+        return await self._run(
+            body,
+            body.modality,
+            deadline,
+            authorization,
+            caller,
+            stored,
+            lambda: self.engine.chat(body, deadline=deadline, listener=listener),
+        )
 
-    async def fill_slots(self, body: FillSlotsRequest, *, authorization: str | None, arrived: float,
-                         caller: Caller | None = None, message_ids: tuple[UUID, UUID] | None = None,
-                         deadline: Deadline | None = None) -> ChatResponse:
+    async def fill_slots(
+        self,
+        body: FillSlotsRequest,
+        *,
+        authorization: str | None,
+        arrived: float,
+        caller: Caller | None = None,
+        message_ids: tuple[UUID, UUID] | None = None,
+        deadline: Deadline | None = None,
+    ) -> ChatResponse:
         """A fill-slots turn: continues the session's task or paused workflow."""
         deadline = deadline or self.deadline("text", arrived)
 
@@ -79,12 +112,26 @@ class TurnRunner:
             assert self._stored is not None
             return await self._stored.fill_slots(key_body, user_id, deadline, message_ids=message_ids)
 
-        return await self._run(body, "text", deadline, authorization, caller, stored,
-                               lambda: self.engine.fill_slots(body, deadline=deadline))
+        return await self._run(
+            body,
+            "text",
+            deadline,
+            authorization,
+            caller,
+            stored,
+            lambda: self.engine.fill_slots(body, deadline=deadline),
+        )
 
-    async def _run(self, body: T, modality: str, deadline: Deadline, authorization: str | None, caller: Caller | None,
-                   stored: Callable[[T, UUID], Awaitable[ChatResponse]],
-                   in_process: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+    async def _run(
+        self,
+        body: T,
+        modality: str,
+        deadline: Deadline,
+        authorization: str | None,
+        caller: Caller | None,
+        stored: Callable[[T, UUID], Awaitable[ChatResponse]],
+        in_process: Callable[[], Awaitable[ChatResponse]],
+    ) -> ChatResponse:
         if not self.readiness.ready:
             # never a degraded turn from a replica still warming up: a clear, retryable refusal instead
             raise Starting(f"This replica is still warming up ({self.readiness.reason}); retry shortly.")

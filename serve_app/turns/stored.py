@@ -7,6 +7,7 @@ turn's session state, the user's world, its messages and its stored reply commit
 with the database down nothing runs. Every phase runs inside the turn's deadline, stamped on arrival; the commit
 starts only inside it and, once sent, is never cut off, so a saved turn is never answered "nothing was saved".
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -64,12 +65,20 @@ class StoredChat:
         self._db = db
         self._settings = settings
 
-    async def chat(self, body: ChatRequest, user_id: UUID, deadline: Deadline, listener: TurnListener | None = None,
-                   message_ids: tuple[UUID, UUID] | None = None) -> ChatResponse:
+    async def chat(
+        self,
+        body: ChatRequest,
+        user_id: UUID,
+        deadline: Deadline,
+        listener: TurnListener | None = None,
+        message_ids: tuple[UUID, UUID] | None = None,
+    ) -> ChatResponse:
         """`message_ids`: the ids the user's message and the reply get in the log (default: new ones)."""
         cmid = body.client_message_id
         session_id = body.session_id or (derived_session_id(user_id, cmid) if cmid else new_id().hex)
-        said = UserInput(text=body.text or "", modality=body.modality, source_url=body.source_url, message_ids=message_ids)
+        said = UserInput(
+            text=body.text or "", modality=body.modality, source_url=body.source_url, message_ids=message_ids
+        )
         async with self._leased(user_id, session_id, cmid, deadline, create=True) as turn:
             if turn.stored is not None:
                 return turn.stored
@@ -78,8 +87,9 @@ class StoredChat:
             response = await self._engine.chat_on(state, request, turn.context(listener))
             return await turn.commit(response, state, said)
 
-    async def fill_slots(self, body: FillSlotsRequest, user_id: UUID, deadline: Deadline,
-                         message_ids: tuple[UUID, UUID] | None = None) -> ChatResponse:
+    async def fill_slots(
+        self, body: FillSlotsRequest, user_id: UUID, deadline: Deadline, message_ids: tuple[UUID, UUID] | None = None
+    ) -> ChatResponse:
         said = UserInput(text=body.text if body.text is not None else _slots_text(body.slots), message_ids=message_ids)
         async with self._leased(user_id, body.session_id, body.client_message_id, deadline, create=False) as turn:
             if turn.stored is not None:
@@ -88,15 +98,18 @@ class StoredChat:
             return await turn.commit(response, turn.state, said)
 
     @asynccontextmanager
-    async def _leased(self, user_id: UUID, session_id: str, client_message_id: str | None, deadline: Deadline, *,
-                      create: bool) -> AsyncIterator[LeasedTurn]:
+    async def _leased(
+        self, user_id: UUID, session_id: str, client_message_id: str | None, deadline: Deadline, *, create: bool
+    ) -> AsyncIterator[LeasedTurn]:
         """The session leased for one turn (None for fill-slots on an unknown session), or the stored reply of a turn
         that already ran; a lease the turn did not commit is handed back, and a budget that ran out anywhere inside
         is `Overloaded` (nothing was saved)."""
         try:
             stored = await self._stored(user_id, client_message_id, deadline)
         except StageTimeout as exc:
-            raise Overloaded(f"The turn's budget ran out waiting for the database ({exc.stage}); nothing ran, retry.") from exc
+            raise Overloaded(
+                f"The turn's budget ran out waiting for the database ({exc.stage}); nothing ran, retry."
+            ) from exc
         if stored is not None:
             yield LeasedTurn(self, user_id, session_id, client_message_id, None, deadline, stored=stored)
             return
@@ -109,7 +122,9 @@ class StoredChat:
         except StageTimeout as exc:
             raise Overloaded(f"The turn's budget ran out in {exc.stage}; nothing was saved, retry.") from exc
         except StaleSession as exc:
-            raise SessionBusy(f"Session '{session_id}' was taken over by another turn; retry.", field="session_id") from exc
+            raise SessionBusy(
+                f"Session '{session_id}' was taken over by another turn; retry.", field="session_id"
+            ) from exc
         finally:
             if lease is not None and not turn.committed:
                 await asyncio.wait_for(sessions.release(self._db, lease), RELEASE_TIMEOUT_S)
@@ -121,14 +136,23 @@ class StoredChat:
             # waiting for a busy session ends at the lease budget (409 session_busy); the phase itself may run a
             # little longer, so a statement in flight at that moment does not turn the answer into a timeout
             async with deadline.phase("lease", budgets.stage_s("lease") + LEASE_SLACK_S):
-                return await sessions.acquire(self._db, session_id, user_id, ttl_s=self._settings.session.ttl_s, create=create,
-                                              wait_until=deadline.stage_at(budgets.stage_s("lease")), token=token)
+                return await sessions.acquire(
+                    self._db,
+                    session_id,
+                    user_id,
+                    ttl_s=self._settings.session.ttl_s,
+                    create=create,
+                    wait_until=deadline.stage_at(budgets.stage_s("lease")),
+                    token=token,
+                )
         except StageTimeout as exc:
             if exc.stage == "lease":
                 # the statement may have leased the session as the phase gave up: hand the lease back, or every
                 # retry of this turn would meet session_busy until the lease lapsed (seconds)
                 await self._release_quietly(session_id, token)
-            raise Overloaded(f"The turn's budget ran out waiting for the database ({exc.stage}); nothing ran, retry.") from exc
+            raise Overloaded(
+                f"The turn's budget ran out waiting for the database ({exc.stage}); nothing ran, retry."
+            ) from exc
 
     async def _release_quietly(self, session_id: str, token: UUID) -> None:
         try:
@@ -144,8 +168,14 @@ class StoredChat:
 
         async def recall(vector: tuple[float, ...], text: str) -> list[str]:
             async with self._db.connection() as conn:
-                found = await memory.recall(conn, user_id=user_id, vector=vector, k=llm.memory_k,
-                                            min_score=llm.memory_min_score, exclude=(text,))
+                found = await memory.recall(
+                    conn,
+                    user_id=user_id,
+                    vector=vector,
+                    k=llm.memory_k,
+                    min_score=llm.memory_min_score,
+                    exclude=(text,),
+                )
             return [t for t, _ in found]
 
         return recall
@@ -153,6 +183,7 @@ class StoredChat:
     def _remember(self, user_id: UUID, message_id: UUID, vector: tuple[float, ...]) -> None:
         """Keep the logged message's vector, after the reply and off its path: memory is an aid, not part of the
         turn (a failure is logged, never the turn's)."""
+
         async def remember() -> None:
             try:
                 async with self._db.connection() as conn:
@@ -177,8 +208,17 @@ class StoredChat:
 class LeasedTurn:
     """One turn between its lease and its commit: the session state it found, the world it may change, the commit."""
 
-    def __init__(self, chat: StoredChat, user_id: UUID, session_id: str, client_message_id: str | None,
-                 lease: SessionLease | None, deadline: Deadline, *, stored: ChatResponse | None = None) -> None:
+    def __init__(
+        self,
+        chat: StoredChat,
+        user_id: UUID,
+        session_id: str,
+        client_message_id: str | None,
+        lease: SessionLease | None,
+        deadline: Deadline,
+        *,
+        stored: ChatResponse | None = None,
+    ) -> None:
         self._chat = chat
         self._user_id = user_id
         self._session_id = session_id
@@ -195,14 +235,18 @@ class LeasedTurn:
     def context(self, listener: TurnListener | None = None) -> TurnContext:
         # the lease brought the world along; a turn without a lease (fill-slots on an unknown session) reads it
         self._world = TurnWorld(self._load_world, at_hand=self._lease is not None)
-        self._ctx = TurnContext(deadline=self._deadline, world=self._world, listener=listener,
-                                recall=self._chat._recaller(self._user_id))
+        self._ctx = TurnContext(
+            deadline=self._deadline, world=self._world, listener=listener, recall=self._chat._recaller(self._user_id)
+        )
         return self._ctx
 
     async def _load_world(self) -> World:
         lease = self._lease
-        self._loaded = (worlds.leased(lease.world, lease.world_version) if lease is not None
-                        else await worlds.load(self._chat._db, self._user_id))
+        self._loaded = (
+            worlds.leased(lease.world, lease.world_version)
+            if lease is not None
+            else await worlds.load(self._chat._db, self._user_id)
+        )
         return self._loaded.world
 
     async def commit(self, response: ChatResponse, state: SessionState | None, said: UserInput) -> ChatResponse:
@@ -220,19 +264,38 @@ class LeasedTurn:
             # a voice or image message is logged as what was recognized, with the URL of the original media
             text = said.text if said.modality == "text" else (response.recognized_text or "")
             asked_id, reply_id = said.message_ids or (new_id(), new_id())
-            asked = turn_log.user_message(text, session_id=self._session_id, client_message_id=cmid, question=question,
-                                          modality=said.modality, source_url=said.source_url, message_id=asked_id)
-            reply = turn_log.reply_message(response, now=turn_log.utc_now(),
-                                           question_ttl_s=settings.database.clarification_ttl_s, message_id=reply_id)
+            asked = turn_log.user_message(
+                text,
+                session_id=self._session_id,
+                client_message_id=cmid,
+                question=question,
+                modality=said.modality,
+                source_url=said.source_url,
+                message_id=asked_id,
+            )
+            reply = turn_log.reply_message(
+                response,
+                now=turn_log.utc_now(),
+                question_ttl_s=settings.database.clarification_ttl_s,
+                message_id=reply_id,
+            )
             # a repeat gets the reply as stored here: the turn with its timings up to its commit (the live answer's
             # timings also count the commit)
             response.timings = timings_of(deadline)
             async with chat._db.connection() as conn:
-                await commit_turn(conn, user_id=self._user_id, session_id=self._session_id, lease=self._lease,
-                                  state=state.model_dump(mode="json") if state is not None else None,
-                                  world=self._loaded if changed else None,
-                                  question_id=question.id if question is not None else None, asked=asked, reply=reply,
-                                  client_message_id=cmid, response=response.model_dump(mode="json"))
+                await commit_turn(
+                    conn,
+                    user_id=self._user_id,
+                    session_id=self._session_id,
+                    lease=self._lease,
+                    state=state.model_dump(mode="json") if state is not None else None,
+                    world=self._loaded if changed else None,
+                    question_id=question.id if question is not None else None,
+                    asked=asked,
+                    reply=reply,
+                    client_message_id=cmid,
+                    response=response.model_dump(mode="json"),
+                )
         if self._ctx is not None and self._ctx.vector is not None:
             chat._remember(self._user_id, asked_id, self._ctx.vector)
         self.committed = self._lease is not None and state is not None

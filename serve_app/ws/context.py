@@ -1,4 +1,5 @@
 """What the WebSocket main agent's stages share: who is speaking, execution's reads, a turn's summary."""
+
 from __future__ import annotations
 
 import time
@@ -57,8 +58,10 @@ class StoreFacts:
                 async with self._db.connection() as conn:
                     return await read(conn)
         except StageTimeout as exc:
-            raise Overloaded("The frame's budget ran out reading the conversation before its execution; no write was "
-                             "proposed, retry.") from exc
+            raise Overloaded(
+                "The frame's budget ran out reading the conversation before its execution; no write was "
+                "proposed, retry."
+            ) from exc
 
     async def items(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[CandidateItem]:
         return await self._read(lambda conn: facts.items_in_range(conn, user_id, start_at=start_at, end_at=end_at))
@@ -72,12 +75,17 @@ class StoreFacts:
     async def recent(self, user_id: UUID, limit: int) -> list[ConversationMessageDTO]:
         async def read(conn: asyncpg.Connection) -> list[ConversationMessageDTO]:
             return (await conversation.page(conn, user_id, before_message_id=None, limit=limit))[0]
+
         return await self._read(read)
 
 
 def summary(status: str, reply: str, deadline: Deadline, response: ChatResponse | None = None) -> TurnSummary:
     timings = response.timings.model_copy(deep=True) if response is not None else Timings(budget_ms=deadline.budget_ms)
     timings.total_ms = round((time.time() - deadline.started) * 1000, 2)
-    return TurnSummary(status=status, reply=reply, timings=timings,
-                       routing_debug=response.routing_debug if response is not None else None,
-                       workflow=response.workflow if response is not None else None)
+    return TurnSummary(
+        status=status,
+        reply=reply,
+        timings=timings,
+        routing_debug=response.routing_debug if response is not None else None,
+        workflow=response.workflow if response is not None else None,
+    )

@@ -1,5 +1,6 @@
 """The frames that continue a turn rather than start one: `selection.submit` / `selection.cancel` on a
 `selection.required`, `write.decide` on a `write.confirmation_required`, and `transport.resume`."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,8 +11,16 @@ from engine.errors import InvalidInput
 from protocol.agents import ExecutionLayerInput
 from protocol.rest import PendingClarification
 from protocol.store import ConversationMessageDTO
-from protocol.ws import (ExecutionResultPayload, SelectionCancelPayload, SelectionSubmitPayload, SnapshotPayload,
-                         WriteAppliedPayload, WriteDecidePayload, WsEnvelope, envelope)
+from protocol.ws import (
+    ExecutionResultPayload,
+    SelectionCancelPayload,
+    SelectionSubmitPayload,
+    SnapshotPayload,
+    WriteAppliedPayload,
+    WriteDecidePayload,
+    WsEnvelope,
+    envelope,
+)
 from serve_app.ws.agent import ConversationAgent
 from serve_app.ws.context import Caller, ExecutionError, StoreFacts, summary
 from serve_app.ws.log import Outbox, Send
@@ -21,8 +30,9 @@ from store.errors import NotFound
 SNAPSHOT_LIMIT = 200
 
 
-async def _selection(agent: ConversationAgent, caller: Caller, interaction_id: UUID, arrived: float,
-                     send: Send) -> tuple[str, Deadline, ConversationMessageDTO] | None:
+async def _selection(
+    agent: ConversationAgent, caller: Caller, interaction_id: UUID, arrived: float, send: Send
+) -> tuple[str, Deadline, ConversationMessageDTO] | None:
     """A selection frame's key, deadline and the `selection_required` it answers; None when it was answered
     already (its events were sent again). Either frame answers a selection once: the first one wins."""
     key = f"selection:{interaction_id}"
@@ -35,7 +45,9 @@ async def _selection(agent: ConversationAgent, caller: Caller, interaction_id: U
     return key, deadline, found
 
 
-async def submit(agent: ConversationAgent, caller: Caller, payload: SelectionSubmitPayload, arrived: float, send: Send) -> None:
+async def submit(
+    agent: ConversationAgent, caller: Caller, payload: SelectionSubmitPayload, arrived: float, send: Send
+) -> None:
     """Continue execution with the items chosen; they must be among the ones offered. One answer per selection."""
     opened = await _selection(agent, caller, payload.interaction_id, arrived, send)
     if opened is None:
@@ -44,37 +56,66 @@ async def submit(agent: ConversationAgent, caller: Caller, payload: SelectionSub
     offered = set(asked.metadata.parsed_params.get("candidate_ids", []))
     chosen = [str(i) for i in payload.selected_candidate_ids]
     if not set(chosen) <= offered:
-        raise ExecutionError(InvalidInput("Choose among the candidates offered.", field="payload.selected_candidate_ids"))
+        raise ExecutionError(
+            InvalidInput("Choose among the candidates offered.", field="payload.selected_candidate_ids")
+        )
     inp = dict(asked.metadata.parsed_params["execution"])
     if len(set(chosen)) != 1:
         raise ExecutionError(InvalidInput("Choose exactly one candidate.", field="payload.selected_candidate_ids"))
-    recent = await StoreFacts(agent.db, agent.settings.budgets, deadline).recent(caller.user.id, agent.cfg.recent_messages)
-    execution = ExecutionLayerInput.model_validate({**inp, "recent_messages": [m.model_dump(mode="json") for m in recent]})
+    recent = await StoreFacts(agent.db, agent.settings.budgets, deadline).recent(
+        caller.user.id, agent.cfg.recent_messages
+    )
+    execution = ExecutionLayerInput.model_validate(
+        {**inp, "recent_messages": [m.model_dump(mode="json") for m in recent]}
+    )
     out = Outbox(caller.user.id, key, send)
-    out.messages.append(out.message("submit", "user", "、".join(chosen), message_kind="selection_submit",
-                                    target_agent_name=execution.target_agent_name,
-                                    target_function_name=execution.target_function_name,
-                                    parsed_params={"interaction_id": str(asked.id), "selected_candidate_ids": chosen}))
+    out.messages.append(
+        out.message(
+            "submit",
+            "user",
+            "、".join(chosen),
+            message_kind="selection_submit",
+            target_agent_name=execution.target_agent_name,
+            target_function_name=execution.target_function_name,
+            parsed_params={"interaction_id": str(asked.id), "selected_candidate_ids": chosen},
+        )
+    )
     await agent.execute(caller, out, execution, deadline, selected=payload.selected_candidate_ids)
 
 
-async def cancel(agent: ConversationAgent, caller: Caller, payload: SelectionCancelPayload, arrived: float, send: Send) -> None:
+async def cancel(
+    agent: ConversationAgent, caller: Caller, payload: SelectionCancelPayload, arrived: float, send: Send
+) -> None:
     opened = await _selection(agent, caller, payload.interaction_id, arrived, send)
     if opened is None:
         return
     key, deadline, asked = opened
     out = Outbox(caller.user.id, key, send)
-    names: dict[str, Any] = dict(target_agent_name=asked.metadata.target_agent_name,
-                                 target_function_name=asked.metadata.target_function_name)
-    out.messages.append(out.message("cancel", "user", "取消", message_kind="selection_cancel",
-                                    parsed_params={"interaction_id": str(asked.id)}, **names))
+    names: dict[str, Any] = dict(
+        target_agent_name=asked.metadata.target_agent_name, target_function_name=asked.metadata.target_function_name
+    )
+    out.messages.append(
+        out.message(
+            "cancel",
+            "user",
+            "取消",
+            message_kind="selection_cancel",
+            parsed_params={"interaction_id": str(asked.id)},
+            **names,
+        )
+    )
     reply = "好的，已取消，没有做任何修改。"
-    await out.emit("execution.result", ExecutionResultPayload(reply=reply, turn=summary("cancelled", reply, deadline)),
-                   out.message("cancelled", "assistant", reply, message_kind="execution_result", **names))
+    await out.emit(
+        "execution.result",
+        ExecutionResultPayload(reply=reply, turn=summary("cancelled", reply, deadline)),
+        out.message("cancelled", "assistant", reply, message_kind="execution_result", **names),
+    )
     await agent.commit(out, deadline)
 
 
-async def decide(agent: ConversationAgent, caller: Caller, payload: WriteDecidePayload, arrived: float, send: Send) -> None:
+async def decide(
+    agent: ConversationAgent, caller: Caller, payload: WriteDecidePayload, arrived: float, send: Send
+) -> None:
     """The gate decides and, confirmed, applies — in the transaction that logs the decision and its event."""
     key = f"decide:{payload.write_request_id}:{payload.idempotency_key}"
     deadline = agent.deadline("text", arrived)
@@ -84,20 +125,49 @@ async def decide(agent: ConversationAgent, caller: Caller, payload: WriteDecideP
     try:
         with deadline.measure("commit"):
             async with agent.db.transaction() as conn:
-                result = await write_gate.decide(conn, caller.user.id, payload.write_request_id, decision=payload.decision,
-                                                  idempotency_key=payload.idempotency_key, payload_hash=payload.payload_hash)
+                result = await write_gate.decide(
+                    conn,
+                    caller.user.id,
+                    payload.write_request_id,
+                    decision=payload.decision,
+                    idempotency_key=payload.idempotency_key,
+                    payload_hash=payload.payload_hash,
+                )
                 applied = result.status == "applied"
                 reply = "已保存。" if applied else "好的，没有保存，什么都没改。"
-                message = out.message("decision", "assistant", reply, message_kind="confirmation_decision",
-                                      write_request_id=payload.write_request_id, decision=payload.decision)
+                message = out.message(
+                    "decision",
+                    "assistant",
+                    reply,
+                    message_kind="confirmation_decision",
+                    write_request_id=payload.write_request_id,
+                    decision=payload.decision,
+                )
                 if applied:
-                    await out.emit("write.applied", WriteAppliedPayload(
-                        write_request_id=result.write_request_id, status="applied", applied_target_id=result.applied_target_id,
-                        message=result.message, turn=summary("applied", reply, deadline)), message, after_commit=True)
+                    await out.emit(
+                        "write.applied",
+                        WriteAppliedPayload(
+                            write_request_id=result.write_request_id,
+                            status="applied",
+                            applied_target_id=result.applied_target_id,
+                            message=result.message,
+                            turn=summary("applied", reply, deadline),
+                        ),
+                        message,
+                        after_commit=True,
+                    )
                 else:
-                    await out.emit("execution.result", ExecutionResultPayload(
-                        reply=reply, result=result.model_dump(mode="json"), write_request_id=result.write_request_id,
-                        turn=summary("rejected", reply, deadline)), message, after_commit=True)
+                    await out.emit(
+                        "execution.result",
+                        ExecutionResultPayload(
+                            reply=reply,
+                            result=result.model_dump(mode="json"),
+                            write_request_id=result.write_request_id,
+                            turn=summary("rejected", reply, deadline),
+                        ),
+                        message,
+                        after_commit=True,
+                    )
                 await out.commit(conn)
     except Exception as exc:  # noqa: BLE001 — the gate's refusals are execution errors; nothing was written
         raise ExecutionError(exc) from exc
@@ -115,8 +185,19 @@ async def resume(agent: ConversationAgent, caller: Caller, last_seen_message_id:
     pending = None
     if question is not None:
         meta = question.metadata
-        pending = PendingClarification(question_id=question.id, question_text=question.raw_content,
-                                       missing_fields=meta.missing_fields, expires_at=meta.expires_at, session_id=meta.session_id)
-    return envelope("transport.snapshot", SnapshotPayload(
-        messages=messages, pending_clarification=pending, found_last_seen=found,
-        last_event=WsEnvelope.model_validate(last) if last else None))
+        pending = PendingClarification(
+            question_id=question.id,
+            question_text=question.raw_content,
+            missing_fields=meta.missing_fields,
+            expires_at=meta.expires_at,
+            session_id=meta.session_id,
+        )
+    return envelope(
+        "transport.snapshot",
+        SnapshotPayload(
+            messages=messages,
+            pending_clarification=pending,
+            found_last_seen=found,
+            last_event=WsEnvelope.model_validate(last) if last else None,
+        ),
+    )

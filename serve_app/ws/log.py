@@ -4,6 +4,7 @@ The frame's messages and events are committed together, in the transaction that 
 or applies its decision, so a frame either shows completely in the log (and replays identically) or not at all.
 Events are sent to the client as they are produced; a client that went away finds them in the snapshot.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -15,10 +16,10 @@ from uuid import UUID
 
 import asyncpg
 
-from protocol.base import WireModel
-from protocol.store import ConversationMessageMetadata, MessageRole
 from engine.events import TurnListener
+from protocol.base import WireModel
 from protocol.http_chat import Workflow, WorkflowStep
+from protocol.store import ConversationMessageMetadata, MessageRole
 from protocol.ws import ProcessingPayload, WsEnvelope, envelope
 from store import conversation, conversation_events
 from store.conversation import NewMessage
@@ -45,8 +46,15 @@ class Outbox:
 
     held: list[WsEnvelope] = field(default_factory=list)
 
-    async def emit(self, type_: str, payload: WireModel, message: NewMessage | None = None, *,
-                   logged_as: UUID | None = None, after_commit: bool = False) -> WsEnvelope:
+    async def emit(
+        self,
+        type_: str,
+        payload: WireModel,
+        message: NewMessage | None = None,
+        *,
+        logged_as: UUID | None = None,
+        after_commit: bool = False,
+    ) -> WsEnvelope:
         """Keep an event with the message that logs it (`logged_as`: one already logged) and send it — now, or,
         for an event that names what the commit creates, once `sent_after_commit()`."""
         event = envelope(type_, payload)
@@ -64,10 +72,15 @@ class Outbox:
             await self.send(event)
         self.held.clear()
 
-    def message(self, name: str, role: MessageRole, raw_content: str, *, message_id: UUID | None = None,
-                **metadata: Any) -> NewMessage:
-        return NewMessage(role=role, raw_content=raw_content, metadata=ConversationMessageMetadata(**metadata),
-                          id=message_id or frame_id(self.user_id, self.replay_key, name))
+    def message(
+        self, name: str, role: MessageRole, raw_content: str, *, message_id: UUID | None = None, **metadata: Any
+    ) -> NewMessage:
+        return NewMessage(
+            role=role,
+            raw_content=raw_content,
+            metadata=ConversationMessageMetadata(**metadata),
+            id=message_id or frame_id(self.user_id, self.replay_key, name),
+        )
 
     def question_expiry(self, ttl_s: int) -> datetime:
         return utc_now() + timedelta(seconds=ttl_s)
@@ -90,9 +103,18 @@ class PlanningNotice(TurnListener):
         self._send, self._source = send, source_message_id
 
     async def planning(self, reply: str, budget_ms: float) -> None:
-        await self._send(envelope("execution.processing", ProcessingPayload(
-            source_message_id=self._source, target_agent_name=None, target_function_name=None, stage="planning",
-            budget_ms=budget_ms)))
+        await self._send(
+            envelope(
+                "execution.processing",
+                ProcessingPayload(
+                    source_message_id=self._source,
+                    target_agent_name=None,
+                    target_function_name=None,
+                    stage="planning",
+                    budget_ms=budget_ms,
+                ),
+            )
+        )
 
     async def ack(self, reply: str, workflow: Workflow | None) -> None:
         """The WebSocket answers with the turn's outcome events, not an acknowledgement."""

@@ -10,6 +10,7 @@ code, message and field; the connection stays open and nothing is written. Trans
 once; the others run in order, each in its own deadline from its arrival, and run to their commit even when the
 client goes away (what they produced is in the next `transport.snapshot`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,21 +28,34 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from engine.errors import BatonError
 from protocol.base import WireModel
-from protocol.ws import (CLIENT_PAYLOADS, DialogueAnswerPayload, DialogueInputPayload, PingPayload, PongPayload,
-                         ResumePayload, SelectionCancelPayload, SelectionSubmitPayload, WriteDecidePayload, WsEnvelope,
-                         envelope, utc_now)
-from serve_app.ws import frames
+from protocol.ws import (
+    CLIENT_PAYLOADS,
+    DialogueAnswerPayload,
+    DialogueInputPayload,
+    PingPayload,
+    PongPayload,
+    ResumePayload,
+    SelectionCancelPayload,
+    SelectionSubmitPayload,
+    WriteDecidePayload,
+    WsEnvelope,
+    envelope,
+    utc_now,
+)
 from serve_app.apidocs.asyncapi import asyncapi_document
-from serve_app.ws.context import Caller, ExecutionError
 from serve_app.errors import error_event
 from serve_app.state import AppState, state_of
+from serve_app.ws import frames
 from serve_app.ws.agent import ConversationAgent
+from serve_app.ws.context import Caller, ExecutionError
 
 log = logging.getLogger(__name__)
 EXECUTION_FRAMES = frozenset({"selection.submit", "selection.cancel", "write.decide"})
 UNAUTHORIZED = 1008
 _RUNNING: set[asyncio.Task[None]] = set()
-Queued = tuple[str, WireModel, float]  # a frame's type, its payload and when it arrived  # frames outlive a client that left: hold them until they have committed
+Queued = tuple[
+    str, WireModel, float
+]  # a frame's type, its payload and when it arrived  # frames outlive a client that left: hold them until they have committed
 
 
 class FrameError(BatonError):
@@ -69,7 +83,9 @@ def read_frame(message: Mapping[str, Any], max_bytes: int) -> tuple[WsEnvelope, 
         raise _field_error(exc, prefix="") from exc
     model = CLIENT_PAYLOADS.get(frame.type)
     if model is None:
-        raise FrameError("unknown_type", f"Unknown frame type {frame.type!r}; expected one of {', '.join(CLIENT_PAYLOADS)}.", "type")
+        raise FrameError(
+            "unknown_type", f"Unknown frame type {frame.type!r}; expected one of {', '.join(CLIENT_PAYLOADS)}.", "type"
+        )
     try:
         return frame, model.model_validate(frame.payload)
     except ValidationError as exc:
@@ -158,17 +174,26 @@ class ConversationSocket:
         """The connection's frames in arrival order; after a disconnect, those already received still run."""
         while (item := await queue.get()) is not None:
             kind, payload, arrived = item
-            await self._guarded(kind, self._frame(caller, payload, arrived),
-                                client_message_id=getattr(payload, "client_message_id", None))
+            await self._guarded(
+                kind,
+                self._frame(caller, payload, arrived),
+                client_message_id=getattr(payload, "client_message_id", None),
+            )
 
     def _frame(self, caller: Caller, payload: WireModel, arrived: float) -> Callable[[], Awaitable[None]]:
         """What a queued frame runs, by its payload's type."""
         agent, send = self._agent, self.send
         if isinstance(payload, DialogueInputPayload):
             said = payload
-            return lambda: agent.dialogue(caller, client_message_id=said.client_message_id, modality=said.modality,
-                                          raw_content=said.raw_content, source_url=said.source_url, arrived=arrived,
-                                          send=send)
+            return lambda: agent.dialogue(
+                caller,
+                client_message_id=said.client_message_id,
+                modality=said.modality,
+                raw_content=said.raw_content,
+                source_url=said.source_url,
+                arrived=arrived,
+                send=send,
+            )
         if isinstance(payload, DialogueAnswerPayload):
             answer = payload
             return lambda: agent.answer(caller, answer, arrived, send)
@@ -182,7 +207,9 @@ class ConversationSocket:
         decided = payload
         return lambda: frames.decide(agent, caller, decided, arrived, send)
 
-    async def _guarded(self, kind: str, run: Callable[[], Awaitable[None]], *, client_message_id: str | None = None) -> None:
+    async def _guarded(
+        self, kind: str, run: Callable[[], Awaitable[None]], *, client_message_id: str | None = None
+    ) -> None:
         try:
             await run()
         except ExecutionError as exc:
@@ -190,7 +217,9 @@ class ConversationSocket:
         except Exception as exc:  # noqa: BLE001 — never a dropped connection: a typed error event instead
             if not isinstance(exc, BatonError):
                 log.exception("frame %s failed", kind)
-            await self.send(self.error("execution.error" if kind in EXECUTION_FRAMES else "dialogue.error", exc, client_message_id))
+            await self.send(
+                self.error("execution.error" if kind in EXECUTION_FRAMES else "dialogue.error", exc, client_message_id)
+            )
 
     @property
     def _agent(self) -> ConversationAgent:

@@ -1,4 +1,5 @@
 """Arrival processes: counts match the rate (ramp included), gamma is burstier than Poisson, seeds reproduce."""
+
 from __future__ import annotations
 
 import statistics
@@ -31,7 +32,7 @@ def test_times_are_sorted_inside_the_window_and_reproducible():
 def test_ramp_up_sends_fewer_early_and_the_full_rate_after():
     times = arrival_times(rate=100, duration_s=60, ramp_up_s=20, seed=5)
     first, last = sum(t < 10 for t in times), sum(t >= 50 for t in times)
-    assert first == pytest.approx(250, rel=0.2)     # ∫₀¹⁰ 100·t/20 dt
+    assert first == pytest.approx(250, rel=0.2)  # ∫₀¹⁰ 100·t/20 dt
     assert last == pytest.approx(1000, rel=0.1)
     assert len(times) == pytest.approx(expected_count(rate=100, duration_s=60, ramp_up_s=20), rel=0.05)
 

@@ -1,4 +1,5 @@
 """Headline ratios: best clean goodput per system, older summaries, and ratios that are None without their inputs."""
+
 from __future__ import annotations
 
 from benchmarks.comparisons import best_clean_goodput, clean_goodput_rps, comparisons, ratio
@@ -13,7 +14,10 @@ def test_clean_goodput_of_an_older_summary_is_derived_from_its_counts():
 def test_best_clean_goodput_is_the_highest_level_value_lower_level_on_a_tie():
     levels = {"48.0": {"clean_goodput_rps": 9.0}, "4.0": {"clean_goodput_rps": 9.0}, "16.0": {"clean_goodput_rps": 6.0}}
     assert best_clean_goodput(levels) == {"rps": 9.0, "level": 4.0}
-    assert best_clean_goodput({"4": {"clean_goodput_rps": 1.0}, "16": {"clean_goodput_rps": 2.5}}) == {"rps": 2.5, "level": 16.0}
+    assert best_clean_goodput({"4": {"clean_goodput_rps": 1.0}, "16": {"clean_goodput_rps": 2.5}}) == {
+        "rps": 2.5,
+        "level": 16.0,
+    }
     assert best_clean_goodput({}) is None
 
 
@@ -26,10 +30,18 @@ def test_comparisons_against_encoder_and_monolith():
     result = {
         "systems": {"fused": {"kind": "baton"}, "noop": {"kind": "baton"}, "mono": {"kind": "monolith"}},
         "encoder_alone": {"pooled": {"batch1_p50_ms": 8.0, "ceiling_turns_per_s": 120.0}},
-        "idle": {"systems": {"fused": {"client_wall_ms": {"p50": 40.0}}, "mono": {"client_wall_ms": {"p50": 20.0}},
-                             "noop": {"client_wall_ms": None}}},
-        "best_clean_goodput": {"fused": {"rps": 30.0, "level": 16.0}, "noop": {"rps": 90.0, "level": 48.0},
-                               "mono": {"rps": 15.0, "level": 4.0}},
+        "idle": {
+            "systems": {
+                "fused": {"client_wall_ms": {"p50": 40.0}},
+                "mono": {"client_wall_ms": {"p50": 20.0}},
+                "noop": {"client_wall_ms": None},
+            }
+        },
+        "best_clean_goodput": {
+            "fused": {"rps": 30.0, "level": 16.0},
+            "noop": {"rps": 90.0, "level": 48.0},
+            "mono": {"rps": 15.0, "level": 4.0},
+        },
     }
     c = comparisons(result)
     assert c["monolith"] == "mono" and c["encoder_ceiling_turns_per_s"] == 120.0

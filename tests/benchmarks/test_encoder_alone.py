@@ -1,4 +1,5 @@
 """The encoder-alone result: the child's JSON is parsed and validated, and start + end pool into one figure."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,22 @@ from benchmarks.stats import distribution
 
 def _measurement(single: list[float], rounds: list[float], batch_size: int = 32) -> dict:
     per = statistics.median(rounds) / batch_size
-    return {"runtime": "torch", "threads": 2, "torch_version": "2.13.0+cpu", "encoder_path": "var/encoder/multilingual-e5-small",
-            "texts": 30, "load_s": 3.2, "batch1_ms": distribution(single), "batch1_samples_ms": single,
-            "batch_size": batch_size, "batch_rounds_ms": rounds, "per_sentence_ms": round(per, 4),
-            "ceiling_turns_per_s": round(1000 / per, 2), "loadavg_1m": 1.5, "measured_at": "2026-01-01T00:00:00Z"}
+    return {
+        "runtime": "torch",
+        "threads": 2,
+        "torch_version": "2.13.0+cpu",
+        "encoder_path": "var/encoder/multilingual-e5-small",
+        "texts": 30,
+        "load_s": 3.2,
+        "batch1_ms": distribution(single),
+        "batch1_samples_ms": single,
+        "batch_size": batch_size,
+        "batch_rounds_ms": rounds,
+        "per_sentence_ms": round(per, 4),
+        "ceiling_turns_per_s": round(1000 / per, 2),
+        "loadavg_1m": 1.5,
+        "measured_at": "2026-01-01T00:00:00Z",
+    }
 
 
 def test_parse_takes_the_last_json_line_of_the_child():
@@ -26,10 +39,9 @@ def test_parse_takes_the_last_json_line_of_the_child():
     assert parsed["batch1_ms"]["p50"] == 11.0
 
 
-@pytest.mark.parametrize("stdout,message", [
-    ("", "printed nothing"),
-    ("Traceback (most recent call last):\n  boom", "did not end with JSON"),
-])
+@pytest.mark.parametrize(
+    "stdout,message", [("", "printed nothing"), ("Traceback (most recent call last):\n  boom", "did not end with JSON")]
+)
 def test_parse_refuses_output_without_a_result(stdout, message):
     with pytest.raises(ValueError, match=message):
         parse_result(stdout)

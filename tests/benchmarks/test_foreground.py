@@ -1,5 +1,6 @@
 """One system measured at a time: the others' whole process trees wait under SCHED_IDLE, then get their policy back,
 each thread keeping its niceness."""
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,7 @@ def _ppid(pid: int) -> int | None:
         stat = open(f"/proc/{pid}/stat").read()
     except OSError:
         return None
-    return int(stat[stat.rindex(")") + 2:].split()[1])
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ def test_the_measured_system_keeps_its_priority_and_every_process_of_the_others_
 
 def _state(pid: int) -> str:
     stat = open(f"/proc/{pid}/stat").read()
-    return stat[stat.rindex(")") + 2:].split()[0]
+    return stat[stat.rindex(")") + 2 :].split()[0]
 
 
 def _wait_state(pid: int, want: set[str]) -> str:

@@ -1,4 +1,5 @@
 """The idle phase: blocks alternate order, every system gets the same utterances, warm-up is kept apart, summaries."""
+
 from __future__ import annotations
 
 import socket
@@ -31,15 +32,27 @@ def test_blocks_alternate_and_every_round_has_its_own_texts():
 
 
 def _sample(status: int, wall: float, *, warmup: bool = False, stages: dict | None = None, degraded=()) -> Sample:
-    return Sample(kind="single_intent", turn=0, endpoint="chat", t_send=0.0, wall_ms=wall, status=status, warmup=warmup,
-                  server_total_ms=wall - 2 if status == 200 else None, stages=stages or {}, degraded=list(degraded))
+    return Sample(
+        kind="single_intent",
+        turn=0,
+        endpoint="chat",
+        t_send=0.0,
+        wall_ms=wall,
+        status=status,
+        warmup=warmup,
+        server_total_ms=wall - 2 if status == 200 else None,
+        stages=stages or {},
+        degraded=list(degraded),
+    )
 
 
 def test_idle_summary_drops_warmup_and_reports_stage_p50():
     stages = {"encoder": 10.0, "keyword": 0.1}
     block_a = [_sample(200, 30, stages=stages), _sample(200, 50, stages={"encoder": 20.0}), _sample(503, 2)]
     block_b = [_sample(200, 70, stages=stages, degraded=["retriever"]), _sample(LOST, 30000)]
-    s = idle_summary([_sample(200, 900, warmup=True, stages={"encoder": 800.0}), *block_a, *block_b], [block_a, block_b])
+    s = idle_summary(
+        [_sample(200, 900, warmup=True, stages={"encoder": 800.0}), *block_a, *block_b], [block_a, block_b]
+    )
     assert s["turns"] == 5 and s["ok"] == 3 and s["status_counts"] == {"0": 1, "200": 3, "503": 1}
     assert s["client_wall_ms"]["p50"] == 50 and s["client_wall_ms"]["max"] == 70
     assert s["server_total_ms"]["p50"] == 48
@@ -53,12 +66,23 @@ async def two_systems():
     runners = []
     urls = {}
     for name in ("a", "b"):
+
         async def turn(request: web.Request, name=name) -> web.Response:
             body = await request.json()
             seen[name].append(body)
-            return web.json_response({"session_id": "s", "status": "completed",
-                                      "timings": {"stages": {"encoder": 5.0 if name == "a" else 1.0}, "total_ms": 7.0,
-                                                  "budget_ms": 600, "degraded": []}})
+            return web.json_response(
+                {
+                    "session_id": "s",
+                    "status": "completed",
+                    "timings": {
+                        "stages": {"encoder": 5.0 if name == "a" else 1.0},
+                        "total_ms": 7.0,
+                        "budget_ms": 600,
+                        "degraded": [],
+                    },
+                }
+            )
+
         app = web.Application()
         app.router.add_post("/api/v1/agent/chat", turn)
         runner = web.AppRunner(app)
@@ -93,10 +117,24 @@ async def test_each_system_is_focused_before_its_warm_up_and_each_of_its_blocks(
     urls, _ = two_systems
     spec = Idle(rounds=2, turns_per_block=1, warmup_turns=1, pause_ms=0, settle_s=0, thaw_s=0)
     focused: list[tuple[str, bool]] = []
-    await run_idle(urls, ["一", "二"], spec, seed=5, timeout_s=5, log=lambda _: None,
-                   focus=lambda name, freeze=False: focused.append((name, freeze)))
+    await run_idle(
+        urls,
+        ["一", "二"],
+        spec,
+        seed=5,
+        timeout_s=5,
+        log=lambda _: None,
+        focus=lambda name, freeze=False: focused.append((name, freeze)),
+    )
     assert focused == [(name, True) for name in ["a", "b", "a", "b", "b", "a"]]  # the others stopped: freeze_others
     focused.clear()
-    await run_idle(urls, ["一", "二"], spec.model_copy(update={"freeze_others": False}), seed=5, timeout_s=5,
-                   log=lambda _: None, focus=lambda name, freeze=False: focused.append((name, freeze)))
+    await run_idle(
+        urls,
+        ["一", "二"],
+        spec.model_copy(update={"freeze_others": False}),
+        seed=5,
+        timeout_s=5,
+        log=lambda _: None,
+        focus=lambda name, freeze=False: focused.append((name, freeze)),
+    )
     assert {freeze for _, freeze in focused} == {False}

@@ -1,4 +1,5 @@
 """The routing-quality report: fresh phrasings scored beside a pack's test split."""
+
 from __future__ import annotations
 
 import json
@@ -39,23 +40,54 @@ def near_pairs(texts: list[str], written: list[str], near: float = NEAR) -> list
 
 def _pack(phrasings: list[dict]) -> dict:
     served = {"top1": 0.927, "degraded_turns": 0, "statuses": {"decided": 82}, "errors": []}
-    return {"pack": "timeflow", "intents": 11, "held_out_rows": 82, "classifier_top1": 0.902, "fusion_top1": 0.927,
-            "served_top1": 0.927, "served": served, "build_s": {"served": 27.0}, "rows": {"served": 907}, "finetune": False,
-            "timings": {}, "selected": None, "cross_validation": None, "phrasings": phrasings}
+    return {
+        "pack": "timeflow",
+        "intents": 11,
+        "held_out_rows": 82,
+        "classifier_top1": 0.902,
+        "fusion_top1": 0.927,
+        "served_top1": 0.927,
+        "served": served,
+        "build_s": {"served": 27.0},
+        "rows": {"served": 907},
+        "finetune": False,
+        "timings": {},
+        "selected": None,
+        "cross_validation": None,
+        "phrasings": phrasings,
+    }
 
 
 def _result(*packs: dict) -> dict:
-    return {"packs": list(packs), "git_commit": "0" * 40,
-            "machine": {"cores": 2, "loadavg_at_start": [0.1], "loadavg_at_end": [0.2]}}
+    return {
+        "packs": list(packs),
+        "git_commit": "0" * 40,
+        "machine": {"cores": 2, "loadavg_at_start": [0.1], "loadavg_at_end": [0.2]},
+    }
 
 
 def test_each_set_of_fresh_phrasings_gets_its_figure_and_error_line():
-    first = {"source": "benchmarks/data/phrasings_timeflow.jsonl", "rows": 173, "top1": 0.96, "degraded_turns": 0,
-             "statuses": {"decided": 173}, "errors": [{"expected": "review", "answered": "schedule_query", "rows": 2}]}
-    second = {**first, "source": "benchmarks/data/phrasings_timeflow_2.jsonl", "rows": 176, "top1": 0.9716, "errors": []}
+    first = {
+        "source": "benchmarks/data/phrasings_timeflow.jsonl",
+        "rows": 173,
+        "top1": 0.96,
+        "degraded_turns": 0,
+        "statuses": {"decided": 173},
+        "errors": [{"expected": "review", "answered": "schedule_query", "rows": 2}],
+    }
+    second = {
+        **first,
+        "source": "benchmarks/data/phrasings_timeflow_2.jsonl",
+        "rows": 176,
+        "top1": 0.9716,
+        "errors": [],
+    }
     text = report(_result(_pack([first, second])))
     assert "| 0.902 | 0.927 | 0.927 | 0.960 (173) / 0.972 (176) | 27 s |" in text
-    assert "(`benchmarks/data/phrasings_timeflow.jsonl`, 173 rows): served top-1 0.960; errors: review → schedule_query ×2." in text
+    assert (
+        "(`benchmarks/data/phrasings_timeflow.jsonl`, 173 rows): served top-1 0.960; errors: review → schedule_query ×2."
+        in text
+    )
     assert "(`benchmarks/data/phrasings_timeflow_2.jsonl`, 176 rows): served top-1 0.972; errors: none." in text
 
 
@@ -65,6 +97,7 @@ def test_a_pack_without_phrasings_shows_a_dash():
 
 def test_the_shipped_phrasing_sets_cover_their_pack_and_are_near_none_of_its_rows(tmp_path: Path):
     from tests.support.fakes import pack  # tests/support/fakes.py: the real shipped packs
+
     for name in ("cockpit", "timeflow"):
         sets = phrasing_sets(name)
         assert [p.name for p in sets][:2] == [f"phrasings_{name}.jsonl", f"phrasings_{name}_2.jsonl"]
@@ -76,8 +109,9 @@ def test_the_shipped_phrasing_sets_cover_their_pack_and_are_near_none_of_its_row
             covered |= {intent for _, intent in rows}
             # a later set lost the rows near a pack row or an earlier set's row: the short commands everyone says
             assert len(rows) >= 100, path
-            assert not near_pairs([text for text, _ in rows], written), \
+            assert not near_pairs([text for text, _ in rows], written), (
                 f"{path.name}: a phrasing at or above difflib 0.75 to a pack row measures that row, not a fresh phrasing"
+            )
         assert covered == ids
     assert near_pairs(["把空调关了吧"], ["把空调关了", "打开车窗"]) == [("把空调关了吧", "把空调关了")]
     (tmp_path / "r.jsonl").write_text(json.dumps({"text": "你好", "intent": "__social__"}, ensure_ascii=False) + "\n\n")

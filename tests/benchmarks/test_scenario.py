@@ -1,4 +1,5 @@
 """Scenario files validate; bad ones fail with a message; the shipped mix stays out of the pack's test split."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -57,10 +58,16 @@ def test_estimated_encode_once_run_fits_half_an_hour():
     scenario, _ = load_scenario(SCENARIOS / "encode_once.yaml")
     n = len(scenario.systems)
     idle = scenario.idle
-    seconds = (40 * n + 2 * 30  # starts, encoder alone twice
-               + n * (idle.warmup_turns + idle.rounds * idle.turns_per_block) * (idle.pause_ms / 1000 + 0.15)
-               + sweep_seconds(scenario.load, n) + sweep_seconds(scenario.open_loop, n)
-               + scenario.burst.duration_s + scenario.burst.cooldown_s + 30)
+    seconds = (
+        40 * n
+        + 2 * 30  # starts, encoder alone twice
+        + n * (idle.warmup_turns + idle.rounds * idle.turns_per_block) * (idle.pause_ms / 1000 + 0.15)
+        + sweep_seconds(scenario.load, n)
+        + sweep_seconds(scenario.open_loop, n)
+        + scenario.burst.duration_s
+        + scenario.burst.cooldown_s
+        + 30
+    )
     assert 15 * 60 < seconds < 30 * 60, seconds / 60
 
 
@@ -90,21 +97,30 @@ def _raw(**changes) -> dict:
     return raw
 
 
-@pytest.mark.parametrize("changes,message", [
-    ({"load": {"levels": [4], "duration_s": 5, "ramp_up_s": 9, "warmup_s": 2}}, "ramp_up_s must fit"),
-    ({"burst": {"systems": ["nope"], "upscale_delay_s": 5}}, "burst.systems"),
-    ({"systems": [{"name": "a", "kind": "baton"}, {"name": "a", "kind": "monolith"}]}, "repeat"),
-    ({"arrival": {"process": "uniform"}}, "process"),
-    ({"surprise": 1}, "surprise"),
-    ({"open_loop": {"levels": [4], "duration_s": 5, "arrival": {"process": "closed"}}}, "open_loop.arrival.process"),
-    ({"systems": [{"name": "m", "kind": "monolith", "serve_config": "config/serve_local_split.yaml"}]}, "kind baton only"),
-    ({"systems": [{"name": "b", "kind": "baton", "serve_config": "config/no_such.yaml"}]}, "does not exist"),
-    ({"systems": [{"name": "b", "kind": "baton", "serve_config": "/etc/serve.yaml"}]}, "inside the repository"),
-    ({"systems": [{"name": "b", "kind": "baton", "serve_config": "../serve.yaml"}]}, "inside the repository"),
-    ({"arrival": {"process": "closed"}, "burst": {"systems": ["baton"], "upscale_delay_s": 5}}, "open_loop"),
-    ({"idle": {"rounds": 0}}, "rounds"),
-    ({"encoder_alone": {"batch_size": 1}}, "batch_size"),
-])
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"load": {"levels": [4], "duration_s": 5, "ramp_up_s": 9, "warmup_s": 2}}, "ramp_up_s must fit"),
+        ({"burst": {"systems": ["nope"], "upscale_delay_s": 5}}, "burst.systems"),
+        ({"systems": [{"name": "a", "kind": "baton"}, {"name": "a", "kind": "monolith"}]}, "repeat"),
+        ({"arrival": {"process": "uniform"}}, "process"),
+        ({"surprise": 1}, "surprise"),
+        (
+            {"open_loop": {"levels": [4], "duration_s": 5, "arrival": {"process": "closed"}}},
+            "open_loop.arrival.process",
+        ),
+        (
+            {"systems": [{"name": "m", "kind": "monolith", "serve_config": "config/serve_local_split.yaml"}]},
+            "kind baton only",
+        ),
+        ({"systems": [{"name": "b", "kind": "baton", "serve_config": "config/no_such.yaml"}]}, "does not exist"),
+        ({"systems": [{"name": "b", "kind": "baton", "serve_config": "/etc/serve.yaml"}]}, "inside the repository"),
+        ({"systems": [{"name": "b", "kind": "baton", "serve_config": "../serve.yaml"}]}, "inside the repository"),
+        ({"arrival": {"process": "closed"}, "burst": {"systems": ["baton"], "upscale_delay_s": 5}}, "open_loop"),
+        ({"idle": {"rounds": 0}}, "rounds"),
+        ({"encoder_alone": {"batch_size": 1}}, "batch_size"),
+    ],
+)
 def test_bad_scenarios_are_refused(changes, message):
     with pytest.raises(ValidationError, match=message):
         Scenario.model_validate(_raw(**changes))
@@ -113,15 +129,18 @@ def test_bad_scenarios_are_refused(changes, message):
 def test_a_closed_loop_burst_may_be_sized_by_the_open_loop_or_a_fixed_rate():
     burst = {"systems": ["baton"], "upscale_delay_s": 5}
     closed = {"process": "closed"}
-    with_open = Scenario.model_validate(_raw(arrival=closed, burst=burst,
-                                             open_loop={"levels": [4, 8], "duration_s": 5}))
+    with_open = Scenario.model_validate(
+        _raw(arrival=closed, burst=burst, open_loop={"levels": [4, 8], "duration_s": 5})
+    )
     assert with_open.open_loop.arrival.process.value == "poisson" and with_open.open_loop.warmup_s == 5.0
     assert Scenario.model_validate(_raw(arrival=closed, burst={**burst, "rate_rps": 50})).burst.rate_rps == 50
 
 
 def test_a_phase_drawing_from_a_missing_kind_is_refused(tmp_path):
     raw = _raw(idle={"kind": "no_such_kind"})
-    (tmp_path / "cockpit_mix.yaml").write_text((SCENARIOS / "cockpit_mix.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "cockpit_mix.yaml").write_text(
+        (SCENARIOS / "cockpit_mix.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     with pytest.raises(ValueError, match="idle.kind 'no_such_kind'"):
         load_scenario(tmp_path / "s.yaml")
@@ -139,5 +158,7 @@ def test_a_systems_config_copy_is_named_absolutely_whatever_the_results_folder(t
     from benchmarks.systems import _config_dir
 
     monkeypatch.chdir(tmp_path)  # `--out benchmarks/results/x`: the system then runs in its own folder
-    config_dir = _config_dir(SystemSpec(name="noop", kind="baton", settings={"models.noop": True}), Path("results/noop"))
+    config_dir = _config_dir(
+        SystemSpec(name="noop", kind="baton", settings={"models.noop": True}), Path("results/noop")
+    )
     assert config_dir.is_absolute() and (config_dir / "baton.yaml").is_file()

@@ -1,4 +1,5 @@
 """Percentiles and spreads behave as documented (nearest rank; median with min/max/IQR)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The codebase's own rules, read from the source: package layering, module size, where the environment is read,
 how the app state is reached and where routes are defined."""
+
 from __future__ import annotations
 
 import ast
@@ -14,7 +15,12 @@ PACKAGES = ("config", "engine", "protocol", "store", "media", "models", "deploym
 MAX_LINES = 300
 # the loader reads the environment once for the settings; the launcher writes it for the processes it starts; vLLM's
 # CPU engine is configured only by variables, set in its own replica's process before it is imported
-ENVIRONMENT_READERS = {"config/environment.py", "config/settings.py", "serve_app/ops/launcher.py", "deployments/vllm_engine.py"}
+ENVIRONMENT_READERS = {
+    "config/environment.py",
+    "config/settings.py",
+    "serve_app/ops/launcher.py",
+    "deployments/vllm_engine.py",
+}
 
 
 def sources(*packages: str) -> list[Path]:
@@ -28,8 +34,11 @@ def rel(path: Path) -> str:
 def imported_packages(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-            [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else ([node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+        )
         found |= {name.split(".")[0] for name in names}
     return found & set(PACKAGES)
 
@@ -50,7 +59,9 @@ def test_no_package_imports_one_that_imports_it_back():
 def test_the_engine_and_the_wire_types_import_no_serving_layer():
     for path in sources("engine", "protocol", "store", "config"):
         assert not imported_packages(path) & {"serve_app", "deployments", "models", "benchmarks"}, rel(path)
-        assert "import ray" not in path.read_text(encoding="utf-8") and "from ray" not in path.read_text(encoding="utf-8"), rel(path)
+        assert "import ray" not in path.read_text(encoding="utf-8") and "from ray" not in path.read_text(
+            encoding="utf-8"
+        ), rel(path)
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -62,7 +73,9 @@ def test_no_module_is_over_300_lines(package):
 def test_the_environment_is_read_only_by_the_config_loader_and_the_launcher():
     pattern = re.compile(r"\bos\.(environ|getenv)\b|\bgetenv\(")
     readers = {rel(p) for p in sources(*PACKAGES[:-1]) if pattern.search(p.read_text(encoding="utf-8"))}
-    assert readers <= ENVIRONMENT_READERS, f"read the environment through config.load_settings: {sorted(readers - ENVIRONMENT_READERS)}"
+    assert readers <= ENVIRONMENT_READERS, (
+        f"read the environment through config.load_settings: {sorted(readers - ENVIRONMENT_READERS)}"
+    )
 
 
 def test_the_app_state_is_reached_through_its_typed_accessor():
@@ -87,9 +100,15 @@ def test_no_route_is_defined_inside_a_function():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 for inner in ast.walk(node):
-                    if inner is not node and isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-                            isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute)
+                    if (
+                        inner is not node
+                        and isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef)
+                        and any(
+                            isinstance(d, ast.Call)
+                            and isinstance(d.func, ast.Attribute)
                             and d.func.attr in {"get", "post", "put", "delete", "patch", "websocket", "api_route"}
-                            for d in inner.decorator_list):
+                            for d in inner.decorator_list
+                        )
+                    ):
                         offenders.append(f"{rel(path)}:{inner.lineno} {inner.name}")
     assert not offenders, offenders

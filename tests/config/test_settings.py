@@ -1,4 +1,5 @@
 """Settings validated at load: the session lease outlasts every turn, every stage has a budget, the commit leaves room."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,6 @@ from pydantic import ValidationError
 
 from config.budgets import STAGES
 from config.settings import Settings, load_settings
-
 from tests.support.fakes import CONFIG_DIR
 
 
@@ -82,13 +82,22 @@ def test_the_llm_escalation_must_leave_the_turn_room():
 
 def test_overrides_merge_key_by_key_over_both_files_and_are_validated_like_them():
     shipped = base_settings()
-    over = load_settings(CONFIG_DIR, {"BATON_PACK": "timeflow"},
-                         {"models": {"device": "cuda:1", "heads": {"classifier": {"input": "text", "checkpoint": "/m/bert"}}},
-                          "auth": {"require_token": True}, "budgets": {"stages_ms": {"ocr": 2000}, "turn_ms": {"image_ocr": 2600}},
-                          "pack": "cockpit"})
+    over = load_settings(
+        CONFIG_DIR,
+        {"BATON_PACK": "timeflow"},
+        {
+            "models": {"device": "cuda:1", "heads": {"classifier": {"input": "text", "checkpoint": "/m/bert"}}},
+            "auth": {"require_token": True},
+            "budgets": {"stages_ms": {"ocr": 2000}, "turn_ms": {"image_ocr": 2600}},
+            "pack": "cockpit",
+        },
+    )
     assert over.models.device == "cuda:1" and over.models.head("classifier").checkpoint == "/m/bert"
     assert over.models.head("detector") == shipped.models.head("detector")  # siblings of an overridden key stay
-    assert over.models.encoder_runtime == shipped.models.encoder_runtime and over.auth.token_ttl_s == shipped.auth.token_ttl_s
+    assert (
+        over.models.encoder_runtime == shipped.models.encoder_runtime
+        and over.auth.token_ttl_s == shipped.auth.token_ttl_s
+    )
     assert over.auth.require_token and over.budgets.stages_ms["ocr"] == 2000
     assert over.budgets.stages_ms["asr"] == shipped.budgets.stages_ms["asr"]
     assert over.pack == "timeflow"  # the environment still has the last word
@@ -99,13 +108,22 @@ def test_overrides_merge_key_by_key_over_both_files_and_are_validated_like_them(
 
 
 def test_the_environment_is_read_once_into_the_settings_and_its_secrets_stay_secret():
-    env = {"DATABASE_URL": "postgresql://u:pw@db/baton", "BATON_AUTH_SECRET": "s" * 40, "BATON_FAULTS": "encoder:delay_ms=5",
-           "BATON_FAULTS_FILE": "/run/faults", "PROMETHEUS_MULTIPROC_DIR": "/run/metrics", "BATON_STATE_DIR": "/srv/var"}
+    env = {
+        "DATABASE_URL": "postgresql://u:pw@db/baton",
+        "BATON_AUTH_SECRET": "s" * 40,
+        "BATON_FAULTS": "encoder:delay_ms=5",
+        "BATON_FAULTS_FILE": "/run/faults",
+        "PROMETHEUS_MULTIPROC_DIR": "/run/metrics",
+        "BATON_STATE_DIR": "/srv/var",
+    }
     settings = load_settings(CONFIG_DIR, env)
     assert settings.env.database_url is not None and settings.env.database_url.get_secret_value() == env["DATABASE_URL"]
     assert settings.env.auth_secret is not None and settings.env.auth_secret.get_secret_value() == "s" * 40
-    assert (settings.env.faults, str(settings.env.faults_file), str(settings.env.metrics_dir)) == \
-        ("encoder:delay_ms=5", "/run/faults", "/run/metrics")
+    assert (settings.env.faults, str(settings.env.faults_file), str(settings.env.metrics_dir)) == (
+        "encoder:delay_ms=5",
+        "/run/faults",
+        "/run/metrics",
+    )
     assert str(settings.state_dir) == "/srv/var"
     assert "pw" not in repr(settings) and "pw" not in str(settings.model_dump())  # secrets never print
     bare = load_settings(CONFIG_DIR, {})
@@ -119,8 +137,8 @@ def test_the_test_clock_is_refused_in_a_production_posture_and_needs_a_zone():
         load_settings(CONFIG_DIR, {}, {**pinned, "auth": {"require_token": True}})
     with pytest.raises(ValidationError, match="zone offset"):
         load_settings(CONFIG_DIR, {}, {"testing": {"now": "2026-12-06T23:30:00"}})
-    from serve_app.ops.launcher import load_serve_config
     from serve_app.args import AppArgs
+    from serve_app.ops.launcher import load_serve_config
 
     gpu = load_serve_config(CONFIG_DIR / "serve_gpu.yaml", {})["applications"][0]["args"]
     gpu["overrides"] = {**gpu.get("overrides", {}), **pinned}

@@ -1,7 +1,8 @@
 """Texts and assertions shared by the deployment contract tests."""
+
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,7 @@ def assert_same_results(batch: list[list[Candidate]], single: list[list[Candidat
         assert [c.score for c in b] == pytest.approx([c.score for c in s], abs=1e-4)
 
 
-@lru_cache(maxsize=None)
+@cache
 def shared_encoder(path: str, runtime: str, threads: int):
     """The real shared encoder, loaded once per test session and configuration."""
     from deployments.encoder import Encoder
@@ -54,7 +55,9 @@ def encoder_of(settings):
     from deployments.artifacts import encoder_for
 
     m = settings.models
-    return shared_encoder(str(encoder_for(settings.artifacts_dir(), settings.encoder_path)), m.encoder_runtime, m.threads)
+    return shared_encoder(
+        str(encoder_for(settings.artifacts_dir(), settings.encoder_path)), m.encoder_runtime, m.threads
+    )
 
 
 class FedHead:
@@ -82,7 +85,9 @@ class FedHead:
         return self.head.retrieve(self._firsts(texts))
 
     def detect_batch(self, texts):
-        return [text for text, _ in self.head.detect(self._encoder.encode([[t, *self._clauses.extra(t)] for t in texts]))]
+        return [
+            text for text, _ in self.head.detect(self._encoder.encode([[t, *self._clauses.extra(t)] for t in texts]))
+        ]
 
     def detect_clauses(self, text):
         """Each clause's own labels (the planner reads them)."""

@@ -1,4 +1,5 @@
 """ASR contract on the real faster-whisper base model: English words from espeak-ng, every common container, silence."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,9 @@ def english(cockpit):
     """The served model with its language switched to English (espeak-ng's Mandarin is too robotic for Whisper base)."""
     _, settings = cockpit
     cfg = settings.asr.model_copy(update={"language": "en", "initial_prompt": ""})
-    recognizer = SpeechRecognizer(model_path=bootstrap_whisper(settings.state_dir), cfg=cfg, max_audio_s=settings.media.max_audio_s)
+    recognizer = SpeechRecognizer(
+        model_path=bootstrap_whisper(settings.state_dir), cfg=cfg, max_audio_s=settings.media.max_audio_s
+    )
     recognizer.warmup()
     return recognizer
 
@@ -59,7 +62,9 @@ def test_silence_is_no_speech_not_hallucinated_text(english, cockpit):
     result = english.transcribe(silence_wav(3.0))
     assert result.status == "no_speech" and result.recognized_text == "" and result.reason
     _, settings = cockpit
-    served = SpeechRecognizer(model_path=bootstrap_whisper(settings.state_dir), cfg=settings.asr, max_audio_s=settings.media.max_audio_s)
+    served = SpeechRecognizer(
+        model_path=bootstrap_whisper(settings.state_dir), cfg=settings.asr, max_audio_s=settings.media.max_audio_s
+    )
     assert served.transcribe(silence_wav(3.0)).status == "no_speech"  # the served (Chinese) config too
 
 

@@ -1,16 +1,24 @@
 """Every model class takes its device from config, and a device this machine lacks stops the class with the setting's
 name before anything loads (on a GPU machine the same tests see the model placed there instead)."""
+
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from deployments.asr import SpeechRecognizer
-from deployments.encoder import Encoder
-from deployments.ocr import ImageTextRecognizer
 from config.media import AsrConfig, OcrConfig
 from config.models import ModelsConfig
-from deployments.devices import CPU_PROVIDER, CUDA_PROVIDER, DeviceUnavailable, ctranslate2_device, onnx_providers, torch_device
+from deployments.asr import SpeechRecognizer
+from deployments.devices import (
+    CPU_PROVIDER,
+    CUDA_PROVIDER,
+    DeviceUnavailable,
+    ctranslate2_device,
+    onnx_providers,
+    torch_device,
+)
+from deployments.encoder import Encoder
+from deployments.ocr import ImageTextRecognizer
 
 
 def _gpus() -> dict[str, bool]:
@@ -18,8 +26,11 @@ def _gpus() -> dict[str, bool]:
     import onnxruntime
     import torch
 
-    return {"torch": torch.cuda.is_available(), "ctranslate2": ctranslate2.get_cuda_device_count() > 0,
-            "onnx": CUDA_PROVIDER in onnxruntime.get_available_providers()}
+    return {
+        "torch": torch.cuda.is_available(),
+        "ctranslate2": ctranslate2.get_cuda_device_count() > 0,
+        "onnx": CUDA_PROVIDER in onnxruntime.get_available_providers(),
+    }
 
 
 GPUS = _gpus()
@@ -31,9 +42,14 @@ def test_the_cpu_is_always_there():
     assert onnx_providers("cpu", "ocr.device") == [CPU_PROVIDER]
 
 
-@pytest.mark.parametrize(("check", "runtime", "setting"), [(torch_device, "torch", "models.device"),
-                                                           (ctranslate2_device, "ctranslate2", "asr.device"),
-                                                           (onnx_providers, "onnx", "ocr.device")])
+@pytest.mark.parametrize(
+    ("check", "runtime", "setting"),
+    [
+        (torch_device, "torch", "models.device"),
+        (ctranslate2_device, "ctranslate2", "asr.device"),
+        (onnx_providers, "onnx", "ocr.device"),
+    ],
+)
 def test_a_gpu_is_used_where_there_is_one_and_named_where_there_is_none(check, runtime, setting):
     if GPUS[runtime]:
         assert check("cuda", setting) in ("cuda", [CUDA_PROVIDER, CPU_PROVIDER])
@@ -68,14 +84,16 @@ def test_the_encoder_loads_where_models_device_says(cockpit):
     _, settings = cockpit
     for runtime, backend in (("torch", "torch"), ("onnx", "onnx")):
         cfg = settings.models.model_copy(update={"device": "cuda", "encoder_runtime": runtime})
-        _expect_device(lambda: Encoder(path=settings.encoder_path, cfg=cfg, state_dir=settings.state_dir), backend,
-                       "models.device")
+        _expect_device(
+            lambda: Encoder(path=settings.encoder_path, cfg=cfg, state_dir=settings.state_dir), backend, "models.device"
+        )
 
 
 def test_asr_and_ocr_load_where_their_settings_say(cockpit):
     _, settings = cockpit
     asr = settings.asr.model_copy(update={"device": "cuda", "compute_type": "float16"})
-    _expect_device(lambda: SpeechRecognizer(model_path=settings.whisper_path, cfg=asr, max_audio_s=20), "ctranslate2",
-                   "asr.device")
+    _expect_device(
+        lambda: SpeechRecognizer(model_path=settings.whisper_path, cfg=asr, max_audio_s=20), "ctranslate2", "asr.device"
+    )
     ocr = settings.ocr.model_copy(update={"device": "cuda"})
     _expect_device(lambda: ImageTextRecognizer(cfg=ocr, max_image_pixels=10_000), "onnx", "ocr.device")

@@ -1,20 +1,22 @@
 """Contract tests for deployments.embedding_retriever over the real built cockpit index (no fakes)."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from deployments.embedding_retriever import EmbeddingRetriever
 from deployments.artifacts import RETRIEVER_ROWS
-
+from deployments.embedding_retriever import EmbeddingRetriever
 from tests.deployments.deploy_checks import CLEAR, FedHead, assert_ranked, assert_same_results
 
 MIXED = ["打开车窗", "我想听点周杰伦的歌", "今天晚上吃什么好", "你好", "把空调调到22度", "后视镜收一下", "嗯"]
 
 
 def make(settings, top_k: int) -> FedHead:
-    return FedHead(EmbeddingRetriever(artifacts=settings.artifacts_dir("cockpit"), cfg=settings.models, top_k=top_k), settings)
+    return FedHead(
+        EmbeddingRetriever(artifacts=settings.artifacts_dir("cockpit"), cfg=settings.models, top_k=top_k), settings
+    )
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,10 @@ def short_retriever(cockpit):
 @pytest.fixture(scope="module")
 def train_intents(cockpit) -> set[str]:
     _, settings = cockpit
-    return {r["intent"] for r in json.loads((settings.artifacts_dir("cockpit") / RETRIEVER_ROWS).read_text(encoding="utf-8"))}
+    return {
+        r["intent"]
+        for r in json.loads((settings.artifacts_dir("cockpit") / RETRIEVER_ROWS).read_text(encoding="utf-8"))
+    }
 
 
 def test_votes_form_a_distribution(retriever, cockpit, train_intents):

@@ -1,4 +1,5 @@
 """Contract tests for deployments.faults: the fault spec grammar and what apply() does at run time."""
+
 from __future__ import annotations
 
 import asyncio
@@ -36,13 +37,16 @@ def test_empty_spec_means_no_faults(spec):
     assert fs.faults == {} and fs.cancelled == 0
 
 
-@pytest.mark.parametrize("spec", [
-    "classifier:bogus=1",            # unknown key
-    "classifier:delay_ms=1,color=red",
-    ":delay_ms=5",                   # no stage name
-    "classifier:delay_ms=abc",       # not a number
-    "delay_ms=50",                   # bare options and no default stage to apply them to
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "classifier:bogus=1",  # unknown key
+        "classifier:delay_ms=1,color=red",
+        ":delay_ms=5",  # no stage name
+        "classifier:delay_ms=abc",  # not a number
+        "delay_ms=50",  # bare options and no default stage to apply them to
+    ],
+)
 def test_bad_specs_raise_value_error(spec):
     with pytest.raises(ValueError):
         FaultSet.parse(spec)

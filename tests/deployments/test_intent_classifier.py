@@ -1,4 +1,5 @@
 """Contract tests for deployments.intent_classifier with the real built cockpit models (no fakes)."""
+
 from __future__ import annotations
 
 import json
@@ -7,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deployments.intent_classifier import BACKENDS, IntentClassifier
 from config.models import HeadConfig
 from deployments.artifacts import read_manifest
-
+from deployments.intent_classifier import BACKENDS, IntentClassifier
 from tests.deployments.deploy_checks import CLEAR, FedHead, assert_ranked, assert_same_results
 
 MIXED = ["打开车窗", "我想听点周杰伦的歌", "今天晚上吃什么好", "你好", "把空调调到22度", "后视镜收一下"]
@@ -112,13 +112,27 @@ def tiny_bert(tmp_path_factory) -> tuple[Path, dict[int, str]]:
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
     path = tmp_path_factory.mktemp("tiny-bert")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys("打开关闭车窗空调到度音乐播放导航去公司我想听")]
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        *dict.fromkeys("打开关闭车窗空调到度音乐播放导航去公司我想听"),
+    ]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     BertTokenizer(str(path / "vocab.txt")).save_pretrained(str(path))
     id2label = {0: "alpha_open", 1: "beta_close", 2: "gamma_music", 3: "delta_nav"}
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, num_labels=len(id2label), id2label=id2label,
-                        label2id={v: k for k, v in id2label.items()})
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=len(id2label),
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+    )
     torch.manual_seed(0)
     BertForSequenceClassification(config).eval().save_pretrained(str(path))
     return path, id2label
@@ -163,8 +177,8 @@ def test_hf_backend_reads_labels_from_the_checkpoint_config(tiny_bert):
 def test_the_fast_ngram_scoring_equals_the_pipelines(cockpit):
     import joblib
 
-    from deployments.intent_classifier import NgramModel
     from deployments.artifacts import CLASSIFIER_NGRAM
+    from deployments.intent_classifier import NgramModel
 
     _, settings = cockpit
     pipeline = joblib.load(settings.artifacts_dir("cockpit") / CLASSIFIER_NGRAM)

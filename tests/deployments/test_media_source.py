@@ -1,4 +1,5 @@
 """The ASR/OCR deployments' store access: objects are read by key, only for their owner, only of the stage's kind."""
+
 from __future__ import annotations
 
 import pytest

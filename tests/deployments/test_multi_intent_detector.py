@@ -1,13 +1,13 @@
 """Contract tests for deployments.multi_intent_detector with the real built cockpit detector head (no fakes)."""
+
 from __future__ import annotations
 
 import pytest
 
+from deployments.artifacts import read_manifest
 from deployments.multi_intent_detector import MultiIntentDetector
 from engine.clauses import ClauseSplitter
 from engine.pack import SPECIAL_INTENTS
-from deployments.artifacts import read_manifest
-
 from tests.deployments.deploy_checks import FedHead, assert_ranked, assert_same_results
 
 # Two requests in one breath, each clause naming a different cockpit intent; own phrasings, not the pack's.
@@ -34,7 +34,9 @@ def detector_labels(cockpit) -> list[str]:
 def detector(cockpit, detector_labels):
     """top_k = every detector label, so each label's score is visible."""
     _, settings = cockpit
-    return FedHead(MultiIntentDetector(artifacts=settings.artifacts_dir("cockpit"), top_k=len(detector_labels)), settings)
+    return FedHead(
+        MultiIntentDetector(artifacts=settings.artifacts_dir("cockpit"), top_k=len(detector_labels)), settings
+    )
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +93,9 @@ def test_whole_text_score_is_at_least_each_clause_alone(detector, cockpit):
 
 def test_chitchat_detects_no_task(detector, cockpit):
     _, settings = cockpit
-    for text, cands in zip(["晚上好啊", "帮我写一首关于秋天的诗"], detector.detect_batch(["晚上好啊", "帮我写一首关于秋天的诗"])):
+    for text, cands in zip(
+        ["晚上好啊", "帮我写一首关于秋天的诗"], detector.detect_batch(["晚上好啊", "帮我写一首关于秋天的诗"])
+    ):
         assert cands[0].score < settings.detector.threshold, (text, cands[:3])
 
 

@@ -1,10 +1,10 @@
 """The NLU composition on the real models: one encoder pass per batch, heads on its vectors, declared degradations."""
+
 from __future__ import annotations
 
 import pytest
 
 from deployments.nlu import NluItem, build_nlu
-
 from tests.deployments.deploy_checks import CLEAR
 
 ITEMS = [NluItem(text) for text in CLEAR] + [NluItem("打开车窗然后播放音乐", ("打开车窗", "播放音乐"))]

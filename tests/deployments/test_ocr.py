@@ -1,4 +1,5 @@
 """OCR contract on the real RapidOCR models: accuracy on rendered Chinese, reading order, blank and broken images."""
+
 from __future__ import annotations
 
 import io
@@ -20,7 +21,11 @@ def ocr(cockpit):
 def test_character_error_rate_on_rendered_images_is_at_most_5_percent(ocr):
     samples = ocr_samples(14)
     assert len({s.font for s in samples}) >= 3 and len({s.size for s in samples}) >= 3
-    assert any(abs(s.angle) >= 2 for s in samples) and any(s.blur >= 0.5 for s in samples) and any(s.noise >= 6 for s in samples)
+    assert (
+        any(abs(s.angle) >= 2 for s in samples)
+        and any(s.blur >= 0.5 for s in samples)
+        and any(s.noise >= 6 for s in samples)
+    )
     results = [ocr.recognize(s.png) for s in samples]
     hyps = [r.recognized_text for r in results]
     rate = cer([s.text for s in samples], hyps)

@@ -1,6 +1,7 @@
 """The Planner deployment's body around a fake engine: warm-up, streaming, the counts of aborts (a cancelled call, an
 abort by id, a caller that stops reading), and fault injection. The real engine is tests/llm's (make test-llm)
 and the served app's."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,11 +27,24 @@ class FakeEngine:
         for n, word in enumerate(self.words, 1):
             await asyncio.sleep(self.pause)
             if request["request_id"] in self.aborted:
-                yield {"text": "", "finish_reason": "abort", "prompt_tokens": 3, "completion_tokens": n - 1, "ttft_ms": 1.0, "e2e_ms": 2.0}
+                yield {
+                    "text": "",
+                    "finish_reason": "abort",
+                    "prompt_tokens": 3,
+                    "completion_tokens": n - 1,
+                    "ttft_ms": 1.0,
+                    "e2e_ms": 2.0,
+                }
                 return
             last = n == len(self.words)
-            yield {"text": word + ("" if last else " "), "finish_reason": "stop" if last else None, "prompt_tokens": 3,
-                   "completion_tokens": n, "ttft_ms": 1.0, "e2e_ms": 2.0}
+            yield {
+                "text": word + ("" if last else " "),
+                "finish_reason": "stop" if last else None,
+                "prompt_tokens": 3,
+                "completion_tokens": n,
+                "ttft_ms": 1.0,
+                "e2e_ms": 2.0,
+            }
 
     async def complete(self, request):
         return {"text": "".join([d["text"] async for d in self.stream(request)])}
@@ -41,8 +55,14 @@ class FakeEngine:
 
 
 def request(request_id="r1", **extra):
-    return {"messages": [{"role": "user", "content": "hi"}], "json_schema": {"type": "object"}, "max_tokens": 16,
-            "temperature": 0.0, "request_id": request_id, **extra}
+    return {
+        "messages": [{"role": "user", "content": "hi"}],
+        "json_schema": {"type": "object"},
+        "max_tokens": 16,
+        "temperature": 0.0,
+        "request_id": request_id,
+        **extra,
+    }
 
 
 async def planner(engine=None) -> Planner:
@@ -110,7 +130,9 @@ async def test_faults_fail_delay_or_force_a_long_generation():
     p.reconfigure({"faults": "tokens=400"})
     await p.complete(request("t"))
     forced = engine.requests[-1]
-    assert forced["min_tokens"] == forced["max_tokens"] == 400 and forced["ignore_eos"] and forced["json_schema"] is None
+    assert (
+        forced["min_tokens"] == forced["max_tokens"] == 400 and forced["ignore_eos"] and forced["json_schema"] is None
+    )
     p.reconfigure({"faults": ""})
     await p.complete(request("plain"))
     assert "min_tokens" not in engine.requests[-1] and engine.requests[-1]["json_schema"] == {"type": "object"}

@@ -1,5 +1,6 @@
 """The shared encoder on the real e5-small weights as the cockpit pack tuned them: both runtimes agree, one call is one
 pass, a pass can be stopped."""
+
 from __future__ import annotations
 
 import threading
@@ -8,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from deployments.encoder import Encoder
 from deployments.artifacts import encoder_for
 from deployments.embedding import PassStopped, RunControl
+from deployments.encoder import Encoder
 
 TEXTS = ["打开车窗", "把空调调到二十二度", "导航去最近的加油站", "我想听点周杰伦的歌"]
 
@@ -18,9 +19,14 @@ TEXTS = ["打开车窗", "把空调调到二十二度", "导航去最近的加�
 @pytest.fixture(scope="module")
 def encoders(cockpit):
     _, settings = cockpit
+
     def make(runtime: str) -> Encoder:
-        return Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=settings.models.model_copy(update={"encoder_runtime": runtime}),
-                       state_dir=settings.state_dir)
+        return Encoder(
+            path=encoder_for(settings.artifacts_dir(), settings.encoder_path),
+            cfg=settings.models.model_copy(update={"encoder_runtime": runtime}),
+            state_dir=settings.state_dir,
+        )
+
     return {"onnx": make("onnx"), "torch": make("torch")}
 
 
@@ -73,8 +79,12 @@ def test_a_running_torch_pass_stops_at_the_next_layer(encoders):
 
 def test_a_pass_that_finds_the_replica_quiet_uses_the_idle_threads_and_gives_the_same_vectors(cockpit):
     _, settings = cockpit
-    cfg = settings.models.model_copy(update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_after_ms": 50.0})
-    encoder = Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir)
+    cfg = settings.models.model_copy(
+        update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_after_ms": 50.0}
+    )
+    encoder = Encoder(
+        path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir
+    )
     time.sleep(0.06)
     quiet = encoder.encode([TEXTS[:2]])[0]
     assert encoder.counts["quiet_passes"] == 1, "one turn after a quiet spell runs on the idle threads"
@@ -98,8 +108,12 @@ def test_the_quiet_sessions_workers_run_at_the_configured_niceness_and_no_other_
     import os
 
     _, settings = cockpit
-    cfg = settings.models.model_copy(update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_nice": 17})
-    encoder = Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir)
+    cfg = settings.models.model_copy(
+        update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_nice": 17}
+    )
+    encoder = Encoder(
+        path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir
+    )
     workers = encoder._model.quiet_workers
     assert len(workers) == 1, "two intra-op threads: the caller's and one worker of the session's own"
     assert os.getpriority(os.PRIO_PROCESS, workers[0]) == 17
@@ -114,8 +128,12 @@ def test_the_quiet_sessions_workers_run_a_pass_under_the_normal_policy_and_wait_
     import os
 
     _, settings = cockpit
-    cfg = settings.models.model_copy(update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_park": True})
-    encoder = Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir)
+    cfg = settings.models.model_copy(
+        update={"encoder_runtime": "onnx", "threads": 1, "idle_threads": 2, "idle_park": True}
+    )
+    encoder = Encoder(
+        path=encoder_for(settings.artifacts_dir(), settings.encoder_path), cfg=cfg, state_dir=settings.state_dir
+    )
     model = encoder._model
     (worker,) = model.quiet_workers
     assert os.sched_getscheduler(worker) == os.SCHED_IDLE  # parked from the start
@@ -134,6 +152,9 @@ def test_the_quiet_sessions_workers_run_a_pass_under_the_normal_policy_and_wait_
     assert os.sched_getscheduler(worker) == os.SCHED_IDLE and os.getpriority(os.PRIO_PROCESS, worker) == cfg.idle_nice
     encoder.encode([TEXTS[:1], TEXTS[1:2]])  # a busy pass runs on the other session and leaves the worker parked
     assert len(during) == 1 and os.sched_getscheduler(worker) == os.SCHED_IDLE
-    off = Encoder(path=encoder_for(settings.artifacts_dir(), settings.encoder_path),
-                  cfg=cfg.model_copy(update={"idle_park": False}), state_dir=settings.state_dir)
+    off = Encoder(
+        path=encoder_for(settings.artifacts_dir(), settings.encoder_path),
+        cfg=cfg.model_copy(update={"idle_park": False}),
+        state_dir=settings.state_dir,
+    )
     assert os.sched_getscheduler(off._model.quiet_workers[0]) == os.SCHED_OTHER

@@ -1,4 +1,5 @@
 """Naming the threads a call started and lowering their priority (Linux)."""
+
 from __future__ import annotations
 
 import os

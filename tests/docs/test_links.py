@@ -1,4 +1,5 @@
 """Every relative link in README.md, docs/ and the benchmark summary resolves, anchors included; README stays short."""
+
 from __future__ import annotations
 
 import re
@@ -99,7 +100,9 @@ def test_every_relative_link_resolves():
 
 def test_readme_is_short():
     size = (ROOT / "README.md").stat().st_size
-    assert size <= README_MAX_BYTES, f"README.md is {size} bytes; keep it under {README_MAX_BYTES} and move detail to docs/"
+    assert size <= README_MAX_BYTES, (
+        f"README.md is {size} bytes; keep it under {README_MAX_BYTES} and move detail to docs/"
+    )
 
 
 def test_slug_follows_github():

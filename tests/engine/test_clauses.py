@@ -1,8 +1,8 @@
 """The one clause split of a turn (shared by the encoder call and the detector)."""
+
 from __future__ import annotations
 
 from engine.clauses import ClauseSplitter
-
 from tests.support.fakes import base_settings
 
 SPLIT = ClauseSplitter(base_settings().clauses)

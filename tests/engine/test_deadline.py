@@ -1,15 +1,16 @@
 """Deadline and degradation: a late stage is cancelled, raises StageTimeout, and the turn still answers in budget."""
+
 from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC
 
 import pytest
 
-from engine.deadline import Deadline, StageTimeout
 from config.budgets import STAGES
+from engine.deadline import Deadline, StageTimeout
 from protocol.http_chat import ChatRequest, TurnStatus
-
 from tests.support.fakes import FakeModelClient, Rig, with_budgets
 
 SLOW = 5.0  # seconds a "hung" fake stage would sleep; every test must finish far sooner
@@ -99,8 +100,12 @@ async def test_slow_classifier_degrades_alone_and_turn_executes_on_keyword_plus_
     settings = with_budgets(turn_ms=400, classifier=60)
     fake = FakeModelClient(delays={"classifier": SLOW})
     # the classifier would have pointed elsewhere; it must not count since it never answers in time
-    fake.on("打开车窗", classifier=[("cabin_window_close", 0.99)], retriever=[("cabin_window_open", 0.9)],
-            detector=[("cabin_window_open", 0.95)])
+    fake.on(
+        "打开车窗",
+        classifier=[("cabin_window_close", 0.99)],
+        retriever=[("cabin_window_open", 0.9)],
+        detector=[("cabin_window_open", 0.95)],
+    )
     rig = Rig(models=fake, settings=settings)
 
     t0 = time.perf_counter()
@@ -205,8 +210,10 @@ async def test_timings_run_from_arrival_and_draw_the_turn() -> None:
     fake = FakeModelClient(delays={"classifier": 0.02, "retriever": 0.03}).sure("打开车窗", "cabin_window_open")
     rig = Rig(models=fake, settings=with_budgets(turn_ms=2000))
     arrived = time.time() - 0.1  # the request reached the ingress 100 ms before the engine saw it
-    resp = await rig.engine.chat(ChatRequest(user_id="u1", session_id="s1", text="打开车窗"),
-                                 deadline=rig.engine.deadline("text", arrived=arrived))
+    resp = await rig.engine.chat(
+        ChatRequest(user_id="u1", session_id="s1", text="打开车窗"),
+        deadline=rig.engine.deadline("text", arrived=arrived),
+    )
     t = resp.timings
     assert t.total_ms >= 100
     assert set(t.spans_ms) == set(t.stages) and {"encoder", *HEADS, "keyword", "fusion", "commit"} <= set(t.spans_ms)
@@ -227,5 +234,5 @@ def test_a_pinned_clock_starts_at_its_instant_and_runs_on():
     start = datetime(2026, 12, 6, 23, 30, tzinfo=timezone(timedelta(hours=8)))
     clock = pinned_clock(start, monotonic=lambda: next(ticks))
     assert clock() == start and clock() == start + timedelta(seconds=60.5)
-    real = app_clock(timezone.utc, None)()
-    assert abs((real - datetime.now(timezone.utc)).total_seconds()) < 5
+    real = app_clock(UTC, None)()
+    assert abs((real - datetime.now(UTC)).total_seconds()) < 5

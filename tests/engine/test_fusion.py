@@ -1,11 +1,11 @@
 """engine.fusion.fuse: weighted scores, accepted bonus, degraded stages, and the four decisions."""
+
 from __future__ import annotations
 
 import pytest
 
 from engine.fusion import RouteDecision, fuse, stage_debug
 from protocol.http_chat import Candidate, StageDebug
-
 from tests.support.fakes import base_settings
 
 CFG = base_settings().fusion
@@ -37,8 +37,13 @@ def test_stage_debug_accepts_only_a_top_at_or_above_the_threshold() -> None:
 
 
 def test_execute_when_keyword_and_classifier_agree() -> None:
-    result = fuse({"keyword": stage("keyword", ("cabin_window_open", 1.0)),
-                   "classifier": stage("classifier", ("cabin_window_open", 0.9), ("cabin_window_close", 0.05))}, CFG)
+    result = fuse(
+        {
+            "keyword": stage("keyword", ("cabin_window_open", 1.0)),
+            "classifier": stage("classifier", ("cabin_window_open", 0.9), ("cabin_window_close", 0.05)),
+        },
+        CFG,
+    )
     assert result.decision == RouteDecision.execute
     assert result.top.intent == "cabin_window_open"
     assert result.top.score == pytest.approx(1.15 + BONUS + 0.9 + BONUS)
@@ -67,8 +72,13 @@ def test_classifier_with_small_margin_is_not_sure() -> None:
 
 
 def test_clarify_when_two_candidates_are_close() -> None:
-    result = fuse({"classifier": stage("classifier", ("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.42)),
-                   "retriever": stage("retriever", ("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.44))}, CFG)
+    result = fuse(
+        {
+            "classifier": stage("classifier", ("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.42)),
+            "retriever": stage("retriever", ("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.44)),
+        },
+        CFG,
+    )
     scores = ranked(result)
     assert scores["cabin_window_open"] == pytest.approx(0.45 + 0.75 * 0.45)
     assert scores["cabin_sunroof_open"] == pytest.approx(0.42 + 0.75 * 0.44)
@@ -84,8 +94,10 @@ def test_single_candidate_between_thresholds_routes_to_cloud_not_clarify() -> No
     assert result.decision == RouteDecision.route_to_cloud
 
 
-@pytest.mark.parametrize(("score", "decision"), [(0.74, RouteDecision.reject), (0.75, RouteDecision.route_to_cloud),
-                                               (0.76, RouteDecision.route_to_cloud)])
+@pytest.mark.parametrize(
+    ("score", "decision"),
+    [(0.74, RouteDecision.reject), (0.75, RouteDecision.route_to_cloud), (0.76, RouteDecision.route_to_cloud)],
+)
 def test_route_to_cloud_threshold_boundary(score: float, decision: RouteDecision) -> None:
     cfg = CFG.model_copy(update={"weights": {**W, "retriever": 1.0}, "accepted_bonus": 0.0})
     result = fuse({"retriever": stage("retriever", ("a", score))}, cfg)
@@ -111,21 +123,35 @@ def test_reject_low_score_and_empty() -> None:
 
 def test_one_non_keyword_backer_needs_classifier_certainty_even_above_threshold() -> None:
     cfg = CFG.model_copy(update={"execute_threshold": 1.0})
-    result = fuse({"classifier": stage("classifier", ("a", 0.6), ("b", 0.55)),
-                   "retriever": stage("retriever", ("a", 0.4))}, cfg)
+    result = fuse(
+        {"classifier": stage("classifier", ("a", 0.6), ("b", 0.55)), "retriever": stage("retriever", ("a", 0.4))}, cfg
+    )
     assert result.top.score == pytest.approx(0.6 + BONUS + 0.3)
     assert result.top.score >= cfg.execute_threshold
     assert result.decision == RouteDecision.route_to_cloud
-    both = fuse({"classifier": stage("classifier", ("a", 0.6), ("b", 0.55)),
-                 "retriever": stage("retriever", ("a", 0.6))}, cfg)
+    both = fuse(
+        {"classifier": stage("classifier", ("a", 0.6), ("b", 0.55)), "retriever": stage("retriever", ("a", 0.6))}, cfg
+    )
     assert both.decision == RouteDecision.execute and "classifier+retriever" in both.reason
 
 
 def test_degraded_stages_are_ignored() -> None:
-    hung = StageDebug(degraded=True, accepted=True, selected_intent="cabin_window_close", score=0.99,
-                      candidates=[Candidate(intent="cabin_window_close", score=0.99)], error="classifier exceeded 50 ms")
-    result = fuse({"keyword": stage("keyword", ("cabin_window_open", 1.0)), "classifier": hung,
-                   "retriever": stage("retriever", ("cabin_window_open", 0.9))}, CFG)
+    hung = StageDebug(
+        degraded=True,
+        accepted=True,
+        selected_intent="cabin_window_close",
+        score=0.99,
+        candidates=[Candidate(intent="cabin_window_close", score=0.99)],
+        error="classifier exceeded 50 ms",
+    )
+    result = fuse(
+        {
+            "keyword": stage("keyword", ("cabin_window_open", 1.0)),
+            "classifier": hung,
+            "retriever": stage("retriever", ("cabin_window_open", 0.9)),
+        },
+        CFG,
+    )
     assert "cabin_window_close" not in ranked(result)
     assert result.decision == RouteDecision.execute and result.top.intent == "cabin_window_open"
     assert "keyword+retriever" in result.reason
@@ -146,8 +172,14 @@ def test_accepted_bonus_applies_only_to_the_accepted_top() -> None:
 
 def test_bonus_can_reorder_candidates() -> None:
     # b has more raw weight, but a is the keyword stage's accepted top
-    result = fuse({"keyword": stage("keyword", ("a", 1.0)), "classifier": stage("classifier", ("b", 0.4)),
-                   "retriever": stage("retriever", ("b", 0.4))}, CFG.model_copy(update={"weights": {**W, "keyword": 0.5}}))
+    result = fuse(
+        {
+            "keyword": stage("keyword", ("a", 1.0)),
+            "classifier": stage("classifier", ("b", 0.4)),
+            "retriever": stage("retriever", ("b", 0.4)),
+        },
+        CFG.model_copy(update={"weights": {**W, "keyword": 0.5}}),
+    )
     assert [c.intent for c in result.ranked] == ["a", "b"]
     assert ranked(result)["a"] == pytest.approx(0.5 + BONUS)
     assert ranked(result)["b"] == pytest.approx(0.4 + 0.75 * 0.4)  # more raw weight than a (0.5) but no bonus
@@ -156,9 +188,11 @@ def test_bonus_can_reorder_candidates() -> None:
 def test_a_confident_classifier_decides_the_top_when_configured() -> None:
     """A keyword pulling elsewhere outweighs a 0.8 classifier in the weighted sum; with `classifier_decides_at`
     at or below 0.8 the classifier's intent ranks first, the others keep their fused order and scores."""
-    stages = {"keyword": stage("keyword", ("cabin_window_close", 1.0)),
-              "classifier": stage("classifier", ("cabin_window_open", 0.8), ("cabin_window_close", 0.15)),
-              "retriever": stage("retriever", ("cabin_window_close", 0.6), ("cabin_window_open", 0.4))}
+    stages = {
+        "keyword": stage("keyword", ("cabin_window_close", 1.0)),
+        "classifier": stage("classifier", ("cabin_window_open", 0.8), ("cabin_window_close", 0.15)),
+        "retriever": stage("retriever", ("cabin_window_close", 0.6), ("cabin_window_open", 0.4)),
+    }
     plain = fuse(stages, CFG)
     assert plain.top.intent == "cabin_window_close"
     decided = fuse(stages, CFG.model_copy(update={"classifier_decides_at": 0.8}))
@@ -170,6 +204,8 @@ def test_a_confident_classifier_decides_the_top_when_configured() -> None:
 
 def test_a_degraded_classifier_never_decides() -> None:
     clf = stage("classifier", ("cabin_window_open", 0.95)).model_copy(update={"degraded": True, "partial": True})
-    result = fuse({"keyword": stage("keyword", ("cabin_window_close", 1.0)), "classifier": clf},
-                  CFG.model_copy(update={"classifier_decides_at": 0.5}))
+    result = fuse(
+        {"keyword": stage("keyword", ("cabin_window_close", 1.0)), "classifier": clf},
+        CFG.model_copy(update={"classifier_decides_at": 0.5}),
+    )
     assert result.top.intent == "cabin_window_close"

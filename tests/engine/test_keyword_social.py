@@ -1,4 +1,5 @@
 """KeywordMatcher, SocialRouter and the stop/confirmation rules over the real packs."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,6 @@ import pytest
 from engine.dialog_rules import DialogRules
 from engine.keyword import KeywordMatcher
 from engine.social import SocialRouter
-
 from tests.support.fakes import pack
 
 COCKPIT = pack("cockpit")
@@ -56,18 +56,21 @@ def test_timeflow_keywords() -> None:
     assert KeywordMatcher(TIMEFLOW).match("打开车窗") == []
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("不用提醒我挪车了，删了呗", ["schedule_delete"]),   # 提醒我 taken back: only the deletion is asked
-    ("不要再提醒我喝水了", []),
-    ("记得提醒我别迟到", ["schedule_create"]),          # the negation follows the keyword: it is the reminder's content
-    ("明天下午三点提醒我开会", ["schedule_create"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("不用提醒我挪车了，删了呗", ["schedule_delete"]),  # 提醒我 taken back: only the deletion is asked
+        ("不要再提醒我喝水了", []),
+        ("记得提醒我别迟到", ["schedule_create"]),  # the negation follows the keyword: it is the reminder's content
+        ("明天下午三点提醒我开会", ["schedule_create"]),
+    ],
+)
 def test_a_keyword_right_after_a_negation_is_no_hit(text, expected) -> None:
     assert [c.intent for c in KeywordMatcher(TIMEFLOW).match(text)] == expected
 
 
 def test_a_keyword_inside_a_negated_one_is_no_hit_either() -> None:
-    assert hits("别打开空调") == []                       # neither 打开空调 nor the 开空调 inside it
+    assert hits("别打开空调") == []  # neither 打开空调 nor the 开空调 inside it
     assert [i for i, _ in hits("打开空调，别开车窗")] == ["cabin_ac_on"]
     assert KeywordMatcher(COCKPIT).spans("先关车窗，别打开空调") == KeywordMatcher(COCKPIT).spans("先关车窗")
 
@@ -79,16 +82,37 @@ def test_special_intents_have_no_keywords() -> None:
 # --------------------------------------------------------------------------- social
 
 
-@pytest.mark.parametrize(("text", "category"), [
-    ("你好", "greeting"), ("你好！", "greeting"), ("  您好呀  ", "greeting"), ("Hello", "greeting"),
-    ("谢谢你", "thanks"), ("再见啦", "bye"), ("你能做什么", "capability"), ("你是谁", "capability"),
-])
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("你好", "greeting"),
+        ("你好！", "greeting"),
+        ("  您好呀  ", "greeting"),
+        ("Hello", "greeting"),
+        ("谢谢你", "thanks"),
+        ("再见啦", "bye"),
+        ("你能做什么", "capability"),
+        ("你是谁", "capability"),
+    ],
+)
 def test_social_categories(text: str, category: str) -> None:
     assert SOCIAL.route(text) == category
 
 
-@pytest.mark.parametrize("text", ["你好，帮我打开车窗", "你好啊帮我查订单", "谢谢，再帮我开空调", "打开车窗", "", "  ", "今天天气怎么样",
-                                  "你会做什么？先帮我打开车窗", "你是谁，帮我开空调"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "你好，帮我打开车窗",
+        "你好啊帮我查订单",
+        "谢谢，再帮我开空调",
+        "打开车窗",
+        "",
+        "  ",
+        "今天天气怎么样",
+        "你会做什么？先帮我打开车窗",
+        "你是谁，帮我开空调",
+    ],
+)
 def test_task_or_empty_text_is_not_social(text: str) -> None:
     assert SOCIAL.route(text) is None
 
@@ -122,10 +146,21 @@ def test_commands_containing_stop_words_are_not_stops(text: str) -> None:
     assert not RULES.is_stop(text)
 
 
-@pytest.mark.parametrize(("text", "answer"), [
-    ("确认", True), ("确定", True), ("好的", True), ("是的，确认", True),
-    ("不要", False), ("不用了", False), ("算了", False), ("别", False), ("不确认", False),
-    ("明天再说吧", None), ("帮我打开车窗然后播放音乐", None),
-])
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("确认", True),
+        ("确定", True),
+        ("好的", True),
+        ("是的，确认", True),
+        ("不要", False),
+        ("不用了", False),
+        ("算了", False),
+        ("别", False),
+        ("不确认", False),
+        ("明天再说吧", None),
+        ("帮我打开车窗然后播放音乐", None),
+    ],
+)
 def test_confirmation_answers(text: str, answer: bool | None) -> None:
     assert RULES.confirmation(text) is answer

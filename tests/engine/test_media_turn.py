@@ -1,4 +1,5 @@
 """Voice and image turns in the engine: the modality table, the media stage under the deadline, typed refusals."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,14 +19,13 @@ from engine.media_errors import (
     NoText,
     UndecodableMedia,
 )
+from engine.media_keys import new_key, source_url_for
 from engine.model_client import StageError
 from engine.plugins import PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
-from engine.media_keys import new_key, source_url_for
 from protocol.http_chat import ChatRequest, TurnStatus
 from protocol.media import Recognition
-
 from tests.support.fakes import FakeModelClient, base_settings, pack, with_budgets
 
 IMAGE_KEY, AUDIO_KEY = new_key("image", "png"), new_key("audio", "wav")
@@ -62,8 +62,14 @@ class FakeMedia(MediaClient):
 def rig(media: FakeMedia, settings=None) -> tuple[TurnEngine, FakeModelClient]:
     settings = settings or base_settings()
     models = FakeModelClient().sure("打开车窗", "cabin_window_open")
-    engine = TurnEngine(pack=pack("cockpit"), settings=settings, models=models,
-                        sessions=InMemorySessionStore(ttl_s=settings.session.ttl_s), plugins=PluginRegistry(), media=media)
+    engine = TurnEngine(
+        pack=pack("cockpit"),
+        settings=settings,
+        models=models,
+        sessions=InMemorySessionStore(ttl_s=settings.session.ttl_s),
+        plugins=PluginRegistry(),
+        media=media,
+    )
     return engine, models
 
 
@@ -84,7 +90,11 @@ async def test_an_image_turn_runs_the_text_turn_on_the_recognized_text() -> None
     assert resp.intent == "cabin_window_open" and resp.status == TurnStatus.completed
     assert resp.recognized_text == "打开车窗" and resp.recognition.status == "ok"
     settings = base_settings()
-    assert resp.timings.budget_ms == settings.budgets.turn_ms["image_ocr"] == settings.budgets.stages_ms["ocr"] + settings.budgets.turn_ms["text"]
+    assert (
+        resp.timings.budget_ms
+        == settings.budgets.turn_ms["image_ocr"]
+        == settings.budgets.stages_ms["ocr"] + settings.budgets.turn_ms["text"]
+    )
     assert "ocr" in resp.timings.stages and "asr" not in resp.timings.stages and resp.timings.degraded == []
 
 
@@ -104,14 +114,17 @@ async def test_plain_text_turns_are_unchanged_and_never_touch_media() -> None:
     assert resp.timings.budget_ms == base_settings().budgets.turn_ms["text"] and media.calls == []
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"modality": "text"}, "text"),
-    ({"modality": "text", "text": "打开车窗", "source_url": source_url_for(IMAGE_KEY)}, "source_url"),
-    ({"modality": "image_ocr"}, "source_url"),
-    ({"modality": "voice_asr", "text": "打开车窗"}, "source_url"),
-    ({"modality": "image_ocr", "source_url": source_url_for(IMAGE_KEY), "text": "打开车窗"}, "text"),
-    ({"modality": "voice_asr", "source_url": source_url_for(AUDIO_KEY), "text": ""}, "text"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"modality": "text"}, "text"),
+        ({"modality": "text", "text": "打开车窗", "source_url": source_url_for(IMAGE_KEY)}, "source_url"),
+        ({"modality": "image_ocr"}, "source_url"),
+        ({"modality": "voice_asr", "text": "打开车窗"}, "source_url"),
+        ({"modality": "image_ocr", "source_url": source_url_for(IMAGE_KEY), "text": "打开车窗"}, "text"),
+        ({"modality": "voice_asr", "source_url": source_url_for(AUDIO_KEY), "text": ""}, "text"),
+    ],
+)
 async def test_the_modality_table_is_enforced_before_any_work(body, field) -> None:
     media = FakeMedia({IMAGE_KEY: ok("打开车窗"), AUDIO_KEY: ok("打开车窗")})
     engine, models = rig(media)
@@ -121,10 +134,16 @@ async def test_the_modality_table_is_enforced_before_any_work(body, field) -> No
     assert media.calls == [] and models.calls == []
 
 
-@pytest.mark.parametrize("url", [
-    "https://elsewhere.example/cat.png", f"https://elsewhere.example/api/v1/media/{IMAGE_KEY}", "/api/v1/media/../secrets",
-    f"file:///var/media/{IMAGE_KEY}", "/api/v1/media/image/short.png",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://elsewhere.example/cat.png",
+        f"https://elsewhere.example/api/v1/media/{IMAGE_KEY}",
+        "/api/v1/media/../secrets",
+        f"file:///var/media/{IMAGE_KEY}",
+        "/api/v1/media/image/short.png",
+    ],
+)
 async def test_a_source_url_outside_the_store_is_refused_without_calling_ocr(url) -> None:
     media = FakeMedia({})
     engine, models = rig(media)
@@ -133,10 +152,18 @@ async def test_a_source_url_outside_the_store_is_refused_without_calling_ocr(url
     assert exc.value.field == "source_url" and media.calls == [] and models.calls == []
 
 
-@pytest.mark.parametrize(("status", "error"), [
-    ("no_text", NoText), ("no_speech", NoSpeech), ("undecodable", UndecodableMedia), ("too_large", MediaTooLarge),
-    ("not_found", MediaNotFound), ("forbidden", MediaForbidden), ("wrong_kind", MediaKindMismatch),
-])
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        ("no_text", NoText),
+        ("no_speech", NoSpeech),
+        ("undecodable", UndecodableMedia),
+        ("too_large", MediaTooLarge),
+        ("not_found", MediaNotFound),
+        ("forbidden", MediaForbidden),
+        ("wrong_kind", MediaKindMismatch),
+    ],
+)
 async def test_a_failed_recognition_is_a_typed_error_and_the_turn_does_not_run(status, error) -> None:
     media = FakeMedia({IMAGE_KEY: Recognition(status=status, reason=f"because {status}")})
     engine, models = rig(media)
@@ -177,8 +204,13 @@ async def test_a_failing_recognizer_is_unavailable_not_a_crash() -> None:
 
 async def test_an_engine_without_media_refuses_media_turns() -> None:
     settings = base_settings()
-    engine = TurnEngine(pack=pack("cockpit"), settings=settings, models=FakeModelClient(),
-                        sessions=InMemorySessionStore(ttl_s=60), plugins=PluginRegistry())
+    engine = TurnEngine(
+        pack=pack("cockpit"),
+        settings=settings,
+        models=FakeModelClient(),
+        sessions=InMemorySessionStore(ttl_s=60),
+        plugins=PluginRegistry(),
+    )
     with pytest.raises(MediaUnavailable):
         await engine.chat(image_turn())
 

@@ -1,5 +1,6 @@
 """Which side of an opposite pair a turn asks for (the cockpit pack's `rules.ceasing`, `rules.sides` and
 `rules.opposites`), through TurnEngine with the real pack and scripted models that read the words as the other side."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,6 @@ from engine.fusion import FusionResult, RouteDecision
 from engine.pack import Pack, Rules
 from engine.polarity import Polarity
 from protocol.http_chat import Candidate, ChatRequest, TurnStatus
-
 from tests.support.fakes import FakeModelClient, Rig, pack
 
 
@@ -18,25 +18,28 @@ async def said(text: str, on: str) -> tuple:
     return resp, rig
 
 
-@pytest.mark.parametrize(("text", "on", "off"), [
-    ("天窗别开着了", "cabin_sunroof_open", "cabin_sunroof_close"),
-    ("座椅加热歇会儿", "cabin_seat_heat_on", "cabin_seat_heat_off"),
-    ("声音别那么大", "cabin_volume_up", "cabin_volume_down"),
-    ("氛围灯别亮了", "cabin_lights_on", "cabin_lights_off"),
-    ("后座的阅读灯不用一直亮着", "cabin_lights_on", "cabin_lights_off"),
-    ("座椅没必要老热着", "cabin_seat_heat_on", "cabin_seat_heat_off"),
-    ("空调没必要开了", "cabin_ac_on", "cabin_ac_off"),
-    ("雨停了，刮水器不用再刮了", "cabin_wiper_on", "cabin_wiper_off"),
-    ("进了地库，雨刷不用刮了", "cabin_wiper_on", "cabin_wiper_off"),
-    ("音乐不用放了", "cabin_play_music", "cabin_music_pause"),
-    ("天凉了，冷气甭开了", "cabin_ac_on", "cabin_ac_off"),
-    ("孩子要睡了，别让空调吹得那么猛", "cabin_fan_up", "cabin_fan_down"),
-    ("车停路边，锁上门别让人开", "cabin_door_unlock", "cabin_door_lock"),
-    ("喇叭声音忒响了，收一收", "cabin_volume_up", "cabin_volume_down"),
-    ("顶上那灯好刺眼", "cabin_lights_on", "cabin_lights_off"),
-    ("一上车就开着座椅加热，屁股都烫了，关掉吧", "cabin_seat_heat_on", "cabin_seat_heat_off"),
-    ("刚开的那首歌太闹，调小点", "cabin_volume_up", "cabin_volume_down"),
-])
+@pytest.mark.parametrize(
+    ("text", "on", "off"),
+    [
+        ("天窗别开着了", "cabin_sunroof_open", "cabin_sunroof_close"),
+        ("座椅加热歇会儿", "cabin_seat_heat_on", "cabin_seat_heat_off"),
+        ("声音别那么大", "cabin_volume_up", "cabin_volume_down"),
+        ("氛围灯别亮了", "cabin_lights_on", "cabin_lights_off"),
+        ("后座的阅读灯不用一直亮着", "cabin_lights_on", "cabin_lights_off"),
+        ("座椅没必要老热着", "cabin_seat_heat_on", "cabin_seat_heat_off"),
+        ("空调没必要开了", "cabin_ac_on", "cabin_ac_off"),
+        ("雨停了，刮水器不用再刮了", "cabin_wiper_on", "cabin_wiper_off"),
+        ("进了地库，雨刷不用刮了", "cabin_wiper_on", "cabin_wiper_off"),
+        ("音乐不用放了", "cabin_play_music", "cabin_music_pause"),
+        ("天凉了，冷气甭开了", "cabin_ac_on", "cabin_ac_off"),
+        ("孩子要睡了，别让空调吹得那么猛", "cabin_fan_up", "cabin_fan_down"),
+        ("车停路边，锁上门别让人开", "cabin_door_unlock", "cabin_door_lock"),
+        ("喇叭声音忒响了，收一收", "cabin_volume_up", "cabin_volume_down"),
+        ("顶上那灯好刺眼", "cabin_lights_on", "cabin_lights_off"),
+        ("一上车就开着座椅加热，屁股都烫了，关掉吧", "cabin_seat_heat_on", "cabin_seat_heat_off"),
+        ("刚开的那首歌太闹，调小点", "cabin_volume_up", "cabin_volume_down"),
+    ],
+)
 async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
     resp, _ = await said(text, on)
     assert resp.intent == off and resp.status == TurnStatus.completed
@@ -45,16 +48,19 @@ async def test_ceasing_words_turn_an_on_top_to_its_off_intent(text, on, off):
     assert "said as ceasing" in fusion.reason
 
 
-@pytest.mark.parametrize(("text", "intent"), [
-    ("风别这么小，加两档", "cabin_fan_up"),      # the negated state is the "off" side: the request is "on"
-    ("打开天窗", "cabin_sunroof_open"),           # no ceasing words
-    ("天窗别开着了", "cabin_sunroof_close"),      # already the "off" side
-    ("音乐歇一会儿", "cabin_music_next"),         # not an intent with an opposite
-    ("不用关，空调开着吧", "cabin_ac_on"),        # 不用 before another verb
-    ("不用吹头发了，开空调", "cabin_ac_on"),     # 不用 with something else between it and 了
-    ("雨太大了，雨刷快一点", "cabin_wiper_on"),     # too much rain is no excess of the wiper
-    ("声音太小了，再大点", "cabin_volume_up"),      # too little asks for more
-])
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("风别这么小，加两档", "cabin_fan_up"),  # the negated state is the "off" side: the request is "on"
+        ("打开天窗", "cabin_sunroof_open"),  # no ceasing words
+        ("天窗别开着了", "cabin_sunroof_close"),  # already the "off" side
+        ("音乐歇一会儿", "cabin_music_next"),  # not an intent with an opposite
+        ("不用关，空调开着吧", "cabin_ac_on"),  # 不用 before another verb
+        ("不用吹头发了，开空调", "cabin_ac_on"),  # 不用 with something else between it and 了
+        ("雨太大了，雨刷快一点", "cabin_wiper_on"),  # too much rain is no excess of the wiper
+        ("声音太小了，再大点", "cabin_volume_up"),  # too little asks for more
+    ],
+)
 async def test_everything_else_keeps_the_models_reading(text, intent):
     resp, _ = await said(text, intent)
     assert resp.intent == intent and "said as ceasing" not in resp.routing_debug.fusion.reason
@@ -91,30 +97,36 @@ def test_a_ceasing_pattern_that_is_no_regex_is_refused_naming_it():
         Rules(ceasing=["别(开着"])
 
 
-@pytest.mark.parametrize(("text", "read", "meant"), [
-    ("镜子贴着车门呢，给我掰开", "cabin_mirror_fold", "cabin_mirror_unfold"),
-    ("出了洗车房，把折起来的镜子复位", "cabin_mirror_fold", "cabin_mirror_unfold"),
-    ("巷子太窄了，镜子往回收", "cabin_mirror_unfold", "cabin_mirror_fold"),
-    ("评书听不清，往大了拧一拧", "cabin_volume_down", "cabin_volume_up"),
-    ("宝宝睡着了，出风给我调小点", "cabin_fan_up", "cabin_fan_down"),
-    ("搞错了，不是锁上，是解锁", "cabin_door_lock", "cabin_door_unlock"),
-    ("毛毛雨，雨刷开个间歇", "cabin_wiper_off", "cabin_wiper_on"),
-    ("收音机的声音有点小", "cabin_volume_down", "cabin_volume_up"),  # too little asks for more
-    ("后排说风好弱", "cabin_fan_down", "cabin_fan_up"),
-])
+@pytest.mark.parametrize(
+    ("text", "read", "meant"),
+    [
+        ("镜子贴着车门呢，给我掰开", "cabin_mirror_fold", "cabin_mirror_unfold"),
+        ("出了洗车房，把折起来的镜子复位", "cabin_mirror_fold", "cabin_mirror_unfold"),
+        ("巷子太窄了，镜子往回收", "cabin_mirror_unfold", "cabin_mirror_fold"),
+        ("评书听不清，往大了拧一拧", "cabin_volume_down", "cabin_volume_up"),
+        ("宝宝睡着了，出风给我调小点", "cabin_fan_up", "cabin_fan_down"),
+        ("搞错了，不是锁上，是解锁", "cabin_door_lock", "cabin_door_unlock"),
+        ("毛毛雨，雨刷开个间歇", "cabin_wiper_off", "cabin_wiper_on"),
+        ("收音机的声音有点小", "cabin_volume_down", "cabin_volume_up"),  # too little asks for more
+        ("后排说风好弱", "cabin_fan_down", "cabin_fan_up"),
+    ],
+)
 async def test_the_last_words_naming_a_side_decide_between_the_pair(text, read, meant):
     resp, _ = await said(text, read)
     assert resp.intent == meant and resp.status == TurnStatus.completed
     assert f"the words name the other side: {read} → {meant}" in resp.routing_debug.fusion.reason
 
 
-@pytest.mark.parametrize(("text", "intent"), [
-    ("音量别调大", "cabin_volume_down"),                  # taken back by a negation
-    ("把镜子打开，现在还是折叠的", "cabin_mirror_unfold"),  # 折叠的 says what is, not what to do
-    ("车门锁好了吗，解锁一下", "cabin_door_unlock"),        # the last side named decides
-    ("后视镜折起来", "cabin_mirror_fold"),                 # its own side
-    ("把空调温度调高", "cabin_set_ac"),                    # no pair
-])
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("音量别调大", "cabin_volume_down"),  # taken back by a negation
+        ("把镜子打开，现在还是折叠的", "cabin_mirror_unfold"),  # 折叠的 says what is, not what to do
+        ("车门锁好了吗，解锁一下", "cabin_door_unlock"),  # the last side named decides
+        ("后视镜折起来", "cabin_mirror_fold"),  # its own side
+        ("把空调温度调高", "cabin_set_ac"),  # no pair
+    ],
+)
 async def test_words_of_no_other_side_keep_the_models_reading(text, intent):
     resp, _ = await said(text, intent)
     assert resp.intent == intent and "other side" not in resp.routing_debug.fusion.reason

@@ -1,10 +1,10 @@
 """A reason said before the request (风直往脸上扑，风量调低) pulls the whole turn's reading toward the opposite intent:
 through TurnEngine with the real cockpit pack and scripted models, the one clause that asks for something decides
 between fusion's top two, and an intent and its opposite are never read as two requests."""
+
 from __future__ import annotations
 
 from protocol.http_chat import ChatRequest, TurnStatus
-
 from tests.support.fakes import FakeModelClient, Rig
 
 TEXT = "后排说风直往脸上扑，风量调低"
@@ -13,8 +13,12 @@ TEXT = "后排说风直往脸上扑，风量调低"
 def reason_pulls_up(request_clause: list[tuple[str, float]], detector: float = 0.9) -> FakeModelClient:
     fake = FakeModelClient()
     # the whole turn: a near tie with the opposite on top, so fusion clarifies
-    fake.on(TEXT, classifier=[("cabin_fan_up", 0.5), ("cabin_fan_down", 0.45)],
-            retriever=[("cabin_fan_up", 0.66), ("cabin_fan_down", 0.34)], detector=[("cabin_fan_down", 0.82)])
+    fake.on(
+        TEXT,
+        classifier=[("cabin_fan_up", 0.5), ("cabin_fan_down", 0.45)],
+        retriever=[("cabin_fan_up", 0.66), ("cabin_fan_down", 0.34)],
+        detector=[("cabin_fan_down", 0.82)],
+    )
     fake.on("后排说风直往脸上扑", classifier=[("cabin_fan_up", 0.4)])
     fake.on("风量调低", classifier=request_clause, detector=[(request_clause[0][0], detector)])
     return fake
@@ -46,18 +50,28 @@ async def test_a_clause_too_unsure_to_be_a_request_changes_nothing():
 
 async def test_a_sure_fusion_is_not_overruled_by_a_clause():
     fake = reason_pulls_up([("cabin_fan_down", 0.95)])
-    fake.on(TEXT, classifier=[("cabin_fan_up", 0.9), ("cabin_fan_down", 0.08)], retriever=[("cabin_fan_up", 0.9)],
-            detector=[("cabin_fan_up", 0.9), ("cabin_volume_down", 0.8)])  # two requests read: the planner runs
+    fake.on(
+        TEXT,
+        classifier=[("cabin_fan_up", 0.9), ("cabin_fan_down", 0.08)],
+        retriever=[("cabin_fan_up", 0.9)],
+        detector=[("cabin_fan_up", 0.9), ("cabin_volume_down", 0.8)],
+    )  # two requests read: the planner runs
     resp = await turn(fake)
-    assert resp.routing_debug.planner is not None and resp.routing_debug.planner.clauses[1].selected == ["cabin_fan_down"]
+    assert resp.routing_debug.planner is not None and resp.routing_debug.planner.clauses[1].selected == [
+        "cabin_fan_down"
+    ]
     assert resp.intent == "cabin_fan_up" and "request clause" not in resp.routing_debug.fusion.reason
 
 
 async def test_an_intent_and_its_opposite_are_not_two_requests():
     text = "家里人在路边等着呢，把门锁打开让她上车"
     fake = FakeModelClient()
-    fake.on(text, classifier=[("cabin_door_lock", 0.9)], retriever=[("cabin_door_lock", 0.8)],
-            detector=[("cabin_door_lock", 0.87), ("cabin_door_unlock", 0.7), ("cabin_nav_to", 0.6)])
+    fake.on(
+        text,
+        classifier=[("cabin_door_lock", 0.9)],
+        retriever=[("cabin_door_lock", 0.8)],
+        detector=[("cabin_door_lock", 0.87), ("cabin_door_unlock", 0.7), ("cabin_nav_to", 0.6)],
+    )
     resp = await turn(fake, text)
     assert [c.intent for c in resp.detected_intents] == ["cabin_door_lock", "cabin_nav_to"]
 
@@ -70,4 +84,6 @@ async def test_the_request_clause_is_read_with_the_whole_turns_words():
     fake.on("雨刮咔哒咔哒响个不停", classifier=[("cabin_wiper_on", 0.95)], detector=[("cabin_wiper_on", 0.9)])
     resp = await turn(fake, text)
     assert resp.intent == "cabin_wiper_off" and resp.status == TurnStatus.completed
-    assert "request clause" in resp.routing_debug.fusion.reason and "said as ceasing" in resp.routing_debug.fusion.reason
+    assert (
+        "request clause" in resp.routing_debug.fusion.reason and "said as ceasing" in resp.routing_debug.fusion.reason
+    )

@@ -1,12 +1,13 @@
 """Table-driven tests for the rule-based slot extractors in engine.slots."""
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
-from zoneinfo import ZoneInfo
 
 from engine.slots import (
     DEFAULT_LIMITS,
@@ -222,7 +223,6 @@ def test_extract_destination_none(text: str) -> None:
 
 
 # --------------------------------------------------------------------------- datetime
-
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,16 @@
 """Turn flows through TurnEngine with the real cockpit/timeflow packs and a scripted fake ModelClient."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from config.budgets import STAGES
 from engine.plugins import World
 from engine.session import SessionStatus
-from config.budgets import STAGES
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest, TurnStatus
-
 from tests.support.fakes import FakeModelClient, Rig
 
 TZ = ZoneInfo("Asia/Shanghai")
@@ -184,7 +184,8 @@ async def test_stop_word_via_fill_slots_stops_instead_of_filling(word: str) -> N
     await chat(rig, "导航")
     resp = await fill(rig, text=word)
     assert resp.status == TurnStatus.stopped, (
-        f"{word!r} is a configured stop word; got {resp.status.value}, navigating to {rig.vehicle('u1').destination!r}")
+        f"{word!r} is a configured stop word; got {resp.status.value}, navigating to {rig.vehicle('u1').destination!r}"
+    )
     assert rig.vehicle("u1").destination is None, f"navigated to {rig.vehicle('u1').destination!r}"
     assert (await stored(rig)).status == SessionStatus.stopped
 
@@ -241,11 +242,14 @@ async def test_unclear_confirmation_answer_asks_again() -> None:
 # --------------------------------------------------------------------------- timeflow (agent decisions)
 
 
-@pytest.mark.parametrize("clock", [
-    lambda: datetime(2026, 11, 30, 10, 0, tzinfo=TZ),
-    lambda: datetime(2026, 11, 30, 2, 0, tzinfo=timezone.utc),  # the same instant in UTC: converted to the user zone
-    lambda: datetime(2026, 11, 29, 22, 0, tzinfo=timezone.utc),  # still 11-29 in UTC, already 11-30 06:00 in Shanghai
-])
+@pytest.mark.parametrize(
+    "clock",
+    [
+        lambda: datetime(2026, 11, 30, 10, 0, tzinfo=TZ),
+        lambda: datetime(2026, 11, 30, 2, 0, tzinfo=UTC),  # the same instant in UTC: converted to the user zone
+        lambda: datetime(2026, 11, 29, 22, 0, tzinfo=UTC),  # still 11-29 in UTC, already 11-30 06:00 in Shanghai
+    ],
+)
 async def test_timeflow_schedule_create_is_decided_for_the_agent(clock) -> None:
     text = "明天下午三点提醒我开会"
     rig = Rig("timeflow", models=FakeModelClient().sure(text, "schedule_create"), clock=clock)
@@ -275,16 +279,21 @@ async def test_timeflow_schedule_create_is_decided_for_the_agent(clock) -> None:
 async def test_two_commands_joined_by_then_run_as_a_workflow_in_the_order_said() -> None:
     text = "打开车窗然后播放音乐"
     fake = FakeModelClient().on(
-        text, classifier=[("cabin_window_open", 0.5), ("cabin_play_music", 0.4)],
+        text,
+        classifier=[("cabin_window_open", 0.5), ("cabin_play_music", 0.4)],
         retriever=[("cabin_window_open", 0.6), ("cabin_play_music", 0.55)],
-        detector=[("cabin_window_open", 0.93), ("cabin_play_music", 0.88), ("cabin_window_close", 0.1)])
+        detector=[("cabin_window_open", 0.93), ("cabin_play_music", 0.88), ("cabin_window_close", 0.1)],
+    )
     fake.on("打开车窗", classifier=[("cabin_window_open", 0.9)]).on("播放音乐", classifier=[("cabin_play_music", 0.9)])
     rig = Rig(models=fake)
     resp = await chat(rig, text)
     assert resp.status == TurnStatus.completed
     assert resp.multi_intent is True
     assert resp.workflow is not None and resp.workflow.type == "sequence"
-    assert [(s.intent_id, s.status) for s in resp.workflow.steps] == [("cabin_window_open", "done"), ("cabin_play_music", "done")]
+    assert [(s.intent_id, s.status) for s in resp.workflow.steps] == [
+        ("cabin_window_open", "done"),
+        ("cabin_play_music", "done"),
+    ]
     assert resp.routing_debug.planner.trigger == "connective"
     v = rig.vehicle("u1")
     assert v.window_open is True and v.music_playing is True
@@ -296,8 +305,11 @@ async def test_two_commands_joined_by_then_run_as_a_workflow_in_the_order_said()
 
 async def test_single_clause_needs_the_higher_detector_threshold() -> None:
     text = "打开车窗播放音乐"
-    fake = FakeModelClient().on(text, classifier=[("cabin_window_open", 0.9), ("cabin_play_music", 0.05)],
-                                detector=[("cabin_window_open", 0.8), ("cabin_play_music", 0.8)])
+    fake = FakeModelClient().on(
+        text,
+        classifier=[("cabin_window_open", 0.9), ("cabin_play_music", 0.05)],
+        detector=[("cabin_window_open", 0.8), ("cabin_play_music", 0.8)],
+    )
     rig = Rig(models=fake)
     resp = await chat(rig, text)
     assert resp.multi_intent is False and resp.detected_intents == []
@@ -324,8 +336,9 @@ async def test_social_top_from_models_is_chitchat() -> None:
 
 async def test_out_of_scope_top_is_rejected() -> None:
     text = "帮我订一张机票"
-    fake = FakeModelClient().on(text, classifier=[("__out_of_scope__", 0.95), ("cabin_nav_to", 0.02)],
-                                retriever=[("__out_of_scope__", 0.8)])
+    fake = FakeModelClient().on(
+        text, classifier=[("__out_of_scope__", 0.95), ("cabin_nav_to", 0.02)], retriever=[("__out_of_scope__", 0.8)]
+    )
     rig = Rig(models=fake)
     resp = await chat(rig, text)
     assert resp.status == TurnStatus.rejected and resp.intent == "__out_of_scope__"
@@ -347,10 +360,18 @@ async def test_low_scores_are_rejected() -> None:
 async def test_weak_known_candidate_is_asked_about_not_refused() -> None:
     """Below route_to_cloud but above clarify_floor: a task intent gets a clarify question, nothing executes."""
     text = "车里好闷能不能透透气"
-    rig = Rig(models=FakeModelClient().on(text, classifier=[("cabin_window_open", 0.35)], retriever=[("cabin_window_open", 0.3)]))
+    rig = Rig(
+        models=FakeModelClient().on(
+            text, classifier=[("cabin_window_open", 0.35)], retriever=[("cabin_window_open", 0.3)]
+        )
+    )
     resp = await chat(rig, text)
     assert resp.routing_debug.fusion.decision == "reject"
-    assert rig.settings.fusion.clarify_floor <= resp.routing_debug.fusion.top_score < rig.settings.fusion.route_to_cloud_threshold
+    assert (
+        rig.settings.fusion.clarify_floor
+        <= resp.routing_debug.fusion.top_score
+        < rig.settings.fusion.route_to_cloud_threshold
+    )
     assert resp.status == TurnStatus.clarify and resp.intent == "cabin_window_open"
     assert "打开车窗" in resp.reply
     assert rig.vehicle("u1").window_open is False
@@ -358,8 +379,11 @@ async def test_weak_known_candidate_is_asked_about_not_refused() -> None:
 
 async def test_close_candidates_ask_to_clarify() -> None:
     text = "打开那个窗"
-    fake = FakeModelClient().on(text, classifier=[("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.42)],
-                                retriever=[("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.44)])
+    fake = FakeModelClient().on(
+        text,
+        classifier=[("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.42)],
+        retriever=[("cabin_window_open", 0.45), ("cabin_sunroof_open", 0.44)],
+    )
     rig = Rig(models=fake)
     resp = await chat(rig, text)
     assert resp.status == TurnStatus.clarify

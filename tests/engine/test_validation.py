@@ -1,4 +1,5 @@
 """Input validation and session ownership: typed errors, and the stored session is untouched after an error."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,6 @@ import pytest
 from engine.errors import InvalidInput, SessionForbidden, TextTooLong
 from engine.session import InMemorySessionStore, SessionState, SessionStatus, StaleSession
 from protocol.http_chat import ChatRequest, FillSlotsRequest, TurnStatus
-
 from tests.support.fakes import FakeModelClient, Rig, base_settings
 
 LIMIT = 12
@@ -90,7 +90,9 @@ async def test_session_of_another_user_is_forbidden() -> None:
         await rig.engine.chat(ChatRequest(user_id="intruder", session_id="s1", text="去公司"))
     assert err.value.field == "session_id" and err.value.code == "session_forbidden"
     with pytest.raises(SessionForbidden):
-        await rig.engine.fill_slots(FillSlotsRequest(user_id="intruder", session_id="s1", slots={"destination": "公司"}))
+        await rig.engine.fill_slots(
+            FillSlotsRequest(user_id="intruder", session_id="s1", slots={"destination": "公司"})
+        )
     await unchanged(rig, before)
     assert rig.vehicle("intruder").destination is None and rig.vehicle("u1").destination is None
     # the owner can still finish the task
@@ -105,8 +107,9 @@ async def test_unknown_slot_in_fill_slots_is_invalid_and_changes_nothing() -> No
         await rig.engine.fill_slots(FillSlotsRequest(user_id="u1", session_id="s1", slots={"song": "晴天"}))
     assert err.value.field == "slots.song"
     with pytest.raises(InvalidInput) as err:
-        await rig.engine.fill_slots(FillSlotsRequest(user_id="u1", session_id="s1",
-                                                     slots={"destination": "公司", "zzz": 1, "aaa": 2}))
+        await rig.engine.fill_slots(
+            FillSlotsRequest(user_id="u1", session_id="s1", slots={"destination": "公司", "zzz": 1, "aaa": 2})
+        )
     assert err.value.field == "slots.aaa"
     await unchanged(rig, before)
     assert rig.vehicle("u1").destination is None

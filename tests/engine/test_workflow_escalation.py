@@ -1,6 +1,7 @@
 """Escalation to the LLM planner through TurnEngine (fake models and a fake language model, real packs): a turn the
 local planners could not plan grows its budget, says so first, and runs the LLM's plan only when it is valid and
 grounded in the words; a late model is aborted and the turn keeps the local decision inside its budget."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import time
 
 from engine.events import TurnListener
 from protocol.http_chat import ChatRequest, TurnStatus, WorkflowStep
-
 from tests.support.fakes import FakeLm, FakeModelClient, Rig, base_settings
 
 # two requests said without the packs' keywords: the clause analysis sees them, but not surely enough to plan
@@ -26,10 +26,18 @@ def models() -> FakeModelClient:
 
 def settings(*, enabled: bool = True, **llm):
     base = base_settings()
-    budgets = base.budgets.model_copy(update={
-        "turn_ms": {**base.budgets.turn_ms, "text": TEXT_MS, "llm": LLM_MS},
-        "stages_ms": {**base.budgets.stages_ms, "planner": 150.0, "planner_llm": PLANNER_LLM_MS, "commit": 60.0,
-                      "store": 50.0}})
+    budgets = base.budgets.model_copy(
+        update={
+            "turn_ms": {**base.budgets.turn_ms, "text": TEXT_MS, "llm": LLM_MS},
+            "stages_ms": {
+                **base.budgets.stages_ms,
+                "planner": 150.0,
+                "planner_llm": PLANNER_LLM_MS,
+                "commit": 60.0,
+                "store": 50.0,
+            },
+        }
+    )
     return base.model_copy(update={"budgets": budgets, "llm": base.llm.model_copy(update={"enabled": enabled, **llm})})
 
 
@@ -52,7 +60,9 @@ class Heard(TurnListener):
         self.events.append(("step", step.intent_id))
 
 
-async def chat(r: Rig, text: str = UTTERANCE, listener: TurnListener | None = None, recall=None, session_id: str = "s1"):
+async def chat(
+    r: Rig, text: str = UTTERANCE, listener: TurnListener | None = None, recall=None, session_id: str = "s1"
+):
     from engine.turn_context import TurnContext
 
     request = ChatRequest(user_id="u1", session_id=session_id, text=text)
@@ -102,7 +112,9 @@ async def test_a_plan_naming_what_nobody_asked_for_is_not_run():
 
 
 async def test_a_slot_value_the_words_do_not_hold_is_not_run():
-    r = rig({"steps": [{"intent_id": "cabin_window_open"}, {"intent_id": "cabin_set_ac", "slots": {"temperature": 24}}]})
+    r = rig(
+        {"steps": [{"intent_id": "cabin_window_open"}, {"intent_id": "cabin_set_ac", "slots": {"temperature": 24}}]}
+    )
     r.models.on("歌先别放了", classifier=[("cabin_set_ac", 0.6)])
     resp = await chat(r)
     assert resp.workflow is None
@@ -123,8 +135,11 @@ async def test_a_late_model_is_aborted_and_the_turn_keeps_the_local_decision_ins
 
 async def test_a_planner_that_keeps_missing_its_budget_is_held_until_a_probe_finishes_in_time():
     now = [1000.0]
-    r = Rig(models=models(), settings=settings(hold_after_timeouts=2, probe_every_s=30.0),
-            llm=FakeLm(json.dumps(GOOD), delay=10.0))
+    r = Rig(
+        models=models(),
+        settings=settings(hold_after_timeouts=2, probe_every_s=30.0),
+        llm=FakeLm(json.dumps(GOOD), delay=10.0),
+    )
     r.engine._flows.escalation.hold._clock = lambda: now[0]
     for i in range(2):
         late = await chat(r, session_id=f"late-{i}")
@@ -155,7 +170,11 @@ async def test_a_failing_model_degrades_the_planner():
 
 
 async def test_what_the_local_planners_accept_never_reaches_the_llm():
-    fake = models().on("打开车窗", classifier=[("cabin_window_open", 0.95)]).on("把空调调到22度", classifier=[("cabin_set_ac", 0.9)])
+    fake = (
+        models()
+        .on("打开车窗", classifier=[("cabin_window_open", 0.95)])
+        .on("把空调调到22度", classifier=[("cabin_set_ac", 0.9)])
+    )
     r = Rig(models=fake, settings=settings(), llm=FakeLm(json.dumps(GOOD)))
     resp = await chat(r, "打开车窗然后把空调调到22度")
     assert resp.workflow.planner.startswith("template") and r.llm.requests == []
@@ -197,7 +216,6 @@ async def test_a_slow_memory_does_not_hold_the_turn_up():
     assert time.perf_counter() - t0 < 0.5 and 40 <= resp.timings.stages["store"] <= 150
 
 
-
 async def test_a_turn_whose_encoder_was_lost_keeps_the_local_decision_without_asking_the_llm():
     """The encoder late or down (a replica overloaded or gone) degrades every head: the clauses have no model evidence
     to ground a plan in, and on a busy machine the LLM would add seconds to a turn already out of time."""
@@ -215,8 +233,12 @@ async def test_a_request_said_with_its_reason_keeps_the_local_decision_without_a
     connective joins a second: the turn answers at once, nothing degraded, and the model is never asked."""
     text = "空调关了吧，冷死了"
     fake = FakeModelClient()
-    fake.on(text, classifier=[("cabin_ac_off", 0.9)], retriever=[("cabin_ac_off", 0.85)],
-            detector=[("cabin_ac_off", 0.99), ("cabin_window_close", 0.8)])
+    fake.on(
+        text,
+        classifier=[("cabin_ac_off", 0.9)],
+        retriever=[("cabin_ac_off", 0.85)],
+        detector=[("cabin_ac_off", 0.99), ("cabin_window_close", 0.8)],
+    )
     fake.on("空调关了吧", classifier=[("cabin_ac_off", 0.95)], detector=[("cabin_ac_off", 0.99)])
     fake.on("冷死了", classifier=[("cabin_window_close", 0.3)])
     lm = FakeLm(json.dumps(GOOD))

@@ -1,4 +1,5 @@
 """When to plan, the one clause split, clause analysis and the executor's conditions (no models)."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,36 +10,51 @@ from engine.workflow.analysis import ClauseAnalyzer
 from engine.workflow.executor import condition_holds
 from engine.workflow.trigger import PlanTrigger
 from protocol.http_chat import StepCondition
-
 from tests.support.fakes import base_settings, pack
 
 
 def trigger(name: str = "cockpit") -> tuple[PlanTrigger, ClauseSplitter]:
     settings = base_settings()
     p = pack(name)
-    return PlanTrigger(settings.planner, KeywordMatcher(p), ClauseAnalyzer(p, settings.planner)), ClauseSplitter(settings.clauses)
+    return PlanTrigger(settings.planner, KeywordMatcher(p), ClauseAnalyzer(p, settings.planner)), ClauseSplitter(
+        settings.clauses
+    )
 
 
-@pytest.mark.parametrize("text,clauses,reason", [
-    ("打开车窗然后把空调调到22度", ["打开车窗", "把空调调到22度"], "connective"),
-    ("先开窗再开空调", ["开窗", "开空调"], "connective"),
-    ("先打开车窗后开空调", ["打开车窗", "开空调"], "connective"),
-    ("打开车窗并播放音乐", ["打开车窗", "播放音乐"], "connective"),
-    ("查一下订单A12345，如果还没发货就帮我取消", ["查一下订单A12345", "如果还没发货就帮我取消"], "condition"),
-    ("开空调，关窗", ["开空调", "关窗"], "clauses"),
-    ("打开车窗和天窗", ["打开车窗和天窗"], "parallel"),
-])
+@pytest.mark.parametrize(
+    "text,clauses,reason",
+    [
+        ("打开车窗然后把空调调到22度", ["打开车窗", "把空调调到22度"], "connective"),
+        ("先开窗再开空调", ["开窗", "开空调"], "connective"),
+        ("先打开车窗后开空调", ["打开车窗", "开空调"], "connective"),
+        ("打开车窗并播放音乐", ["打开车窗", "播放音乐"], "connective"),
+        ("查一下订单A12345，如果还没发货就帮我取消", ["查一下订单A12345", "如果还没发货就帮我取消"], "condition"),
+        ("开空调，关窗", ["开空调", "关窗"], "clauses"),
+        ("打开车窗和天窗", ["打开车窗和天窗"], "parallel"),
+    ],
+)
 def test_the_words_that_ask_for_a_plan(text, clauses, reason):
     plan, split = trigger()
     assert split.clauses(text) == clauses
     assert plan.lexical(text, split.clauses(text)) == reason
 
 
-@pytest.mark.parametrize("text", [
-    "先把后视镜折叠", "后挡除雾打开", "后排窗户都打开", "先锋音乐放一首", "导航先关掉",  # 先 / 后 inside words
-    "太热了，开下空调", "下雨了，把窗关了",  # a reason, then one request
-    "空调风再大一点", "刚才那首再放一遍", "合并一下", "把音量调大",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "先把后视镜折叠",
+        "后挡除雾打开",
+        "后排窗户都打开",
+        "先锋音乐放一首",
+        "导航先关掉",  # 先 / 后 inside words
+        "太热了，开下空调",
+        "下雨了，把窗关了",  # a reason, then one request
+        "空调风再大一点",
+        "刚才那首再放一遍",
+        "合并一下",
+        "把音量调大",
+    ],
+)
 def test_a_single_command_gives_no_reason_to_plan(text):
     plan, split = trigger()
     assert plan.lexical(text, split.clauses(text)) is None
@@ -57,9 +73,11 @@ def test_no_held_out_example_of_either_pack_is_marked_for_planning(name):
 def test_a_conditional_clause_is_scored_on_its_action_and_keeps_its_condition():
     settings = base_settings()
     analyzer = ClauseAnalyzer(pack("cockpit"), settings.planner)
-    for clause, action, condition in [("如果还没发货就帮我取消", "帮我取消", "还没发货"),
-                                      ("没发货的话帮我取消", "帮我取消", "没发货"),
-                                      ("要是还没发货就取消掉", "取消掉", "还没发货")]:
+    for clause, action, condition in [
+        ("如果还没发货就帮我取消", "帮我取消", "还没发货"),
+        ("没发货的话帮我取消", "帮我取消", "没发货"),
+        ("要是还没发货就取消掉", "取消掉", "还没发货"),
+    ]:
         assert analyzer.split_condition(clause) == (action, condition)
     scored = analyzer.analyze("如果还没发货就帮我取消订单", classifier=[], detector=[])
     assert scored.selected == ["cs_cancel_order"], "发货 in the condition is no logistics request"
@@ -75,6 +93,7 @@ def test_parallel_requests_in_one_clause_borrow_the_first_verb():
 def test_a_bare_verb_acts_on_the_clause_before_and_is_no_step_of_its_own():
     analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
     from protocol.http_chat import Candidate
+
     scored = analyzer.analyze("关掉", classifier=[Candidate(intent="cabin_ac_off", score=0.95)], detector=[])
     assert scored.selected == []
 
@@ -82,35 +101,50 @@ def test_a_bare_verb_acts_on_the_clause_before_and_is_no_step_of_its_own():
 def test_a_clause_reporting_a_state_is_the_reason_and_no_step_of_its_own():
     analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
     from protocol.http_chat import Candidate
-    for clause, read in [("窗户开着呢", "cabin_window_open"), ("镜子是折叠状态", "cabin_mirror_fold"),
-                         ("天窗还是开着的", "cabin_sunroof_open")]:
+
+    for clause, read in [
+        ("窗户开着呢", "cabin_window_open"),
+        ("镜子是折叠状态", "cabin_mirror_fold"),
+        ("天窗还是开着的", "cabin_sunroof_open"),
+    ]:
         assert analyzer.analyze(clause, classifier=[Candidate(intent=read, score=0.97)], detector=[]).selected == []
-    request = analyzer.analyze("把窗户开着", classifier=[Candidate(intent="cabin_window_open", score=0.97)], detector=[])
+    request = analyzer.analyze(
+        "把窗户开着", classifier=[Candidate(intent="cabin_window_open", score=0.97)], detector=[]
+    )
     assert request.selected == ["cabin_window_open"], "a request to keep it so is a request"
-    query = analyzer.analyze("看一下订单A12345的状态", classifier=[Candidate(intent="cs_query_order", score=0.97)], detector=[])
+    query = analyzer.analyze(
+        "看一下订单A12345的状态", classifier=[Candidate(intent="cs_query_order", score=0.97)], detector=[]
+    )
     assert query.selected == ["cs_query_order"], "asking for a thing's state is a request"
 
 
-@pytest.mark.parametrize(("clause", "on", "selected"), [
-    ("空调没必要开", "cabin_ac_on", "cabin_ac_off"),
-    ("后座阅读灯不用亮着", "cabin_lights_on", "cabin_lights_off"),
-    ("空调开大一点", "cabin_ac_on", "cabin_ac_on"),
-    ("两边镜子给我掰开", "cabin_mirror_fold", "cabin_mirror_unfold"),  # the side its words name
-    ("风量往小了调", "cabin_fan_up", "cabin_fan_down"),
-])
+@pytest.mark.parametrize(
+    ("clause", "on", "selected"),
+    [
+        ("空调没必要开", "cabin_ac_on", "cabin_ac_off"),
+        ("后座阅读灯不用亮着", "cabin_lights_on", "cabin_lights_off"),
+        ("空调开大一点", "cabin_ac_on", "cabin_ac_on"),
+        ("两边镜子给我掰开", "cabin_mirror_fold", "cabin_mirror_unfold"),  # the side its words name
+        ("风量往小了调", "cabin_fan_up", "cabin_fan_down"),
+    ],
+)
 def test_a_clause_is_a_step_for_the_side_its_words_ask_for(clause, on, selected):
     analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
     from protocol.http_chat import Candidate
+
     assert analyzer.analyze(clause, classifier=[Candidate(intent=on, score=0.97)], detector=[]).selected == [selected]
 
 
-@pytest.mark.parametrize("operator,value,seen,holds", [
-    ("equals", "pending_shipment", "pending_shipment", True),
-    ("equals", "pending_shipment", "shipped", False),
-    ("not_equals", "delivered", "shipped", True),
-    ("in", ["pending_shipment", "shipped"], "shipped", True),
-    ("in", ["pending_shipment"], "delivered", False),
-])
+@pytest.mark.parametrize(
+    "operator,value,seen,holds",
+    [
+        ("equals", "pending_shipment", "pending_shipment", True),
+        ("equals", "pending_shipment", "shipped", False),
+        ("not_equals", "delivered", "shipped", True),
+        ("in", ["pending_shipment", "shipped"], "shipped", True),
+        ("in", ["pending_shipment"], "delivered", False),
+    ],
+)
 def test_conditions_read_the_source_steps_result(operator, value, seen, holds):
     cond = StepCondition(source_step="s1", field="order_status", operator=operator, value=value)
     assert condition_holds(cond, {"s1": {"order_status": seen}}) == (holds, seen)

@@ -1,18 +1,18 @@
 """Multi-step commands on the real models, in-process: checked step by step — intents, order, slots, and the final
 state of the simulated vehicle and order book — on the development set and on the held-out one, which was never
 used for tuning. And no single command of either pack's held-out split is planned into a workflow."""
+
 from __future__ import annotations
 
 import pytest
 
+from deployments.artifacts import served_settings
 from deployments.in_process import InProcessModels
 from deployments.nlu import build_nlu
-from deployments.artifacts import served_settings
 from engine.plugins import InMemoryWorlds, PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from protocol.http_chat import ChatRequest
-
 from tests.engine.workflow_cases import check_case, load_cases
 
 MIN_RIGHT = 0.9
@@ -22,8 +22,14 @@ def engine_for(built) -> tuple[TurnEngine, InMemoryWorlds, InProcessModels]:
     pack, settings = built
     models = InProcessModels(build_nlu(settings))
     worlds = InMemoryWorlds()
-    engine = TurnEngine(pack=pack, settings=served_settings(settings), models=models, sessions=InMemorySessionStore(600),
-                        plugins=PluginRegistry(), worlds=worlds)
+    engine = TurnEngine(
+        pack=pack,
+        settings=served_settings(settings),
+        models=models,
+        sessions=InMemorySessionStore(600),
+        plugins=PluginRegistry(),
+        worlds=worlds,
+    )
     return engine, worlds, models
 
 
@@ -56,8 +62,10 @@ async def test_no_single_command_of_the_held_out_split_becomes_a_workflow(reques
             reached += resp.routing_debug.planner is not None
             if resp.workflow is not None:
                 planned.append((text, [s.intent_id for s in resp.workflow.steps]))
-        print(f"\n{name}: the planner stage ran for {reached} of {len(engine.pack.test_rows())} (detector or fusion asked); "
-              f"{len(planned)} became workflows")
+        print(
+            f"\n{name}: the planner stage ran for {reached} of {len(engine.pack.test_rows())} (detector or fusion asked); "
+            f"{len(planned)} became workflows"
+        )
         assert planned == []
     finally:
         models.close()
@@ -93,5 +101,7 @@ async def test_detector_recall_on_two_clause_commands(cockpit_engine):
         named = {c.intent for c in resp.detected_intents}
         found += len(named & set(case["steps"]))
         total += len(case["steps"])
-    print(f"\ndetector recall on two-clause commands: {found}/{total} = {found / total:.3f} over {len(cases)} utterances")
+    print(
+        f"\ndetector recall on two-clause commands: {found}/{total} = {found / total:.3f} over {len(cases)} utterances"
+    )
     assert found / total >= 0.75

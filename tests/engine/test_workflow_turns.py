@@ -1,5 +1,6 @@
 """Workflow turns through TurnEngine (fake models, real packs): planning, conditions, confirmations, resume, stop,
 the planner's budget and the events a streaming client hears."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,7 +11,6 @@ from engine.plugins import PluginRegistry
 from engine.session import SessionStatus
 from engine.turn import TurnEngine
 from protocol.http_chat import ChatRequest, FillSlotsRequest, TurnStatus, WorkflowStep
-
 from tests.support.fakes import FakeModelClient, Rig, with_budgets
 
 PENDING, SHIPPED = "A12345", "B7788"  # sha256(id) % 3: pending_shipment, shipped
@@ -65,8 +65,12 @@ async def test_a_pending_order_is_queried_then_cancelled_only_after_confirmation
     assert asked.workflow.type == "conditional"
     assert query.status == "done" and query.result["data"]["order_status"] == "pending_shipment"
     assert cancel.status == "waiting_confirmation" and cancel.depends_on == ["s1"] and cancel.requires_confirmation
-    assert cancel.condition.model_dump() == {"source_step": "s1", "field": "order_status", "operator": "equals",
-                                             "value": "pending_shipment"}
+    assert cancel.condition.model_dump() == {
+        "source_step": "s1",
+        "field": "order_status",
+        "operator": "equals",
+        "value": "pending_shipment",
+    }
     assert cancel.slots == {"order_id": PENDING}, "the order number said once serves both steps"
     assert f"订单{PENDING}状态" in asked.reply and "确认要" in asked.reply
     assert order_status(rig, PENDING) == "pending_shipment"
@@ -143,8 +147,14 @@ async def test_a_paused_workflow_resumes_on_another_engine_sharing_the_session_s
     """The workflow lives in the session row: another orchestrator replica continues it."""
     rig = Rig(models=scripted())
     await chat(rig, conditional(PENDING))
-    other = TurnEngine(pack=rig.pack, settings=rig.settings, models=rig.models, sessions=rig.store,
-                       plugins=PluginRegistry(), worlds=rig.worlds)
+    other = TurnEngine(
+        pack=rig.pack,
+        settings=rig.settings,
+        models=rig.models,
+        sessions=rig.store,
+        plugins=PluginRegistry(),
+        worlds=rig.worlds,
+    )
     done = await chat(rig, "确认", engine=other)
     assert done.status == TurnStatus.completed and order_status(rig, PENDING) == "cancelled"
 
@@ -169,10 +179,19 @@ async def test_a_slowed_planner_degrades_to_the_fusion_decision_inside_the_budge
         await asyncio.sleep(0.5)
 
     settings = with_budgets(turn_ms=600, planner=150, commit=60)
-    fake = scripted().on("打开车窗然后把空调调到22度", classifier=[("cabin_window_open", 0.6)], retriever=[("cabin_window_open", 0.6)])
+    fake = scripted().on(
+        "打开车窗然后把空调调到22度", classifier=[("cabin_window_open", 0.6)], retriever=[("cabin_window_open", 0.6)]
+    )
     rig = Rig(models=fake, settings=settings)
-    rig.engine = TurnEngine(pack=rig.pack, settings=settings, models=fake, sessions=rig.store, plugins=PluginRegistry(),
-                            worlds=rig.worlds, faults=slow)
+    rig.engine = TurnEngine(
+        pack=rig.pack,
+        settings=settings,
+        models=fake,
+        sessions=rig.store,
+        plugins=PluginRegistry(),
+        worlds=rig.worlds,
+        faults=slow,
+    )
     t0 = time.perf_counter()
     resp = await chat(rig, "打开车窗然后把空调调到22度")
     assert (time.perf_counter() - t0) * 1000 < 600 + 50
@@ -201,7 +220,9 @@ async def test_a_listener_hears_the_ack_before_any_plugin_ran_then_each_step_in_
     heard = Heard(rig)
     state = await rig.engine._session("s1", "u1", create=True)
     ctx = TurnContext(rig.engine.deadline("text"), rig.worlds.for_turn("u1"), listener=heard)
-    resp = await rig.engine.chat_on(state, ChatRequest(user_id="u1", session_id="s1", text="打开车窗然后把空调调到22度"), ctx)
+    resp = await rig.engine.chat_on(
+        state, ChatRequest(user_id="u1", session_id="s1", text="打开车窗然后把空调调到22度"), ctx
+    )
     assert resp.status == TurnStatus.completed
     assert heard.events == [("ack", False), ("step", "cabin_window_open"), ("step", "cabin_set_ac")]
 
@@ -217,7 +238,9 @@ async def test_a_client_gone_after_a_step_stops_the_workflow_before_the_next_plu
     rig = Rig(models=scripted())
     state = await rig.engine._session("s1", "u1", create=True)
     ctx = TurnContext(rig.engine.deadline("text"), rig.worlds.for_turn("u1"), listener=GoneAfterFirst(rig))
-    resp = await rig.engine.chat_on(state, ChatRequest(user_id="u1", session_id="s1", text="打开车窗然后把空调调到22度"), ctx)
+    resp = await rig.engine.chat_on(
+        state, ChatRequest(user_id="u1", session_id="s1", text="打开车窗然后把空调调到22度"), ctx
+    )
     assert resp.status == TurnStatus.stopped and resp.workflow.status == "stopped"
     assert [s.status for s in state.workflow.steps] == ["done", "pending"]
     world = await ctx.world.get()

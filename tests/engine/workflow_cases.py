@@ -1,4 +1,5 @@
 """Multi-step cases (tests/data/multistep_*.yaml) run through a TurnEngine and checked step by step."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

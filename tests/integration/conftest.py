@@ -4,6 +4,7 @@ pinned), and headless Chromium for the demo page.
 A module that needs another pack says so (`switch_pack`); `serve_app` puts the cockpit pack back when a module before
 it switched, so no module depends on the order the modules run in (those that switch sit in `timeflow/`, collected last,
 which only saves redeploys)."""
+
 from __future__ import annotations
 
 import copy
@@ -22,8 +23,16 @@ from tests.support.serving import PINNED_NOW, first_turns
 ORCHESTRATOR_REPLICAS = 2  # the integration tests run one conversation across two orchestrator replicas
 # Debian's Chromium (Makefile SYSTEM_PACKAGES), never a browser Playwright would download
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 class ServedApp:
@@ -57,8 +66,13 @@ class ServedApp:
 @pytest.fixture(scope="session")
 def served(cockpit: Any, postgres: dict[str, Any]) -> Iterator[ServedApp]:
     port, metrics_port = launcher.free_ports(2)
-    env = {**os.environ, "BATON_STATE_DIR": str(STATE_DIR), "BATON_PACK": "cockpit",
-           "BATON_METRICS_PORT": str(metrics_port), "DATABASE_URL": postgres["dsn"]}
+    env = {
+        **os.environ,
+        "BATON_STATE_DIR": str(STATE_DIR),
+        "BATON_PACK": "cockpit",
+        "BATON_METRICS_PORT": str(metrics_port),
+        "DATABASE_URL": postgres["dsn"],
+    }
     config = launcher.load_serve_config(CONFIG_DIR / "serve_local.yaml", env, port=port)
     app = config["applications"][0]
     for deployment in app["deployments"]:
@@ -85,13 +99,18 @@ def serve_app(served: ServedApp) -> dict[str, Any]:
     """The app serving the cockpit pack: its base URL, config, metrics port, and `first_turns` (the text and image
     turns sent the moment /health turned green; the readiness test checks them)."""
     served.serve("cockpit")
-    return {"url": served.url, "config": served.config, "metrics_port": served.metrics_port,
-            "first_turns": served.first_turns}
+    return {
+        "url": served.url,
+        "config": served.config,
+        "metrics_port": served.metrics_port,
+        "first_turns": served.first_turns,
+    }
 
 
 @pytest.fixture(scope="session")
 def switch_pack(served: ServedApp) -> Callable[[str], httpx.Client]:
     """`switch(pack)`: the session's app serving `pack`, and an httpx client on it."""
+
     def switch(pack: str) -> httpx.Client:
         served.serve(pack)
         return httpx.Client(base_url=served.url, timeout=10.0)

@@ -1,4 +1,5 @@
 """`python -m benchmarks --quick` against the session's running Baton: a complete, finite, well-formed report."""
+
 from __future__ import annotations
 
 import json

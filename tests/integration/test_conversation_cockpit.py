@@ -1,5 +1,6 @@
 """Cockpit turns over the WebSocket on the real Serve app: slot and confirmation questions are clarifications,
 plugin results are execution.result, a workflow shows in the turn; the local token-less mode; the protocol document."""
+
 from __future__ import annotations
 
 import uuid
@@ -18,8 +19,14 @@ def conv(serve_app):
 
 
 def answer(conv: Conversation, question: dict, text: str) -> list[dict]:
-    return conv.turn("dialogue.answer", {"client_message_id": uuid.uuid4().hex, "reply_to_question_id": question["payload"]["question_id"],
-                                         "raw_content": text})
+    return conv.turn(
+        "dialogue.answer",
+        {
+            "client_message_id": uuid.uuid4().hex,
+            "reply_to_question_id": question["payload"]["question_id"],
+            "raw_content": text,
+        },
+    )
 
 
 def test_a_missing_slot_is_a_clarification_and_the_plugin_result_an_execution_result(conv):
@@ -28,7 +35,10 @@ def test_a_missing_slot_is_a_clarification_and_the_plugin_result_an_execution_re
     assert asked[0]["payload"]["questions"][0]["field_name"] == "temperature"
     done = answer(conv, asked[0], "二十二度")
     assert types(done) == ["execution.result"]
-    assert done[0]["payload"]["result"]["data"]["temperature"] == 22 and done[0]["payload"]["turn"]["status"] == "completed"
+    assert (
+        done[0]["payload"]["result"]["data"]["temperature"] == 22
+        and done[0]["payload"]["turn"]["status"] == "completed"
+    )
     assert done[0]["payload"]["turn"]["routing_debug"] is not None
 
 

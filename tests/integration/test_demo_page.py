@@ -1,6 +1,7 @@
 """The demo page in headless Chromium against the served app, pack `cockpit` (the session's `serve_app`): a typed
 command's reply, status, waterfall and routing; a workflow's steps; a slowed stage drawn degraded; image and voice
 turns through the upload; the live panel; labels and a phone-width layout. Each test saves a screenshot."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,13 +10,13 @@ import subprocess
 import time
 
 import pytest
-from tests.support.demo_page import PHONE, DemoPage
 from playwright.sync_api import WebSocketRoute, expect
 
 from benchmarks.media_samples import available_fonts, render_text
-from tests.support.serving import until_fault_shows
 from engine.plugins import ORDER_STATUSES
 from serve_app.ops import launcher
+from tests.support.demo_page import PHONE, DemoPage
+from tests.support.serving import until_fault_shows
 
 PACK = "cockpit"  # the session app's pack: these tests need no redeploy
 
@@ -24,14 +25,21 @@ PACK = "cockpit"  # the session app's pack: these tests need no redeploy
 def voice_wav(tmp_path_factory):
     """What the fake microphone says: 打开车窗 in espeak-ng's Mandarin, a WAV file Chromium loops as its capture."""
     path = tmp_path_factory.mktemp("voice") / "command.wav"
-    subprocess.run(["espeak-ng", "-v", "cmn-latn-pinyin", "-s", "110", "-w", str(path), "da3 kai1 che1 chuang1"],
-                   check=True, timeout=30)
+    subprocess.run(
+        ["espeak-ng", "-v", "cmn-latn-pinyin", "-s", "110", "-w", str(path), "da3 kai1 che1 chuang1"],
+        check=True,
+        timeout=30,
+    )
     return path
 
 
 @pytest.fixture(scope="module")
 def chromium_args(voice_wav):
-    return ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", f"--use-file-for-fake-audio-capture={voice_wav}"]
+    return [
+        "--use-fake-device-for-media-stream",
+        "--use-fake-ui-for-media-stream",
+        f"--use-file-for-fake-audio-capture={voice_wav}",
+    ]
 
 
 @pytest.fixture
@@ -82,8 +90,11 @@ def test_a_typed_command_shows_its_reply_status_waterfall_and_routing(demo):
 
 
 def first_order_with(status: str) -> str:
-    return next(oid for oid in (f"B{n}" for n in range(1000, 1100))
-                if ORDER_STATUSES[int(hashlib.sha256(oid.encode()).hexdigest(), 16) % len(ORDER_STATUSES)] == status)
+    return next(
+        oid
+        for oid in (f"B{n}" for n in range(1000, 1100))
+        if ORDER_STATUSES[int(hashlib.sha256(oid.encode()).hexdigest(), 16) % len(ORDER_STATUSES)] == status
+    )
 
 
 def test_a_workflow_shows_its_steps_in_order_with_status_skip_reason_and_results(demo):
@@ -108,6 +119,7 @@ def test_a_workflow_shows_its_steps_in_order_with_status_skip_reason_and_results
 def test_a_slowed_stage_is_drawn_degraded_inside_the_budget_line(demo, serve_app):
     launcher.set_faults(serve_app["config"], "planner:delay_ms=400")
     try:
+
         def send() -> dict:
             demo.say("打开车窗然后把空调调到22度")
             return demo.shown_turn()
@@ -190,9 +202,21 @@ def test_a_retryable_refusal_is_sent_again_after_its_pause(browser, serve_app, t
             if frame["type"] == "dialogue.input":
                 sent.append(frame["payload"])
                 if len(sent) == 1:
-                    ws.send(json.dumps({"type": "dialogue.error", "timestamp": frame["timestamp"], "payload": {
-                        "code": "overloaded", "message": "The turn could not finish inside its budget.", "field": None,
-                        "retry_after_s": 1, "client_message_id": frame["payload"]["client_message_id"]}}))
+                    ws.send(
+                        json.dumps(
+                            {
+                                "type": "dialogue.error",
+                                "timestamp": frame["timestamp"],
+                                "payload": {
+                                    "code": "overloaded",
+                                    "message": "The turn could not finish inside its budget.",
+                                    "field": None,
+                                    "retry_after_s": 1,
+                                    "client_message_id": frame["payload"]["client_message_id"],
+                                },
+                            }
+                        )
+                    )
                     return
             server.send(message)
 

@@ -3,6 +3,7 @@ gemma-3-270m), reached by the `openai` SDK through the ingress and by turns the 
 
 gemma-3-270m is a base model: these tests hold the serving path to its promises (schema-valid output, the budget,
 the abort, validation before anything runs), not the model to good plans."""
+
 from __future__ import annotations
 
 import json
@@ -14,20 +15,22 @@ import openai
 import pytest
 from ray import serve
 
-from tests.support.serving import until_fault_shows
-from serve_app.ops import launcher
 from serve_app.args import PLANNER
-
-from tests.support.ws_client import Conversation
+from serve_app.ops import launcher
 from tests.support.http_client import served_client
+from tests.support.serving import until_fault_shows
+from tests.support.ws_client import Conversation
 
 CHAT, STREAM = "/api/v1/agent/chat", "/api/v1/agent/chat-stream"
 MODEL = "baton-planner"
 # two requests joined by a connective, neither said clearly enough for the local planners: the LLM is asked
 VAGUE = "帮我把那个弄一下然后再看看"
-SCHEMA = {"type": "object", "properties": {"room": {"type": "string", "enum": ["kitchen", "bedroom"]},
-                                           "on": {"type": "boolean"}},
-          "required": ["room", "on"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"room": {"type": "string", "enum": ["kitchen", "bedroom"]}, "on": {"type": "boolean"}},
+    "required": ["room", "on"],
+    "additionalProperties": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +62,10 @@ def _processes() -> dict[int, tuple[int, str]]:
         if entry.name.isdigit():
             try:
                 ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                found[int(entry.name)] = (ppid, (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+                found[int(entry.name)] = (
+                    ppid,
+                    (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"),
+                )
             except (OSError, IndexError, ValueError):
                 pass
     return found
@@ -77,22 +83,30 @@ def test_the_engine_processes_are_the_planner_replicas_own_children():
 
 def test_the_openai_sdk_lists_the_model_and_gets_a_completion(sdk):
     assert [m.id for m in sdk.models.list().data] == [MODEL]
-    answer = sdk.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Say hello."}], max_tokens=8)
+    answer = sdk.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Say hello."}], max_tokens=8
+    )
     assert answer.choices[0].finish_reason in ("stop", "length") and answer.choices[0].message.content
     assert answer.usage.completion_tokens >= 1 and answer.usage.prompt_tokens > 0
 
 
 def test_the_openai_sdk_gets_a_schema_constrained_json_answer(sdk):
     answer = sdk.chat.completions.create(
-        model=MODEL, max_tokens=32, messages=[{"role": "user", "content": "Turn on the kitchen light. Answer in JSON."}],
-        response_format={"type": "json_schema", "json_schema": {"name": "light", "schema": SCHEMA}})
+        model=MODEL,
+        max_tokens=32,
+        messages=[{"role": "user", "content": "Turn on the kitchen light. Answer in JSON."}],
+        response_format={"type": "json_schema", "json_schema": {"name": "light", "schema": SCHEMA}},
+    )
     assert answer.choices[0].finish_reason == "stop"
     jsonschema.validate(json.loads(answer.choices[0].message.content), SCHEMA)
 
 
 def test_the_openai_sdk_streams(sdk):
-    chunks = list(sdk.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Count to three."}],
-                                              max_tokens=12, stream=True))
+    chunks = list(
+        sdk.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "Count to three."}], max_tokens=12, stream=True
+        )
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert chunks[-1].choices[0].finish_reason in ("stop", "length")
 
@@ -113,8 +127,10 @@ def test_a_turn_the_local_planners_reject_escalates_to_the_llm_inside_its_budget
 
 
 def test_chat_stream_says_it_escalated_before_waiting_on_the_llm(serve_app):
-    with served_client(serve_app["url"], 30.0) as c, \
-            c.stream("POST", STREAM, json={"user_id": "llm-stream", "text": VAGUE}) as resp:
+    with (
+        served_client(serve_app["url"], 30.0) as c,
+        c.stream("POST", STREAM, json={"user_id": "llm-stream", "text": VAGUE}) as resp,
+    ):
         events = [json.loads(line) for line in resp.iter_lines() if line]
     assert events[0]["event"] == "ack" and events[0]["escalated"] and events[0]["budget_ms"] == 3000
     assert events[-1]["event"] == "final" and events[-1]["response"]["timings"]["escalated"]
@@ -123,7 +139,9 @@ def test_chat_stream_says_it_escalated_before_waiting_on_the_llm(serve_app):
 def test_the_websocket_says_it_is_planning_first(serve_app):
     conversation = Conversation(serve_app["url"], query="?user_id=llm-ws", headers={})
     try:
-        events = conversation.turn("dialogue.input", {"raw_content": VAGUE, "client_message_id": "llm-ws-1"}, timeout=30)
+        events = conversation.turn(
+            "dialogue.input", {"raw_content": VAGUE, "client_message_id": "llm-ws-1"}, timeout=30
+        )
     finally:
         conversation.close()
     first = events[0]
@@ -139,11 +157,15 @@ def test_a_slow_planner_is_aborted_mid_decode_and_the_turn_answers_inside_its_bu
         for _ in range(3):
             before = planner_stats()
             t0 = time.perf_counter()
-            body, _ = until_fault_shows(lambda: client.post(CHAT, json={"user_id": "llm-slow", "text": VAGUE}).json(),
-                                        lambda b: b["timings"]["degraded"] == ["planner"])
+            body, _ = until_fault_shows(
+                lambda: client.post(CHAT, json={"user_id": "llm-slow", "text": VAGUE}).json(),
+                lambda b: b["timings"]["degraded"] == ["planner"],
+            )
             wall_ms = (time.perf_counter() - t0) * 1000
             timings = body["timings"]
-            assert timings["degraded"] == ["planner"] and body["routing_debug"]["planner"]["llm"]["outcome"] == "timed_out"
+            assert (
+                timings["degraded"] == ["planner"] and body["routing_debug"]["planner"]["llm"]["outcome"] == "timed_out"
+            )
             assert timings["total_ms"] <= timings["budget_ms"] + 50 and wall_ms < 2 * (timings["budget_ms"] + 1000)
             assert body["workflow"] is None, "the turn keeps the local decision"
             deadline = time.time() + 10
@@ -181,8 +203,14 @@ def test_a_dspy_program_reaches_the_planner_through_its_handle_under_its_schema(
     lm = Recorded(serve.get_deployment_handle(PLANNER, app_name=launcher.APP_NAME))
 
     async def run():
-        return await program.run(dspy_lm(lm, max_tokens=256), deadline=Deadline(60_000), stage="reply", budget_s=50.0,
-                                 dialog_history="", user_input="最近好累，帮我把明天的事排一排")
+        return await program.run(
+            dspy_lm(lm, max_tokens=256),
+            deadline=Deadline(60_000),
+            stage="reply",
+            budget_s=50.0,
+            dialog_history="",
+            user_input="最近好累，帮我把明天的事排一排",
+        )
 
     asyncio.run(run())
     assert lm.replies and lm.replies[0].finish_reason == "stop"

@@ -1,4 +1,5 @@
 """Media through the real Serve app: upload over HTTP, the ASR/OCR deployments read the object from the store themselves."""
+
 from __future__ import annotations
 
 import httpx
@@ -54,7 +55,11 @@ def test_the_uploaded_object_is_served_back_to_its_owner_only(client):
 def test_a_voice_turn_runs_the_asr_deployment(client, cockpit):
     _, settings = cockpit
     # espeak-ng's Mandarin read from pinyin is what Whisper base (configured for Chinese) hears best
-    media = upload(client, speak("ba3 kong1 tiao2 tiao2 dao4 er4 shi2 er4 du4", voice="cmn-latn-pinyin", words_per_minute=110), "audio")
+    media = upload(
+        client,
+        speak("ba3 kong1 tiao2 tiao2 dao4 er4 shi2 er4 du4", voice="cmn-latn-pinyin", words_per_minute=110),
+        "audio",
+    )
     resp = client.post(CHAT, json={"user_id": "media-it", "modality": "voice_asr", "source_url": media["source_url"]})
     assert resp.status_code == 200, resp.text
     body = resp.json()
@@ -65,22 +70,48 @@ def test_a_voice_turn_runs_the_asr_deployment(client, cockpit):
 
 def test_silence_a_blank_image_and_foreign_urls_are_typed_refusals(client):
     quiet = upload(client, silence_wav(2.0), "audio")["source_url"]
-    refused(client.post(CHAT, json={"user_id": "media-it", "modality": "voice_asr", "source_url": quiet}), 422, "no_speech")
+    refused(
+        client.post(CHAT, json={"user_id": "media-it", "modality": "voice_asr", "source_url": quiet}), 422, "no_speech"
+    )
     blank = upload(client, blank_png(), "image")["source_url"]
-    refused(client.post(CHAT, json={"user_id": "media-it", "modality": "image_ocr", "source_url": blank}), 422, "no_text")
-    refused(client.post(CHAT, json={"user_id": "someone-else", "modality": "image_ocr", "source_url": blank}), 403, "media_forbidden")
-    refused(client.post(CHAT, json={"user_id": "media-it", "modality": "image_ocr",
-                                    "source_url": "http://169.254.169.254/latest/meta-data"}), 422, "foreign_source_url")
-    error = refused(client.post(CHAT, json={"user_id": "media-it", "modality": "image_ocr", "source_url": blank, "text": "打开车窗"}),
-                    422, "invalid_input")
+    refused(
+        client.post(CHAT, json={"user_id": "media-it", "modality": "image_ocr", "source_url": blank}), 422, "no_text"
+    )
+    refused(
+        client.post(CHAT, json={"user_id": "someone-else", "modality": "image_ocr", "source_url": blank}),
+        403,
+        "media_forbidden",
+    )
+    refused(
+        client.post(
+            CHAT,
+            json={
+                "user_id": "media-it",
+                "modality": "image_ocr",
+                "source_url": "http://169.254.169.254/latest/meta-data",
+            },
+        ),
+        422,
+        "foreign_source_url",
+    )
+    error = refused(
+        client.post(
+            CHAT, json={"user_id": "media-it", "modality": "image_ocr", "source_url": blank, "text": "打开车窗"}
+        ),
+        422,
+        "invalid_input",
+    )
     assert error["field"] == "text"
 
 
-@pytest.mark.parametrize(("data", "file_type", "status", "code"), [
-    (b"GIF89a" + b"\x00" * 32, "image", 415, "unsupported_media_type"),
-    (b"\xff\xd8\xff\xe0" + b"\x00" * 64, "image", 422, "undecodable_media"),
-    (b"", "audio", 422, "empty_file"),
-])
+@pytest.mark.parametrize(
+    ("data", "file_type", "status", "code"),
+    [
+        (b"GIF89a" + b"\x00" * 32, "image", 415, "unsupported_media_type"),
+        (b"\xff\xd8\xff\xe0" + b"\x00" * 64, "image", 422, "undecodable_media"),
+        (b"", "audio", 422, "empty_file"),
+    ],
+)
 def test_bad_uploads_are_refused_by_the_served_app(client, data, file_type, status, code):
     resp = client.post(UPLOAD, data={"file_type": file_type, "user_id": "media-it"}, files={"file": ("f", data)})
     refused(resp, status, code)
@@ -89,7 +120,9 @@ def test_bad_uploads_are_refused_by_the_served_app(client, data, file_type, stat
 def _account(client) -> dict:
     import uuid
 
-    resp = client.post("/api/v1/auth/register", json={"email": f"{uuid.uuid4().hex[:10]}@example.com", "password": "media-pass-1"})
+    resp = client.post(
+        "/api/v1/auth/register", json={"email": f"{uuid.uuid4().hex[:10]}@example.com", "password": "media-pass-1"}
+    )
     assert resp.status_code == 201, resp.text
     return {"user_id": resp.json()["user_id"], "headers": {"Authorization": f"Bearer {resp.json()['access_token']}"}}
 
@@ -102,8 +135,11 @@ def test_with_a_token_media_belongs_to_the_account_and_the_turn_is_logged_as_rec
     url = resp.json()["source_url"]
     assert client.get(url, headers=owner["headers"]).content == png
     refused(client.get(url, headers=other["headers"]), 403, "media_forbidden")
-    turn = client.post(CHAT, json={"user_id": owner["user_id"], "modality": "image_ocr", "source_url": url,
-                                   "client_message_id": "img-1"}, headers=owner["headers"])
+    turn = client.post(
+        CHAT,
+        json={"user_id": owner["user_id"], "modality": "image_ocr", "source_url": url, "client_message_id": "img-1"},
+        headers=owner["headers"],
+    )
     assert turn.status_code == 200 and turn.json()["intent"] == "cabin_window_close", turn.text
     logged = client.get("/api/v1/conversation/messages", headers=owner["headers"]).json()["messages"][0]
     assert (logged["modality"], logged["source_url"], logged["raw_content"]) == ("image_ocr", url, "关闭车窗")

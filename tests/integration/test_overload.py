@@ -1,4 +1,5 @@
 """A burst far above capacity: only 200/503 (with Retry-After), nothing hangs past its deadline, and the app recovers."""
+
 from __future__ import annotations
 
 import asyncio
@@ -46,7 +47,11 @@ def test_burst_sheds_cleanly_and_recovers(serve_app, cockpit):
         recovered_by = time.perf_counter() + RECOVERY_S
         while True:
             after = client.post("/api/v1/agent/chat", json={"user_id": "after-burst", "text": "把车窗打开"})
-            if after.status_code == 200 and not after.json()["timings"]["degraded"] or time.perf_counter() > recovered_by:
+            if (
+                after.status_code == 200
+                and not after.json()["timings"]["degraded"]
+                or time.perf_counter() > recovered_by
+            ):
                 break
             time.sleep(0.5)
     assert after.status_code == 200 and after.json()["status"] == "completed", after.text

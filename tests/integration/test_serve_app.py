@@ -1,4 +1,5 @@
 """The real app on Ray Serve, driven over HTTP: served accuracy, budgets under fault injection, bad input."""
+
 from __future__ import annotations
 
 import time
@@ -6,9 +7,9 @@ import time
 import httpx
 import pytest
 
-from tests.support.serving import until_fault_shows
 from serve_app.ops import launcher
 from tests.support.http_client import served_client
+from tests.support.serving import until_fault_shows
 
 CHAT = "/api/v1/agent/chat"
 FILL = "/api/v1/agent/fill-slots"
@@ -41,7 +42,9 @@ def test_the_first_turns_after_health_is_green_run_every_stage(serve_app, kind):
     assert first["status_code"] == 200, first
     timings = first["timings"]
     assert timings["degraded"] == []
-    assert {"encoder", "classifier", "detector", "retriever", *(["ocr"] if kind == "image" else [])} <= timings["stages"].keys()
+    assert {"encoder", "classifier", "detector", "retriever", *(["ocr"] if kind == "image" else [])} <= timings[
+        "stages"
+    ].keys()
     assert first["status"] == "completed"
     assert first["intent"] == ("cabin_window_open" if kind == "text" else "cabin_set_ac")
 
@@ -56,7 +59,15 @@ def test_served_top1_accuracy_on_the_test_split(client, cockpit):
     print(f"served cockpit test-split accuracy: {accuracy:.3f} over {len(rows)} rows ({degraded} degraded turns)")
     for a, (text, gold) in zip(answers, rows):
         if a["intent"] != gold:
-            print("  miss:", text, gold, a["intent"], a["status"], a["timings"]["degraded"], {k: (v["candidates"][:1], v["error"]) for k, v in a["routing_debug"]["stages"].items()})
+            print(
+                "  miss:",
+                text,
+                gold,
+                a["intent"],
+                a["status"],
+                a["timings"]["degraded"],
+                {k: (v["candidates"][:1], v["error"]) for k, v in a["routing_debug"]["stages"].items()},
+            )
     assert accuracy >= 0.90
 
 
@@ -65,8 +76,19 @@ def test_turn_response_contract(client):
     assert body["status"] == "completed" and body["intent"] == "cabin_set_ac"
     assert body["slots"]["temperature"] == 22
     stages = body["timings"]["stages"]
-    assert {"auth", "lease", "keyword", "encoder", "classifier", "retriever", "detector", "fusion", "slots",
-            "execute", "commit"} <= stages.keys()
+    assert {
+        "auth",
+        "lease",
+        "keyword",
+        "encoder",
+        "classifier",
+        "retriever",
+        "detector",
+        "fusion",
+        "slots",
+        "execute",
+        "commit",
+    } <= stages.keys()
     assert "store" not in stages  # the plugin's world came with the session lease
     assert all(v > 0 for k, v in stages.items() if k in ("encoder", "classifier", "retriever", "detector", "commit"))
     assert body["timings"]["budget_ms"] == 600 and body["timings"]["degraded"] == []
@@ -134,7 +156,9 @@ def test_session_of_another_user_is_forbidden(client):
 
 
 def _wait_for_degraded(client, stages: list[str]) -> tuple[dict, float]:
-    return until_fault_shows(lambda: chat(client, "打开车窗", user_id="fault"), lambda b: b["timings"]["degraded"] == stages)
+    return until_fault_shows(
+        lambda: chat(client, "打开车窗", user_id="fault"), lambda b: b["timings"]["degraded"] == stages
+    )
 
 
 def test_a_failing_classifier_head_degrades_alone(serve_app, client):
@@ -189,8 +213,13 @@ def _turns_total(port: int) -> float:
     from prometheus_client.parser import text_string_to_metric_families
 
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    return sum(s.value for fam in text_string_to_metric_families(text) if fam.name == "baton_turns"
-               for s in fam.samples if s.name == "baton_turns_total")
+    return sum(
+        s.value
+        for fam in text_string_to_metric_families(text)
+        if fam.name == "baton_turns"
+        for s in fam.samples
+        if s.name == "baton_turns_total"
+    )
 
 
 def test_metrics_endpoint_counts_the_turns_sent(client, serve_app):

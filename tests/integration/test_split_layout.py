@@ -1,5 +1,6 @@
 """The split layout on the real cluster: an Encoder deployment whose response the orchestrator passes straight into
 three head deployments. Deployed as a second application of the session's Serve instance (text only, under /split)."""
+
 from __future__ import annotations
 
 import copy
@@ -10,11 +11,9 @@ import pytest
 import yaml
 
 from serve_app.ops import launcher
-
-from tests.support.serving import until_fault_shows
-
-from tests.support.packs import CONFIG_DIR
 from tests.support.http_client import served_client
+from tests.support.packs import CONFIG_DIR
+from tests.support.serving import until_fault_shows
 
 APP, PREFIX = "baton_split", "/split"
 HEADS = ("classifier", "detector", "retriever")
@@ -45,8 +44,10 @@ def split_client(serve_app):
                         break
                 except httpx.HTTPError as exc:
                     health = exc
-                assert time.time() < deadline, f"the split app never became healthy: {getattr(health, 'text', health)}; " \
-                                               f"{serve.status().applications[APP]}"
+                assert time.time() < deadline, (
+                    f"the split app never became healthy: {getattr(health, 'text', health)}; "
+                    f"{serve.status().applications[APP]}"
+                )
                 time.sleep(1.0)
             yield client
     finally:
@@ -75,7 +76,8 @@ def test_a_slow_encoder_degrades_every_head_that_reads_it(serve_app, split_clien
     try:
         body, wall_ms = until_fault_shows(
             lambda: split_client.post("/api/v1/agent/chat", json={"user_id": "split-3", "text": "打开车窗"}).json(),
-            lambda b: bool(b["timings"]["degraded"]))
+            lambda b: bool(b["timings"]["degraded"]),
+        )
     finally:
         launcher.set_faults(serve_app["config"], "")
     assert body["timings"]["degraded"] == ["encoder", *HEADS]

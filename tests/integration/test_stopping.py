@@ -3,6 +3,7 @@ launcher, Ray, HAProxy and the embedded PostgreSQL within 15 s, and the next sta
 
 The app runs its real serving graph with no-op models, no media deployments and no Planner: what is tested is the
 stopping (the Planner's engine processes are its replica's children: tests/integration/test_llm_served.py)."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,8 @@ from pathlib import Path
 import httpx
 import yaml
 
-from tests.support.packs import CONFIG_DIR, ROOT, STATE_DIR
 from serve_app.ops import launcher
+from tests.support.packs import CONFIG_DIR, ROOT, STATE_DIR
 
 STOP_WITHIN_S = 15.0
 START_WITHIN_S = 240.0
@@ -65,16 +66,33 @@ def _run_once(serve_yaml: Path, pgdata: Path, log: Path) -> float:
     env = {**os.environ, "BATON_STATE_DIR": str(STATE_DIR), "BATON_METRICS_PORT": str(metrics_port)}
     env.pop("DATABASE_URL", None)
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "serve_app.ops.launcher", "--config", str(serve_yaml), "--port", str(port),
-                                 "--pgdata", str(pgdata)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "serve_app.ops.launcher",
+                "--config",
+                str(serve_yaml),
+                "--port",
+                str(port),
+                "--pgdata",
+                str(pgdata),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         started = time.time()
         while "Baton is serving" not in log.read_text(errors="replace"):
             assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
             assert time.time() - started < START_WITHIN_S, "no serving line"
             time.sleep(0.5)
-        turn = httpx.post(f"http://127.0.0.1:{port}/api/v1/agent/chat", json={"user_id": "stop", "text": "打开车窗"}, timeout=10)
+        turn = httpx.post(
+            f"http://127.0.0.1:{port}/api/v1/agent/chat", json={"user_id": "stop", "text": "打开车窗"}, timeout=10
+        )
         assert turn.status_code == 200 and turn.json()["timings"]["degraded"] == [], turn.text
         session = (STATE_DIR / "run" / str(port) / "ray-session").read_text().strip()
         assert session and _naming(session), "the Ray session's processes are running"
@@ -82,8 +100,9 @@ def _run_once(serve_yaml: Path, pgdata: Path, log: Path) -> float:
         signalled = time.monotonic()
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(STOP_WITHIN_S)
-        while (_naming(session) or _naming(f"baton-haproxy-{port}") or _postmaster(pgdata)) and \
-                time.monotonic() - signalled < STOP_WITHIN_S:
+        while (
+            _naming(session) or _naming(f"baton-haproxy-{port}") or _postmaster(pgdata)
+        ) and time.monotonic() - signalled < STOP_WITHIN_S:
             time.sleep(0.2)
         stopped = time.monotonic() - signalled
         assert not _naming(session), "Ray processes outlived the stop"

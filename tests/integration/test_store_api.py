@@ -1,5 +1,6 @@
 """The store-backed API on the real Serve app and a real PostgreSQL: auth, isolation, the write gate over HTTP,
 the conversation log of chat turns, idempotent and racing turns, and a database restart under the running app."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +9,8 @@ import uuid
 
 import httpx
 import pytest
-from tests.support.http_client import served_client
 
+from tests.support.http_client import served_client
 
 CHAT = "/api/v1/agent/chat"
 
@@ -21,8 +22,10 @@ def client(serve_app):
 
 
 def register(client, name="用户") -> dict:
-    resp = client.post("/api/v1/auth/register", json={"email": f"{uuid.uuid4().hex[:10]}@example.com",
-                                                      "password": "correct horse", "display_name": name})
+    resp = client.post(
+        "/api/v1/auth/register",
+        json={"email": f"{uuid.uuid4().hex[:10]}@example.com", "password": "correct horse", "display_name": name},
+    )
     assert resp.status_code == 201, resp.text
     body = resp.json()
     body["headers"] = {"Authorization": f"Bearer {body['access_token']}"}
@@ -33,11 +36,22 @@ def error_code(resp) -> str:
     return resp.json()["error"]["code"]
 
 
-ITEM = {"item_type": "schedule", "title": "团队周会", "start_at": "2026-12-02T10:00:00+08:00", "end_at": "2026-12-02T11:00:00+08:00"}
+ITEM = {
+    "item_type": "schedule",
+    "title": "团队周会",
+    "start_at": "2026-12-02T10:00:00+08:00",
+    "end_at": "2026-12-02T11:00:00+08:00",
+}
 
 
 def create_item_request(client, user, payload=ITEM, **extra):
-    body = {"action": "create", "target_type": "task_item", "payload": payload, "preview_text": "新建日程：团队周会", **extra}
+    body = {
+        "action": "create",
+        "target_type": "task_item",
+        "payload": payload,
+        "preview_text": "新建日程：团队周会",
+        **extra,
+    }
     resp = client.post("/api/v1/write-requests", json=body, headers=user["headers"])
     assert resp.status_code == 201, resp.text
     return resp.json()
@@ -45,16 +59,24 @@ def create_item_request(client, user, payload=ITEM, **extra):
 
 def test_register_login_me_and_bad_credentials(client):
     email = f"{uuid.uuid4().hex[:10]}@example.com"
-    created = client.post("/api/v1/auth/register", json={"email": email, "password": "long enough", "display_name": "小王"})
+    created = client.post(
+        "/api/v1/auth/register", json={"email": email, "password": "long enough", "display_name": "小王"}
+    )
     assert created.status_code == 201
-    assert error_code(client.post("/api/v1/auth/register", json={"email": email, "password": "long enough"})) == "email_taken"
+    assert (
+        error_code(client.post("/api/v1/auth/register", json={"email": email, "password": "long enough"}))
+        == "email_taken"
+    )
     login = client.post("/api/v1/auth/login", json={"email": email.upper(), "password": "long enough"})
     assert login.status_code == 200 and login.json()["user_id"] == created.json()["user_id"]
     wrong = client.post("/api/v1/auth/login", json={"email": email, "password": "wrong password"})
     assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
     me = client.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {login.json()['access_token']}"})
-    assert me.json() == {"user_id": created.json()["user_id"], "business_user_id": created.json()["business_user_id"],
-                         "display_name": "小王"}
+    assert me.json() == {
+        "user_id": created.json()["user_id"],
+        "business_user_id": created.json()["business_user_id"],
+        "display_name": "小王",
+    }
     assert client.get("/api/v1/auth/me").status_code == 401
     assert client.get("/api/v1/auth/me", headers={"Authorization": "Bearer not-a-token"}).status_code == 401
     assert client.get("/api/v1/auth/me", headers={"Authorization": "Basic abc"}).status_code == 401
@@ -67,10 +89,16 @@ def test_write_request_round_trip_isolation_and_refusals(client):
     rid = created["write_request_id"]
     assert created["confirmation_payload"]["payload"]["title"] == "团队周会"
     decide = f"/api/v1/write-requests/{rid}/decide"
-    assert client.post(decide, json={"decision": "confirmed", "idempotency_key": "b"}, headers=bob["headers"]).status_code == 404
+    assert (
+        client.post(decide, json={"decision": "confirmed", "idempotency_key": "b"}, headers=bob["headers"]).status_code
+        == 404
+    )
     assert client.post(decide, json={"decision": "confirmed", "idempotency_key": "a"}).status_code == 401
-    changed = client.post(decide, json={"decision": "confirmed", "idempotency_key": "a", "payload_hash": "f" * 64},
-                          headers=alice["headers"])
+    changed = client.post(
+        decide,
+        json={"decision": "confirmed", "idempotency_key": "a", "payload_hash": "f" * 64},
+        headers=alice["headers"],
+    )
     assert changed.status_code == 409 and error_code(changed) == "payload_changed"
     body = {"decision": "confirmed", "idempotency_key": "a", "payload_hash": created["payload_hash"]}
     first = client.post(decide, json=body, headers=alice["headers"])
@@ -83,31 +111,67 @@ def test_write_request_round_trip_isolation_and_refusals(client):
     items = client.get("/api/v1/items/timeline", params=window, headers=alice["headers"]).json()["items"]
     assert [i["id"] for i in items] == [first.json()["applied_target_id"]]
     assert client.get("/api/v1/items/timeline", params=window, headers=bob["headers"]).json() == {"items": []}
-    assert client.get("/api/v1/items/timeline", params={**window, "item_type": "todo"}, headers=alice["headers"]).json() == {"items": []}
+    assert client.get(
+        "/api/v1/items/timeline", params={**window, "item_type": "todo"}, headers=alice["headers"]
+    ).json() == {"items": []}
 
 
 def test_malformed_write_bodies_are_422_with_the_field(client):
     user = register(client)
-    bad = client.post("/api/v1/write-requests", json={"action": "create", "target_type": "task_item",
-                                                      "payload": {"item_type": "todo"}, "preview_text": "x"}, headers=user["headers"])
+    bad = client.post(
+        "/api/v1/write-requests",
+        json={"action": "create", "target_type": "task_item", "payload": {"item_type": "todo"}, "preview_text": "x"},
+        headers=user["headers"],
+    )
     assert bad.status_code == 422 and bad.json()["error"]["field"].startswith("payload")
-    extra = client.post("/api/v1/write-requests", json={"action": "create", "target_type": "task_item", "payload": ITEM,
-                                                        "preview_text": "x", "surprise": 1}, headers=user["headers"])
+    extra = client.post(
+        "/api/v1/write-requests",
+        json={"action": "create", "target_type": "task_item", "payload": ITEM, "preview_text": "x", "surprise": 1},
+        headers=user["headers"],
+    )
     assert extra.status_code == 422 and extra.json()["error"]["field"] == "surprise"
-    assert client.post("/api/v1/write-requests", content=b"{not json", headers={**user["headers"], "content-type": "application/json"}).status_code == 400
+    assert (
+        client.post(
+            "/api/v1/write-requests",
+            content=b"{not json",
+            headers={**user["headers"], "content-type": "application/json"},
+        ).status_code
+        == 400
+    )
 
 
 def test_goal_with_subtask_and_profile(client):
     user = register(client)
-    goal_req = client.post("/api/v1/write-requests", json={"action": "create", "target_type": "long_goal",
-                                                           "payload": {"title": "三个月学会游泳"}, "preview_text": "新建长目标"},
-                           headers=user["headers"]).json()
-    goal = client.post(f"/api/v1/write-requests/{goal_req['write_request_id']}/decide",
-                       json={"decision": "confirmed", "idempotency_key": "g"}, headers=user["headers"]).json()
-    sub = create_item_request(client, user, {"item_type": "subtask", "title": "第一次下水", "long_goal_id": goal["applied_target_id"],
-                                             "due_at": "2026-12-05T18:00:00+08:00"})
-    client.post(f"/api/v1/write-requests/{sub['write_request_id']}/decide", json={"decision": "confirmed", "idempotency_key": "s"},
-                headers=user["headers"])
+    goal_req = client.post(
+        "/api/v1/write-requests",
+        json={
+            "action": "create",
+            "target_type": "long_goal",
+            "payload": {"title": "三个月学会游泳"},
+            "preview_text": "新建长目标",
+        },
+        headers=user["headers"],
+    ).json()
+    goal = client.post(
+        f"/api/v1/write-requests/{goal_req['write_request_id']}/decide",
+        json={"decision": "confirmed", "idempotency_key": "g"},
+        headers=user["headers"],
+    ).json()
+    sub = create_item_request(
+        client,
+        user,
+        {
+            "item_type": "subtask",
+            "title": "第一次下水",
+            "long_goal_id": goal["applied_target_id"],
+            "due_at": "2026-12-05T18:00:00+08:00",
+        },
+    )
+    client.post(
+        f"/api/v1/write-requests/{sub['write_request_id']}/decide",
+        json={"decision": "confirmed", "idempotency_key": "s"},
+        headers=user["headers"],
+    )
     goals = client.get("/api/v1/long-goals", headers=user["headers"]).json()["goals"]
     assert [g["title"] for g in goals] == ["三个月学会游泳"]
     detail = client.get(f"/api/v1/long-goals/{goal['applied_target_id']}", headers=user["headers"]).json()
@@ -120,25 +184,41 @@ def test_goal_with_subtask_and_profile(client):
 def test_chat_turns_are_logged_with_seed_metadata_and_questions_close(client):
     user = register(client)
     sid = uuid.uuid4().hex
-    ask = client.post(CHAT, json={"user_id": user["user_id"], "session_id": sid, "text": "把空调温度调一下",
-                                  "client_message_id": "c1"}, headers=user["headers"])
+    ask = client.post(
+        CHAT,
+        json={"user_id": user["user_id"], "session_id": sid, "text": "把空调温度调一下", "client_message_id": "c1"},
+        headers=user["headers"],
+    )
     assert ask.status_code == 200 and ask.json()["status"] == "waiting_slot", ask.text
     snap = client.get("/api/v1/conversation/snapshot", headers=user["headers"]).json()
-    assert snap["pending_clarification"]["missing_fields"] == ["temperature"] and snap["pending_clarification"]["session_id"] == sid
-    done = client.post(CHAT, json={"user_id": user["user_id"], "session_id": sid, "text": "24度", "client_message_id": "c2"},
-                       headers=user["headers"])
+    assert (
+        snap["pending_clarification"]["missing_fields"] == ["temperature"]
+        and snap["pending_clarification"]["session_id"] == sid
+    )
+    done = client.post(
+        CHAT,
+        json={"user_id": user["user_id"], "session_id": sid, "text": "24度", "client_message_id": "c2"},
+        headers=user["headers"],
+    )
     assert done.json()["status"] == "completed" and done.json()["slots"]["temperature"] == 24
     messages = client.get("/api/v1/conversation/messages", params={"limit": 10}, headers=user["headers"]).json()
     kinds = [(m["role"], m["metadata"]["message_kind"]) for m in messages["messages"]]
-    assert kinds == [("user", "input"), ("assistant", "clarification_question"), ("user", "clarification_answer"),
-                     ("assistant", "execution_result")]
+    assert kinds == [
+        ("user", "input"),
+        ("assistant", "clarification_question"),
+        ("user", "clarification_answer"),
+        ("assistant", "execution_result"),
+    ]
     question, answer = messages["messages"][1], messages["messages"][2]
-    assert question["metadata"]["question_id"] == question["id"] and question["metadata"]["question_status"] == "answered"
+    assert (
+        question["metadata"]["question_id"] == question["id"] and question["metadata"]["question_status"] == "answered"
+    )
     assert answer["metadata"]["reply_to_question_id"] == question["id"]
     assert all(m["metadata"]["session_id"] == sid for m in messages["messages"])
     assert [m["message_index"] for m in messages["messages"]] == [1, 2, 3, 4] and messages["has_more"] is False
-    older = client.get("/api/v1/conversation/messages", params={"limit": 2, "before_message_id": answer["id"]},
-                       headers=user["headers"]).json()
+    older = client.get(
+        "/api/v1/conversation/messages", params={"limit": 2, "before_message_id": answer["id"]}, headers=user["headers"]
+    ).json()
     assert [m["message_index"] for m in older["messages"]] == [1, 2] and older["has_more"] is False
     assert client.get("/api/v1/conversation/snapshot", headers=user["headers"]).json()["pending_clarification"] is None
 
@@ -161,13 +241,17 @@ def test_token_binds_the_chat_and_a_mismatched_user_id_is_refused(client):
     user = register(client)
     wrong = client.post(CHAT, json={"user_id": "someone-else", "text": "打开车窗"}, headers=user["headers"])
     assert wrong.status_code == 403
-    expired = client.post(CHAT, json={"user_id": user["user_id"], "text": "打开车窗"}, headers={"Authorization": "Bearer x.y.z"})
+    expired = client.post(
+        CHAT, json={"user_id": user["user_id"], "text": "打开车窗"}, headers={"Authorization": "Bearer x.y.z"}
+    )
     assert expired.status_code == 401
 
 
 async def _race(url: str, sid: str, texts: list[str]) -> list[httpx.Response]:
     async with httpx.AsyncClient(base_url=url, timeout=15.0) as c:
-        return await asyncio.gather(*(c.post(CHAT, json={"user_id": "racer", "session_id": sid, "text": t}) for t in texts))
+        return await asyncio.gather(
+            *(c.post(CHAT, json={"user_id": "racer", "session_id": sid, "text": t}) for t in texts)
+        )
 
 
 def test_racing_turns_on_one_session_run_one_at_a_time(client, serve_app):
@@ -213,7 +297,9 @@ def test_two_orchestrator_replicas_serve_one_conversation(client, serve_app):
     user_id, replicas = f"two-{uuid.uuid4().hex[:6]}", set()
     sid = None
     for _ in range(6):  # a slot-filling exchange, repeated: each answer needs the previous turn's state
-        ask = client.post(CHAT, json={"user_id": user_id, "text": "空调温度调一下", **({"session_id": sid} if sid else {})})
+        ask = client.post(
+            CHAT, json={"user_id": user_id, "text": "空调温度调一下", **({"session_id": sid} if sid else {})}
+        )
         sid = ask.json()["session_id"]
         done = client.post(CHAT, json={"user_id": user_id, "session_id": sid, "text": "二十三度"})
         assert (ask.json()["status"], done.json()["status"]) == ("waiting_slot", "completed"), done.text

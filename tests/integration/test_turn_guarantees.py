@@ -1,5 +1,6 @@
 """What every turn promises, on the real app and PostgreSQL: the budget covers the whole request, one encoder pass per
 turn, a repeated first message runs once, and each user's car and orders are their own, on any replica."""
+
 from __future__ import annotations
 
 import asyncio
@@ -82,15 +83,18 @@ def test_a_first_message_sent_twice_at_once_runs_once(serve_app, client):
     body = {"user_id": auth["user_id"], "text": "帮我把车窗打开", "client_message_id": cmid}
 
     async def both():
-        async with httpx.AsyncClient(base_url=serve_app["url"], timeout=15.0, headers={"Authorization": auth["Authorization"]}) as c:
+        async with httpx.AsyncClient(
+            base_url=serve_app["url"], timeout=15.0, headers={"Authorization": auth["Authorization"]}
+        ) as c:
             return await asyncio.gather(c.post(CHAT, json=body), c.post(CHAT, json=body))
 
     a, b = asyncio.run(both())
     assert (a.status_code, b.status_code) == (200, 200), (a.text, b.text)
     assert a.json()["session_id"] == b.json()["session_id"] and a.json()["reply"] == b.json()["reply"]
     assert a.json()["result"] == b.json()["result"]
-    messages = client.get("/api/v1/conversation/messages", headers={"Authorization": auth["Authorization"]},
-                          params={"limit": 50}).json()["messages"]
+    messages = client.get(
+        "/api/v1/conversation/messages", headers={"Authorization": auth["Authorization"]}, params={"limit": 50}
+    ).json()["messages"]
     mine = [m for m in messages if m["metadata"].get("client_message_id") == cmid]
     assert len(mine) == 1 and len(messages) == 2, "one input message and one reply: the turn ran once"
 

@@ -1,4 +1,5 @@
 """Workflows on the real app (Ray Serve, two orchestrator replicas, PostgreSQL), over plain HTTP."""
+
 from __future__ import annotations
 
 import json
@@ -6,10 +7,10 @@ import time
 
 import pytest
 
-from tests.support.serving import until_fault_shows
-from serve_app.ops import launcher
 from serve_app.http.middleware import REPLICA_HEADER
+from serve_app.ops import launcher
 from tests.support.http_client import served_client
+from tests.support.serving import until_fault_shows
 
 CHAT, FILL, STREAM = "/api/v1/agent/chat", "/api/v1/agent/fill-slots", "/api/v1/agent/chat-stream"
 PENDING = ("A12345", "C2024", "A10002", "A20003")  # sha256(id) % 3 -> pending_shipment
@@ -46,13 +47,17 @@ def test_a_conditional_workflow_paused_on_one_replica_completes_on_the_other(cli
 def test_a_slot_paused_workflow_resumes_through_fill_slots(client):
     asked = client.post(CHAT, json={"user_id": "wf-fill", "text": "打开车窗然后导航"}).json()
     assert asked["status"] == "waiting_slot" and asked["pending_slots"] == ["destination"]
-    done = client.post(FILL, json={"user_id": "wf-fill", "session_id": asked["session_id"], "text": "去人民广场"}).json()
+    done = client.post(
+        FILL, json={"user_id": "wf-fill", "session_id": asked["session_id"], "text": "去人民广场"}
+    ).json()
     assert done["status"] == "completed" and done["workflow"]["steps"][1]["slots"]["destination"] == "人民广场"
 
 
 def test_chat_stream_sends_the_ack_before_the_first_plugin_result_then_the_final_response(serve_app):
-    with served_client(serve_app["url"], 10.0) as c, \
-            c.stream("POST", STREAM, json={"user_id": "wf-stream", "text": "打开车窗然后把空调调到22度"}) as resp:
+    with (
+        served_client(serve_app["url"], 10.0) as c,
+        c.stream("POST", STREAM, json={"user_id": "wf-stream", "text": "打开车窗然后把空调调到22度"}) as resp,
+    ):
         assert resp.status_code == 200 and resp.headers["content-type"].startswith("application/x-ndjson")
         events = [json.loads(line) for line in resp.iter_lines() if line]
     assert [e["event"] for e in events] == ["ack", "step", "step", "final"]
@@ -71,7 +76,8 @@ def test_a_slowed_planner_degrades_inside_the_budget(serve_app, client):
     try:
         body, wall_ms = until_fault_shows(
             lambda: client.post(CHAT, json={"user_id": "wf-fault", "text": "打开车窗然后把空调调到22度"}).json(),
-            lambda b: "planner" in b["timings"]["degraded"])
+            lambda b: "planner" in b["timings"]["degraded"],
+        )
         assert body["timings"]["degraded"] == ["planner"], body["timings"]
         assert wall_ms <= body["timings"]["budget_ms"] + MARGIN_MS
         assert body["workflow"] is None and body["routing_debug"]["planner"]["degraded"] is True

@@ -7,6 +7,7 @@ Runs in the LLM venv only, without the project's conftest (it imports the main v
 The model folder is `$BATON_LLM_MODEL`, else
 `var/llm/gemma-3-270m`, converted there by `models.llm` when it is missing. Prints load time, TTFT, tokens/s.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -90,9 +91,11 @@ def test_json_schema_completion(engine, loop):
     reply = loop.run_until_complete(engine.complete(_request("t-json", schema=SCHEMA, max_tokens=64)))
     elapsed = time.monotonic() - started
     print(f"\n[planner] json: {reply!r}")
-    print(f"[planner] json: ttft {reply['ttft_ms']:.0f} ms, {reply['completion_tokens']} tokens in {elapsed:.2f} s, "
-          f"{_rate(reply, elapsed):.1f} tok/s decode, prompt {reply['prompt_tokens']} tokens, "
-          f"finish_reason {reply['finish_reason']}")
+    print(
+        f"[planner] json: ttft {reply['ttft_ms']:.0f} ms, {reply['completion_tokens']} tokens in {elapsed:.2f} s, "
+        f"{_rate(reply, elapsed):.1f} tok/s decode, prompt {reply['prompt_tokens']} tokens, "
+        f"finish_reason {reply['finish_reason']}"
+    )
     assert reply["finish_reason"] in ("stop", "length")
     assert reply["finish_reason"] == "stop", "a 64-token budget fits this schema"
     data = json.loads(reply["text"])
@@ -103,8 +106,9 @@ def test_json_schema_completion(engine, loop):
 
 def test_abort_stops_a_long_completion(engine, loop):
     async def scenario():
-        task = asyncio.ensure_future(engine.complete(_request("t-long", max_tokens=400,
-                                                              content="Write a long story about a lamp.")))
+        task = asyncio.ensure_future(
+            engine.complete(_request("t-long", max_tokens=400, content="Write a long story about a lamp."))
+        )
         await asyncio.sleep(0.3)
         assert not task.done(), "400 tokens cannot be done in 0.3 s on CPU"
         aborted_at = time.monotonic()
@@ -113,8 +117,10 @@ def test_abort_stops_a_long_completion(engine, loop):
         return reply, time.monotonic() - aborted_at
 
     reply, after_abort_s = loop.run_until_complete(scenario())
-    print(f"\n[planner] abort: returned {after_abort_s * 1000:.0f} ms after abort, finish_reason "
-          f"{reply['finish_reason']}, {reply['completion_tokens']} tokens before it")
+    print(
+        f"\n[planner] abort: returned {after_abort_s * 1000:.0f} ms after abort, finish_reason "
+        f"{reply['finish_reason']}, {reply['completion_tokens']} tokens before it"
+    )
     assert after_abort_s < 2.0
     assert reply["finish_reason"] == "abort"
     assert reply["completion_tokens"] < 400
@@ -133,10 +139,13 @@ def test_abort_stops_a_long_completion(engine, loop):
 
 def test_free_text_throughput(engine, loop):
     started = time.monotonic()
-    reply = loop.run_until_complete(engine.complete(_request("t-free", max_tokens=64,
-                                                             content="Describe the kitchen lights.")))
+    reply = loop.run_until_complete(
+        engine.complete(_request("t-free", max_tokens=64, content="Describe the kitchen lights."))
+    )
     elapsed = time.monotonic() - started
-    print(f"\n[planner] free text: ttft {reply['ttft_ms']:.0f} ms, {reply['completion_tokens']} tokens in "
-          f"{elapsed:.2f} s, {_rate(reply, elapsed):.1f} tok/s decode, finish_reason {reply['finish_reason']}")
+    print(
+        f"\n[planner] free text: ttft {reply['ttft_ms']:.0f} ms, {reply['completion_tokens']} tokens in "
+        f"{elapsed:.2f} s, {_rate(reply, elapsed):.1f} tok/s decode, finish_reason {reply['finish_reason']}"
+    )
     assert reply["finish_reason"] in ("stop", "length")
     assert reply["completion_tokens"] > 0

@@ -1,5 +1,6 @@
 """The GPU path's language model, built without a GPU: Ray Serve LLM's LLMServer from config/serve_gpu.yaml, and
 the requests Baton sends it. Runs in the LLM venv (`ray.serve.llm` imports only where vLLM is installed)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,9 +43,16 @@ class Handle:
 def test_a_plan_request_carries_its_schema_priority_and_id_to_the_llm_server():
     lm = ServeLlmLanguageModel(Handle(), "qwen2.5-7b-instruct")
     schema = {"type": "object", "properties": {"steps": {"type": "array"}}, "required": ["steps"]}
-    request = lm.chat_request(LmRequest(messages=[{"role": "system", "content": "plan"}, {"role": "user", "content": "开窗"}],
-                                        json_schema=schema, max_tokens=160, temperature=0.0, request_id="llm-1",
-                                        priority=PRIORITY_INTERACTIVE))
+    request = lm.chat_request(
+        LmRequest(
+            messages=[{"role": "system", "content": "plan"}, {"role": "user", "content": "开窗"}],
+            json_schema=schema,
+            max_tokens=160,
+            temperature=0.0,
+            request_id="llm-1",
+            priority=PRIORITY_INTERACTIVE,
+        )
+    )
     assert request.model == "qwen2.5-7b-instruct" and request.max_tokens == 160 and request.priority == 0
     assert request.request_id == "llm-1" and not request.stream
     assert request.response_format.type == "json_schema"

@@ -1,4 +1,5 @@
 """Upload inspection: the format comes from the bytes, then a real decode inside the size, pixel and duration limits."""
+
 from __future__ import annotations
 
 import io

@@ -1,4 +1,5 @@
 """The object store contract, run against both backends: a local folder and S3 (moto in server mode on loopback)."""
+
 from __future__ import annotations
 
 import socket
@@ -25,8 +26,11 @@ def moto_endpoint():
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     with pytest.MonkeyPatch.context() as env:
-        for name, value in {"AWS_ACCESS_KEY_ID": "baton-test", "AWS_SECRET_ACCESS_KEY": "baton-test",
-                            "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "baton-test",
+            "AWS_SECRET_ACCESS_KEY": "baton-test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }.items():
             env.setenv(name, value)
         try:
             yield f"http://127.0.0.1:{port}"
@@ -36,8 +40,14 @@ def moto_endpoint():
 
 def _s3_settings(settings: Settings, endpoint: str, bucket: str, prefix: str = "") -> Settings:
     media = settings.media
-    store = media.object_store.model_copy(update={"backend": "s3", "s3": media.object_store.s3.model_copy(
-        update={"endpoint_url": endpoint, "bucket": bucket, "prefix": prefix})})
+    store = media.object_store.model_copy(
+        update={
+            "backend": "s3",
+            "s3": media.object_store.s3.model_copy(
+                update={"endpoint_url": endpoint, "bucket": bucket, "prefix": prefix}
+            ),
+        }
+    )
     return settings.model_copy(update={"media": media.model_copy(update={"object_store": store})})
 
 
@@ -45,7 +55,9 @@ def _s3_settings(settings: Settings, endpoint: str, bucket: str, prefix: str = "
 def store(request, tmp_path, cockpit):
     _, settings = cockpit
     if request.param == "local":
-        local = settings.media.model_copy(update={"object_store": settings.media.object_store.model_copy(update={"local_dir": str(tmp_path)})})
+        local = settings.media.model_copy(
+            update={"object_store": settings.media.object_store.model_copy(update={"local_dir": str(tmp_path)})}
+        )
         return build_store(settings.model_copy(update={"media": local}))
     import boto3
 
@@ -101,6 +113,13 @@ def test_source_urls_round_trip_and_foreign_urls_are_refused():
     assert key_from_source_url(source_url_for(key), "") == key
     assert key_from_source_url(source_url_for(key, "https://baton.example/"), "https://baton.example") == key
     assert key_from_source_url(source_url_for(key), "https://baton.example") == key  # the path form stays valid
-    for foreign in (f"https://evil.example/api/v1/media/{key}", f"file:///{key}", "/api/v1/media/../../etc/passwd",
-                    f"/api/v1/media/{key}?x=1", "/api/v1/media/image/nothex.png", "s3://bucket/" + key, ""):
+    for foreign in (
+        f"https://evil.example/api/v1/media/{key}",
+        f"file:///{key}",
+        "/api/v1/media/../../etc/passwd",
+        f"/api/v1/media/{key}?x=1",
+        "/api/v1/media/image/nothex.png",
+        "s3://bucket/" + key,
+        "",
+    ):
         assert key_from_source_url(foreign, "https://baton.example") is None, foreign

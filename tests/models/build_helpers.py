@@ -1,4 +1,5 @@
 """Helpers for the build tests."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,9 @@ def settings_in(state_dir: Path, pack: str):
     from config.settings import load_settings
     from models.build import serve_overrides
 
-    return load_settings(CONFIG_DIR, {"BATON_PACK": pack, "BATON_STATE_DIR": str(state_dir)}, serve_overrides(SHORT_TUNE))
+    return load_settings(
+        CONFIG_DIR, {"BATON_PACK": pack, "BATON_STATE_DIR": str(state_dir)}, serve_overrides(SHORT_TUNE)
+    )
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -40,4 +43,6 @@ def run_module(args: list[str], *, state_dir: Path | None = None, timeout: float
     if state_dir is not None:
         env["BATON_STATE_DIR"] = str(state_dir)
     env.pop("BATON_PACK", None)
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )

@@ -3,6 +3,7 @@
 Real encoder and real training throughout; the shipped packs are built once into the session state dir
 (`cockpit` / `timeflow` fixtures), extra packs are tiny and go to temporary state dirs.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,28 +19,72 @@ import pytest
 import yaml
 from sklearn.base import clone
 
-from engine.pack import SPECIAL_INTENTS, Rules, find_pack, load_pack
 from deployments import artifacts as layout
+from engine.pack import SPECIAL_INTENTS, Rules, find_pack, load_pack
 from models.build import build, rows_to_pack
 from models.evaluate import held_out
-
 from tests.models.build_helpers import CONFIG_DIR, SHORT_TUNE, run_module, settings_in, tmp_state, write_jsonl
 
 MIN_HELD_OUT_ACCURACY = 0.90
 
 # A small hand-written user dataset: 4 intents × 12 rows.
 HANDWRITTEN = {
-    "water_plants": ["给阳台的花浇点水", "帮我浇一下花", "花盆里的土干了，浇水吧", "今天记得给绿萝浇水", "多肉该浇水了",
-                     "自动浇花打开", "把花园的喷灌开一下", "给盆栽补点水", "客厅那盆花需要浇水", "帮我给植物浇浇水",
-                     "花快渴死了，赶紧浇水", "启动浇花系统"],
-    "order_takeout": ["帮我点份外卖", "我想叫个外卖", "点一份黄焖鸡米饭", "来一杯奶茶外卖", "中午帮我订个盒饭",
-                      "叫份麻辣烫送到公司", "点个披萨当晚饭", "帮我下单一份寿司外卖", "晚上想吃烧烤，帮我点",
-                      "外卖来一份牛肉面", "订两份炸鸡送到家", "帮我在外卖平台点份饺子"],
-    "check_weather": ["今天天气怎么样", "明天会下雨吗", "外面现在多少度", "这周末天气好不好", "查一下北京的天气",
-                      "后天要带伞吗", "今天风大不大", "明早会降温吗", "最近几天有没有雾霾", "上海明天晴天吗",
-                      "今晚气温多少", "看看下午会不会下雪"],
-    "call_taxi": ["帮我叫辆车", "打个车去火车站", "叫一辆出租车到楼下", "我要打车回家", "帮我约个网约车", "叫辆专车去机场",
-                  "现在打车去公司", "给我叫个快车", "约一辆明早七点的车", "帮我叫车到医院", "打车去电影院", "叫个顺风车去市中心"],
+    "water_plants": [
+        "给阳台的花浇点水",
+        "帮我浇一下花",
+        "花盆里的土干了，浇水吧",
+        "今天记得给绿萝浇水",
+        "多肉该浇水了",
+        "自动浇花打开",
+        "把花园的喷灌开一下",
+        "给盆栽补点水",
+        "客厅那盆花需要浇水",
+        "帮我给植物浇浇水",
+        "花快渴死了，赶紧浇水",
+        "启动浇花系统",
+    ],
+    "order_takeout": [
+        "帮我点份外卖",
+        "我想叫个外卖",
+        "点一份黄焖鸡米饭",
+        "来一杯奶茶外卖",
+        "中午帮我订个盒饭",
+        "叫份麻辣烫送到公司",
+        "点个披萨当晚饭",
+        "帮我下单一份寿司外卖",
+        "晚上想吃烧烤，帮我点",
+        "外卖来一份牛肉面",
+        "订两份炸鸡送到家",
+        "帮我在外卖平台点份饺子",
+    ],
+    "check_weather": [
+        "今天天气怎么样",
+        "明天会下雨吗",
+        "外面现在多少度",
+        "这周末天气好不好",
+        "查一下北京的天气",
+        "后天要带伞吗",
+        "今天风大不大",
+        "明早会降温吗",
+        "最近几天有没有雾霾",
+        "上海明天晴天吗",
+        "今晚气温多少",
+        "看看下午会不会下雪",
+    ],
+    "call_taxi": [
+        "帮我叫辆车",
+        "打个车去火车站",
+        "叫一辆出租车到楼下",
+        "我要打车回家",
+        "帮我约个网约车",
+        "叫辆专车去机场",
+        "现在打车去公司",
+        "给我叫个快车",
+        "约一辆明早七点的车",
+        "帮我叫车到医院",
+        "打车去电影院",
+        "叫个顺风车去市中心",
+    ],
 }
 CLI_PACK = "handwritten"
 
@@ -98,7 +143,9 @@ def test_ngram_vocabulary_was_fit_on_training_texts_only(shipped):
     test_only = set(with_test.vocabulary_) - set(refit.vocabulary_)
     assert test_only, "expected the held-out texts to hold some n-gram the training texts lack"
     assert not test_only & set(tfidf.vocabulary_), sorted(test_only & set(tfidf.vocabulary_))[:10]
-    assert list(ngram.named_steps["lr"].classes_) == list(range(len(layout.read_manifest(settings.artifacts_dir(pack.name))["labels"])))
+    assert list(ngram.named_steps["lr"].classes_) == list(
+        range(len(layout.read_manifest(settings.artifacts_dir(pack.name))["labels"]))
+    )
 
 
 def test_heads_match_the_manifest_and_the_encoder(shipped, embedder):
@@ -121,7 +168,9 @@ def test_index_row_i_is_the_embedding_of_rows_json_row_i(shipped, embedder):
     stored = np.stack([index.reconstruct(i) for i in picks])
     # the encoder the pack serves: its own tuned one (timeflow), or the shared one
     own = layout.encoder_for(out, settings.encoder_path)
-    fresh = (embedder if own == settings.encoder_path else sentence_encoder(settings, own)).encode([rows[i]["text"] for i in picks])
+    fresh = (embedder if own == settings.encoder_path else sentence_encoder(settings, own)).encode(
+        [rows[i]["text"] for i in picks]
+    )
     assert np.all(np.sum(stored * fresh, axis=1) > 0.999)
 
 
@@ -187,14 +236,28 @@ def test_a_training_row_rebuilds_both_builds_and_a_held_out_row_only_the_served_
 
 
 def messy_rows_file(path: Path) -> Path:
-    lines = ["", json.dumps({"text": "  今天天气怎么样  ", "intent": "check_weather", "source": "x", "n": 1}, ensure_ascii=False)]
+    lines = [
+        "",
+        json.dumps(
+            {"text": "  今天天气怎么样  ", "intent": "check_weather", "source": "x", "n": 1}, ensure_ascii=False
+        ),
+    ]
     for intent, texts in HANDWRITTEN.items():
         for k, text in enumerate(texts):
-            lines.append(json.dumps({"text": text, "intent": intent, "source": "handwritten", "id": k, "tags": ["a"]}, ensure_ascii=False))
+            lines.append(
+                json.dumps(
+                    {"text": text, "intent": intent, "source": "handwritten", "id": k, "tags": ["a"]},
+                    ensure_ascii=False,
+                )
+            )
             if k % 4 == 0:
                 lines.append("   ")
-    lines.append(json.dumps({"intent": "order_takeout", "text": "帮我点份外卖", "extra": None}, ensure_ascii=False))  # duplicate
-    lines.append(json.dumps({"text": "帮我叫辆车", "intent": "order_takeout"}, ensure_ascii=False))  # same text, second intent
+    lines.append(
+        json.dumps({"intent": "order_takeout", "text": "帮我点份外卖", "extra": None}, ensure_ascii=False)
+    )  # duplicate
+    lines.append(
+        json.dumps({"text": "帮我叫辆车", "intent": "order_takeout"}, ensure_ascii=False)
+    )  # same text, second intent
     lines.append(json.dumps({"text": "只有一句的意图", "intent": "lonely"}, ensure_ascii=False))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -232,8 +295,9 @@ def test_a_pack_from_rows_gets_the_default_prompt_files_and_they_render(tmp_path
     settings = settings_in(tmp_path / "state", "messy")
     source = rows_to_pack(messy_rows_file(tmp_path / "rows.jsonl"), "messy", settings)
     assert sorted(p.name for p in (source / "prompts").iterdir()) == ["AGENTS.md", "PROFILE.md", "SKILLS.md", "SOUL.md"]
-    text = PromptSet.load(source, settings.prompts).render(catalog=catalog_of(load_pack(source)),
-                                                           now=datetime(2026, 12, 1, 10, tzinfo=ZoneInfo("Asia/Shanghai")))
+    text = PromptSet.load(source, settings.prompts).render(
+        catalog=catalog_of(load_pack(source)), now=datetime(2026, 12, 1, 10, tzinfo=ZoneInfo("Asia/Shanghai"))
+    )
     assert "order_takeout" in text
     assert "2026年12月1日" not in text, "the planner states the time after the unchanging prompt (prefix caching)"
 
@@ -242,17 +306,28 @@ def test_rows_to_pack_is_deterministic(tmp_path):
     rows = messy_rows_file(tmp_path / "rows.jsonl")
     a = rows_to_pack(rows, "p", settings_in(tmp_path / "a", "p"))
     b = rows_to_pack(rows, "p", settings_in(tmp_path / "b", "p"))
-    assert (a / "intents" / "data.yaml").read_text(encoding="utf-8") == (b / "intents" / "data.yaml").read_text(encoding="utf-8")
+    assert (a / "intents" / "data.yaml").read_text(encoding="utf-8") == (b / "intents" / "data.yaml").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_two_rows_per_intent_is_enough_for_both_splits(tmp_path):
-    rows = write_jsonl(tmp_path / "rows.jsonl", [{"text": "甲一", "intent": "a"}, {"text": "甲二", "intent": "a"},
-                                                  {"text": "乙一", "intent": "b"}, {"text": "乙二", "intent": "b"}])
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [
+            {"text": "甲一", "intent": "a"},
+            {"text": "甲二", "intent": "a"},
+            {"text": "乙一", "intent": "b"},
+            {"text": "乙二", "intent": "b"},
+        ],
+    )
     pack = load_pack(rows_to_pack(rows, "two", settings_in(tmp_path / "state", "two")))
     assert {i.id: (len(i.examples), len(i.test_examples)) for i in pack.intents} == {"a": (1, 1), "b": (1, 1)}
 
 
-@pytest.mark.parametrize("bad", ['{"text": "没有意图"}', "{not json", '["帮我叫辆车", "call_taxi"]', '"just a string"', "42"])
+@pytest.mark.parametrize(
+    "bad", ['{"text": "没有意图"}', "{not json", '["帮我叫辆车", "call_taxi"]', '"just a string"', "42"]
+)
 def test_malformed_line_exits_with_its_line_number(tmp_path, bad):
     good = json.dumps({"text": "帮我叫辆车", "intent": "call_taxi"}, ensure_ascii=False)
     path = tmp_path / "rows.jsonl"
@@ -273,16 +348,22 @@ def cli_build(cockpit, module_dir):
     _, settings = cockpit
     base = module_dir
     state = tmp_state(base / "state", settings.encoder_path)
-    rows = write_jsonl(base / "rows.jsonl", [{"text": t, "intent": i, "source": "handwritten"} for i, ts in HANDWRITTEN.items() for t in ts])
-    proc = run_module(["models.build", "--pack", CLI_PACK, "--data", str(rows), "--serve-config", str(SHORT_TUNE)],
-                      state_dir=state)
+    rows = write_jsonl(
+        base / "rows.jsonl",
+        [{"text": t, "intent": i, "source": "handwritten"} for i, ts in HANDWRITTEN.items() for t in ts],
+    )
+    proc = run_module(
+        ["models.build", "--pack", CLI_PACK, "--data", str(rows), "--serve-config", str(SHORT_TUNE)], state_dir=state
+    )
     return state, proc
 
 
 def test_cli_builds_a_pack_from_jsonl_rows(cli_build):
     state, proc = cli_build
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    match = re.search(r"pack 'handwritten': classifier top-1 accuracy on the held-out split = ([0-9.]+) \((\d+) rows\)", proc.stdout)
+    match = re.search(
+        r"pack 'handwritten': classifier top-1 accuracy on the held-out split = ([0-9.]+) \((\d+) rows\)", proc.stdout
+    )
     assert match, proc.stdout
     accuracy, n_test = float(match.group(1)), int(match.group(2))
     print(f"\nhand-written CLI pack: held-out accuracy {accuracy:.3f} on {n_test} rows")
@@ -302,7 +383,9 @@ def test_cli_builds_a_pack_from_jsonl_rows(cli_build):
 def test_held_out_accuracy_of_shipped_packs(shipped):
     pack, settings = shipped
     accuracy = held_out(pack, settings)["classifier_top1"]
-    print(f"\n{pack.name}: classifier top-1 accuracy on the held-out split = {accuracy:.3f} ({len(pack.test_rows())} rows)")
+    print(
+        f"\n{pack.name}: classifier top-1 accuracy on the held-out split = {accuracy:.3f} ({len(pack.test_rows())} rows)"
+    )
     assert accuracy >= MIN_HELD_OUT_ACCURACY
 
 
@@ -334,16 +417,25 @@ def test_cockpit_serves_the_frozen_encoder_and_timeflow_one_tuned_on_its_trainin
     assert not settings.models.finetune and not settings.models.selection.frozen
     if pack.name == "cockpit":
         assert pack.finetune is None
-        assert manifest["tuned_encoder"] is None and not (out / layout.TUNED_ENCODER).exists() and manifest["selected"] is None
+        assert (
+            manifest["tuned_encoder"] is None
+            and not (out / layout.TUNED_ENCODER).exists()
+            and manifest["selected"] is None
+        )
         return
     assert pack.finetune is True and pack.serve_on == "train_split"
     train = pack.train_rows()
-    assert read_stamp(out / layout.TUNED_ENCODER)["rows_sha256"] == rows_digest([t for t, _ in train], [i for _, i in train])
+    assert read_stamp(out / layout.TUNED_ENCODER)["rows_sha256"] == rows_digest(
+        [t for t, _ in train], [i for _, i in train]
+    )
     assert not {t for t, _ in pack.test_rows()} & {t for t, _ in train}
     chosen = manifest["selected"]["planner"]["accept_unmarked"]
     assert chosen in settings.models.selection.accept_unmarked
     curve = manifest["selection_report"]["unmarked_plans"]["by_accept_unmarked"]
-    assert next(c for c in curve if c["accept_unmarked"] == chosen)["share"] <= settings.models.selection.max_unmarked_plans
+    assert (
+        next(c for c in curve if c["accept_unmarked"] == chosen)["share"]
+        <= settings.models.selection.max_unmarked_plans
+    )
 
 
 def test_a_pack_from_rows_held_out_figure_comes_from_an_encoder_tuned_without_them(cli_build):

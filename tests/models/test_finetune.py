@@ -1,5 +1,6 @@
 """models.finetune on the real e5-small and a small subset of rows: the cached lower layers are the encoder's own
 forward pass, the saved folder serves exactly what was trained (both runtimes), and tuning is a function of its rows."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,19 +10,20 @@ import pytest
 
 from deployments.embedding import SentenceEncoder
 from models.finetune import Base, Recipe, TunedTop, read_stamp, rows_digest
-
 from tests.models.test_build import HANDWRITTEN
 
 ROWS = [(t, i) for i, texts in sorted(HANDWRITTEN.items()) for t in texts[:6]]  # 24 rows, 4 intents
 LABELS = sorted(HANDWRITTEN)
-RECIPE = Recipe(epochs=2, frozen_layers=8, learning_rate=1e-4, head_learning_rate=2e-3, batch_size=8, max_tokens=40, seed=3)
+RECIPE = Recipe(
+    epochs=2, frozen_layers=8, learning_rate=1e-4, head_learning_rate=2e-3, batch_size=8, max_tokens=40, seed=3
+)
 PROBE = ["帮我浇浇花", "打车去机场", "明天天气如何", "点一份外卖"]
 
 
 @pytest.fixture(scope="module")
 def base():
-    from tests.support.packs import settings_for
     from models.encoder import bootstrap_encoder
+    from tests.support.packs import settings_for
 
     return Base(bootstrap_encoder(settings_for("cockpit").encoder_path), max_tokens=RECIPE.max_tokens)
 
@@ -56,10 +58,12 @@ def test_the_saved_encoder_serves_what_was_trained(base, tmp_path):
 def test_tuning_moves_the_rows_of_an_intent_together(base):
     texts = [t for t, _ in ROWS]
     y = np.array([LABELS.index(i) for _, i in ROWS])
+
     def separation(vectors):
         sims = vectors @ vectors.T
         same = y[:, None] == y[None, :]
         return sims[same & ~np.eye(len(y), dtype=bool)].mean() - sims[~same].mean()
+
     frozen = SentenceEncoder(base.path, runtime="torch").encode(texts)
     longer = Recipe(**{**RECIPE.__dict__, "epochs": 6, "learning_rate": 2e-4})
     after = tuned(base, recipe=longer).embed(base.states(texts, RECIPE.frozen_layers))
@@ -79,8 +83,9 @@ def test_tuning_is_a_function_of_its_rows(base):
 def test_a_fit_reports_progress(base):
     seen: list[str] = []
     states = base.states([t for t, _ in ROWS], RECIPE.frozen_layers)
-    TunedTop(base, RECIPE.frozen_layers).fit(states, [LABELS.index(i) for _, i in ROWS], len(LABELS), RECIPE,
-                                             progress=seen.append, what="tuning")
+    TunedTop(base, RECIPE.frozen_layers).fit(
+        states, [LABELS.index(i) for _, i in ROWS], len(LABELS), RECIPE, progress=seen.append, what="tuning"
+    )
     assert seen and seen[-1].startswith("tuning: step 6/6 (epoch 2.0/2)"), seen
     assert Path(base.path).name == "multilingual-e5-small"
 
@@ -88,8 +93,9 @@ def test_a_fit_reports_progress(base):
 def _steps(base: Base, recipe: Recipe) -> str:
     seen: list[str] = []
     states = base.states([t for t, _ in ROWS], recipe.frozen_layers)
-    TunedTop(base, recipe.frozen_layers).fit(states, [LABELS.index(i) for _, i in ROWS], len(LABELS), recipe,
-                                             progress=seen.append, what="tuning")
+    TunedTop(base, recipe.frozen_layers).fit(
+        states, [LABELS.index(i) for _, i in ROWS], len(LABELS), recipe, progress=seen.append, what="tuning"
+    )
     return seen[-1].split(" (")[0]
 
 
@@ -102,8 +108,10 @@ def test_a_small_pack_gets_min_steps_but_no_more_than_max_epochs(base):
 
 def test_label_smoothing_changes_what_is_learned(base):
     plain, smoothed = tuned(base), tuned(base, recipe=Recipe(**{**RECIPE.__dict__, "label_smoothing": 0.2}))
-    assert not all(np.allclose(x.detach().numpy(), z.detach().numpy())
-                   for x, z in zip(plain.layers.parameters(), smoothed.layers.parameters()))
+    assert not all(
+        np.allclose(x.detach().numpy(), z.detach().numpy())
+        for x, z in zip(plain.layers.parameters(), smoothed.layers.parameters())
+    )
 
 
 def test_the_contrastive_loss_is_supcon_over_the_batch():
@@ -118,8 +126,13 @@ def test_the_contrastive_loss_is_supcon_over_the_batch():
     t = 0.5
     s = (v @ v.T / t).tolist()
     # rows 0 and 1 each have one positive (the other); row 2 has none and is left out
-    by_hand = -((s[0][1] - math.log(math.exp(s[0][1]) + math.exp(s[0][2])))
-                + (s[1][0] - math.log(math.exp(s[1][0]) + math.exp(s[1][2])))) / 2
+    by_hand = (
+        -(
+            (s[0][1] - math.log(math.exp(s[0][1]) + math.exp(s[0][2])))
+            + (s[1][0] - math.log(math.exp(s[1][0]) + math.exp(s[1][2])))
+        )
+        / 2
+    )
     assert float(supervised_contrastive(torch, v, y, t)) == pytest.approx(by_hand, rel=1e-5)
     # the same rows with their labels swapped apart cost more: the loss pulls one intent's rows together
     assert float(supervised_contrastive(torch, v, torch.tensor([0, 1, 0]), t)) > by_hand
@@ -129,5 +142,7 @@ def test_the_contrastive_loss_is_supcon_over_the_batch():
 def test_a_contrastive_weight_changes_what_is_learned(base):
     plain = tuned(base)
     contrastive = tuned(base, recipe=Recipe(**{**RECIPE.__dict__, "contrastive_weight": 0.5}))
-    assert not all(np.allclose(x.detach().numpy(), z.detach().numpy())
-                   for x, z in zip(plain.layers.parameters(), contrastive.layers.parameters()))
+    assert not all(
+        np.allclose(x.detach().numpy(), z.detach().numpy())
+        for x, z in zip(plain.layers.parameters(), contrastive.layers.parameters())
+    )

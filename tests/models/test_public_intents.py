@@ -4,6 +4,7 @@ The benchmark's split is per *template* (benchmarks/public_intents.py), so no te
 with a training sentence. The pack is built the product way (rows_to_pack + models.build) into a temporary
 state dir; the size knob (--per-intent) is set for test runtime only, and nothing is tuned on the test rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,15 +23,17 @@ PACK = "ha_public_zh"
 
 @pytest.fixture(scope="module")
 def benchmark(cockpit, module_dir):
+    from deployments.artifacts import encoder_for
     from deployments.intent_classifier import IntentClassifier
     from engine.pack import load_pack
-    from deployments.artifacts import encoder_for
     from models.build import build, rows_to_pack
     from models.pack_models import sentence_encoder
 
     _, shipped_settings = cockpit
     base = module_dir
-    proc = run_module(["benchmarks.public_intents", "--out", str(base / "rows.jsonl"), "--per-intent", str(PER_INTENT)], timeout=120)
+    proc = run_module(
+        ["benchmarks.public_intents", "--out", str(base / "rows.jsonl"), "--per-intent", str(PER_INTENT)], timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in (base / "rows.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
     train = [r for r in rows if r["split"] == "train"]
@@ -41,7 +44,9 @@ def benchmark(cockpit, module_dir):
     settings = settings_in(state, PACK)
     # the frozen encoder: this checks the dataset's conversion and a pack built from it; the tuning has tests of its own
     # (tests/models/test_finetune.py, the CLI build), and 40 intents of it would cost minutes of the suite
-    pack = load_pack(rows_to_pack(write_jsonl(base / "train.jsonl", train), PACK, settings)).model_copy(update={"finetune": False})
+    pack = load_pack(rows_to_pack(write_jsonl(base / "train.jsonl", train), PACK, settings)).model_copy(
+        update={"finetune": False}
+    )
     build(pack, settings)
     clf = IntentClassifier(artifacts=settings.artifacts_dir(PACK), cfg=settings.models, top_k=1)
     texts = [r["text"] for r in test]
@@ -63,8 +68,10 @@ def test_classifier_accuracy_on_template_disjoint_test_rows(benchmark):
     accuracy = sum(hits) / len(test)
     misses = Counter((r["intent"], p) for p, r, ok in zip(preds, test, hits) if not ok)
     examples = [(r["text"], r["intent"], p) for p, r, ok in zip(preds, test, hits) if not ok][:15]
-    print(f"\nhome-assistant-intents zh-CN (per_intent={PER_INTENT}): {len(pack.intents)} intents, "
-          f"{len(pack.train_rows())} training rows; top-1 accuracy on {len(test)} template-disjoint test rows = {accuracy:.3f}")
+    print(
+        f"\nhome-assistant-intents zh-CN (per_intent={PER_INTENT}): {len(pack.intents)} intents, "
+        f"{len(pack.train_rows())} training rows; top-1 accuracy on {len(test)} template-disjoint test rows = {accuracy:.3f}"
+    )
     print("most common confusions (gold → predicted):", misses.most_common(10))
     print("sample misses (text, gold, predicted):", *examples, sep="\n  ")
     assert accuracy >= MIN_ACCURACY

@@ -4,16 +4,16 @@ the choice of the fusion settings by the top-1 `engine.fusion.fuse` gives.
 The fold encoder is the code around the unit here, so it is a recording stand-in; the tuning itself is tested on the
 real encoder in test_finetune.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from deployments.artifacts import softmax
 from engine.keyword import KeywordMatcher
 from engine.pack import Intent, Pack
-from deployments.artifacts import softmax
 from models.selection import FrozenEncoder, OutOfFold, fold_ids, out_of_fold, select, temperature, votes
-
 from tests.support.packs import settings_for
 
 LABELS = ["a", "b", "c"]
@@ -63,8 +63,19 @@ def test_no_fold_is_scored_by_models_that_saw_it():
         tuned.append(Recorded(rows, vectors))
         return tuned[-1]
 
-    oof = out_of_fold(None, texts, y, LABELS, states=list(range(n)), recipe=_recipe(), folds=4, c=10.0, neighbors=5,
-                      progress=lambda _: None, tune=tune)
+    oof = out_of_fold(
+        None,
+        texts,
+        y,
+        LABELS,
+        states=list(range(n)),
+        recipe=_recipe(),
+        folds=4,
+        c=10.0,
+        neighbors=5,
+        progress=lambda _: None,
+        tune=tune,
+    )
     assert len(tuned) == 4
     for fold, encoder in enumerate(tuned):
         held = set(np.flatnonzero(oof.fold == fold).tolist())
@@ -77,15 +88,24 @@ def test_no_fold_is_scored_by_models_that_saw_it():
 def _recipe():
     from models.finetune import Recipe
 
-    return Recipe(epochs=1, frozen_layers=0, learning_rate=1e-4, head_learning_rate=1e-3, batch_size=8, max_tokens=16, seed=0)
+    return Recipe(
+        epochs=1, frozen_layers=0, learning_rate=1e-4, head_learning_rate=1e-3, batch_size=8, max_tokens=16, seed=0
+    )
 
 
 def _oof(head: np.ndarray, y: np.ndarray, neighbors: np.ndarray) -> OutOfFold:
     n = len(y)
-    return OutOfFold(texts=[f"t{i}" for i in range(n)], y=y, labels=LABELS, head_logits=head, tuned_logits=head.copy(),
-                     ngram_logits=head.copy(),
-                     sims=np.tile(np.linspace(0.9, 0.8, neighbors.shape[1]), (n, 1)), neighbors=neighbors,
-                     fold=np.arange(n) % 4)
+    return OutOfFold(
+        texts=[f"t{i}" for i in range(n)],
+        y=y,
+        labels=LABELS,
+        head_logits=head,
+        tuned_logits=head.copy(),
+        ngram_logits=head.copy(),
+        sims=np.tile(np.linspace(0.9, 0.8, neighbors.shape[1]), (n, 1)),
+        neighbors=neighbors,
+        fold=np.arange(n) % 4,
+    )
 
 
 def _pack() -> Pack:
@@ -103,11 +123,15 @@ def test_a_retriever_that_pulls_confident_rows_elsewhere_loses_its_say():
     head = np.full((n, 3), -2.0)
     head[np.arange(n), answered] = 2.0
     neighbors = np.where(np.arange(n)[:, None] % 3 == 0, wrong[:, None], y[:, None]).repeat(5, axis=1)
-    chosen = select(_oof(head, y, neighbors), KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5)
+    chosen = select(
+        _oof(head, y, neighbors), KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5
+    )
     classifier_alone = chosen.report["classifier_top1"]["chosen"]
     assert classifier_alone == pytest.approx(0.9)
     assert chosen.report["fusion_top1"] >= classifier_alone
-    plain = {o["retriever_weight"]: o["top1"] for o in chosen.report["fusion_options"] if o["classifier_decides_at"] is None}
+    plain = {
+        o["retriever_weight"]: o["top1"] for o in chosen.report["fusion_options"] if o["classifier_decides_at"] is None
+    }
     assert plain[1.0] < classifier_alone  # the weighted sum at full retriever weight loses rows: the choice mattered
 
 
@@ -121,7 +145,9 @@ def test_a_retriever_that_knows_better_keeps_its_weight():
     unsure = np.arange(n) % 4 == 0
     head[unsure, (y[unsure] + 1) % 3] = 1.3  # a close second wins on a quarter of the rows
     neighbors = y[:, None].repeat(5, axis=1)
-    chosen = select(_oof(head, y, neighbors), KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5)
+    chosen = select(
+        _oof(head, y, neighbors), KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5
+    )
     assert chosen.fusion["weights"]["retriever"] > 0
     assert chosen.report["fusion_top1"] == 1.0 > chosen.report["classifier_top1"]["chosen"]
 
@@ -145,8 +171,19 @@ def test_a_frozen_encoders_folds_choose_among_the_logistic_head_and_the_n_gram_m
     vectors = (centers[y] + 0.8 * rng.normal(size=(n, 16))).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     texts = [f"{LABELS[k]}{i}" for i, k in enumerate(y)]
-    oof = out_of_fold(None, texts, y, LABELS, states=list(range(n)), recipe=_recipe(), folds=4, c=10.0, neighbors=5,
-                      progress=lambda _: None, tune=lambda rows, ys: FrozenEncoder(vectors))
+    oof = out_of_fold(
+        None,
+        texts,
+        y,
+        LABELS,
+        states=list(range(n)),
+        recipe=_recipe(),
+        folds=4,
+        c=10.0,
+        neighbors=5,
+        progress=lambda _: None,
+        tune=lambda rows, ys: FrozenEncoder(vectors),
+    )
     assert oof.tuned_logits is None and np.isfinite(oof.head_logits).all()
     chosen = select(oof, KeywordMatcher(_pack()), settings.fusion, settings.models.selection, top_k=5)
     assert chosen.head == "refit" and chosen.report["classifier_top1"]["tuned_head"] is None

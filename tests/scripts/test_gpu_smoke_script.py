@@ -1,4 +1,5 @@
 """scripts/gpu_smoke.sh picks its mode from what the machine has, and says so plainly where it cannot run."""
+
 from __future__ import annotations
 
 import os

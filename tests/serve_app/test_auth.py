@@ -1,4 +1,5 @@
 """Password hashing, signed expiring tokens, bearer parsing and the signing secret (no database)."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,12 +1,13 @@
 """The Prometheus listener binds the address it is given (serving.metrics_host), not a fixed one."""
+
 from __future__ import annotations
 
 import time
 import urllib.error
 import urllib.request
 
-from serve_app.ops.launcher import free_ports
 from serve_app.metrics import TurnMetrics
+from serve_app.ops.launcher import free_ports
 
 
 def _get(url: str) -> str | None:

@@ -1,5 +1,6 @@
 """The live metrics summary (no Ray): windowed counts and rates, percentiles from the histogram's buckets, the scope,
 and the sum over several replicas' samples."""
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,12 @@ class Clock:
 
 
 def turn(total_ms: float, status: TurnStatus = TurnStatus.completed, degraded: tuple[str, ...] = ()) -> ChatResponse:
-    return ChatResponse(session_id="s", reply="好的", status=status,
-                        timings=Timings(stages={"encoder": 10.0}, total_ms=total_ms, budget_ms=600.0, degraded=list(degraded)))
+    return ChatResponse(
+        session_id="s",
+        reply="好的",
+        status=status,
+        timings=Timings(stages={"encoder": 10.0}, total_ms=total_ms, budget_ms=600.0, degraded=list(degraded)),
+    )
 
 
 def test_quantiles_interpolate_inside_their_bucket_like_histogram_quantile():

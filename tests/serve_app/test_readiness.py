@@ -1,4 +1,5 @@
 """Ready means ready (no Ray): green only once every deployment runs and a warm-up ran every stage undegraded."""
+
 from __future__ import annotations
 
 import time
@@ -23,8 +24,12 @@ class Engine:
 
     async def chat(self, body, *, deadline, listener=None):
         self.turns += 1
-        return ChatResponse(session_id=body.session_id, reply="?", status=TurnStatus.clarify,
-                            timings=Timings(stages=self.stages, degraded=self.degraded))
+        return ChatResponse(
+            session_id=body.session_id,
+            reply="?",
+            status=TurnStatus.clarify,
+            timings=Timings(stages=self.stages, degraded=self.degraded),
+        )
 
 
 @dataclass
@@ -41,6 +46,7 @@ class State:
 def readiness(engine: Engine, waiting: list[str] | None = None, **kw) -> AppReadiness:
     async def running():
         return f"waiting for {', '.join(waiting)}" if waiting else None
+
     return AppReadiness(state=State(engine), replica="r1", deployments_running=running, retry_s=0.01, **kw)
 
 

@@ -1,9 +1,10 @@
 """The conversation log against a real PostgreSQL: gap-free indexes under concurrency, paging, question lifecycle."""
+
 from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from protocol.store import ConversationMessageMetadata
 from store import conversation, users
@@ -16,15 +17,29 @@ async def _user(db):
 
 
 def _input(text: str) -> NewMessage:
-    return NewMessage(role="user", modality="text", raw_content=text,
-                      metadata=ConversationMessageMetadata(message_kind="input", client_message_id=uuid.uuid4().hex))
+    return NewMessage(
+        role="user",
+        modality="text",
+        raw_content=text,
+        metadata=ConversationMessageMetadata(message_kind="input", client_message_id=uuid.uuid4().hex),
+    )
 
 
 def _question(expires_at: datetime, session_id: str = "s") -> NewMessage:
     message_id = uuid.uuid4()
-    return NewMessage(role="assistant", raw_content="要调到多少度？", id=message_id, metadata=ConversationMessageMetadata(
-        message_kind="clarification_question", question_id=message_id, question_status="open", expires_at=expires_at,
-        session_id=session_id, missing_fields=["temperature"]))
+    return NewMessage(
+        role="assistant",
+        raw_content="要调到多少度？",
+        id=message_id,
+        metadata=ConversationMessageMetadata(
+            message_kind="clarification_question",
+            question_id=message_id,
+            question_status="open",
+            expires_at=expires_at,
+            session_id=session_id,
+            missing_fields=["temperature"],
+        ),
+    )
 
 
 async def _append(db, user, messages):
@@ -47,7 +62,9 @@ async def test_paging_goes_backwards_oldest_first(db):
         newest, more = await conversation.page(conn, user, before_message_id=None, limit=2)
         older, more_older = await conversation.page(conn, user, before_message_id=newest[0].id, limit=2)
         rest, none_left = await conversation.page(conn, user, before_message_id=older[0].id, limit=2)
-        other_user = await conversation.page(conn, (await users.shadow(conn, "x" + uuid.uuid4().hex)).id, before_message_id=stored[0].id, limit=2)
+        other_user = await conversation.page(
+            conn, (await users.shadow(conn, "x" + uuid.uuid4().hex)).id, before_message_id=stored[0].id, limit=2
+        )
     assert [m.raw_content for m in newest] == ["3", "4"] and more
     assert [m.raw_content for m in older] == ["1", "2"] and more_older
     assert [m.raw_content for m in rest] == ["0"] and not none_left
@@ -55,7 +72,7 @@ async def test_paging_goes_backwards_oldest_first(db):
 
 
 async def test_questions_expire_and_are_answered_once(db):
-    user, now = await _user(db), datetime.now(timezone.utc)
+    user, now = await _user(db), datetime.now(UTC)
     stale, live = _question(now - timedelta(seconds=1), "s1"), _question(now + timedelta(minutes=10), "s2")
     await _append(db, user, [stale, live])
     async with db.connection() as conn:
@@ -65,5 +82,8 @@ async def test_questions_expire_and_are_answered_once(db):
         assert found is not None and found.id == live.id
         assert await conversation.close_question(conn, user, live.id, "answered")
         assert not await conversation.close_question(conn, user, live.id, "answered")  # already consumed
-        statuses = {m.id: m.metadata.question_status for m in (await conversation.page(conn, user, before_message_id=None, limit=10))[0]}
+        statuses = {
+            m.id: m.metadata.question_status
+            for m in (await conversation.page(conn, user, before_message_id=None, limit=10))[0]
+        }
     assert statuses == {stale.id: "expired", live.id: "answered"}

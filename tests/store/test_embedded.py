@@ -1,4 +1,5 @@
 """The embedded PostgreSQL: data survives a stop/start, and a server killed hard is started again."""
+
 from __future__ import annotations
 
 import os

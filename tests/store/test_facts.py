@@ -1,29 +1,50 @@
 """The execution stage's reads (store.facts) against a real PostgreSQL: the range rules, user scoping, the newest
 feedback per item and the profile."""
+
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from store import facts, users
 
-T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)  # the range is [T0, T1)
+T0 = datetime(2026, 12, 1, tzinfo=UTC)  # the range is [T0, T1)
 T1 = T0 + timedelta(days=1)
 H = timedelta(hours=1)
 
 
 async def _user(db):
     async with db.connection() as conn:
-        return (await users.register(conn, email=f"{uuid.uuid4().hex}@t.example", password_hash="x", display_name=None)).id
+        return (
+            await users.register(conn, email=f"{uuid.uuid4().hex}@t.example", password_hash="x", display_name=None)
+        ).id
 
 
-async def _item(db, user_id, title, *, start_at=None, end_at=None, due_at=None, item_type="schedule", status="planned",
-                deleted=False):
+async def _item(
+    db,
+    user_id,
+    title,
+    *,
+    start_at=None,
+    end_at=None,
+    due_at=None,
+    item_type="schedule",
+    status="planned",
+    deleted=False,
+):
     async with db.connection() as conn:
         return await conn.fetchval(
             "INSERT INTO task_items (user_id, item_type, title, start_at, end_at, due_at, status, is_deleted, deleted_at)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8 THEN now() END) RETURNING id",
-            user_id, item_type, title, start_at, end_at, due_at, status, deleted)
+            user_id,
+            item_type,
+            title,
+            start_at,
+            end_at,
+            due_at,
+            status,
+            deleted,
+        )
 
 
 async def _feedback(db, user_id, item_id, occurred_at, *, note="反馈", deleted=False):
@@ -31,7 +52,12 @@ async def _feedback(db, user_id, item_id, occurred_at, *, note="反馈", deleted
         return await conn.fetchval(
             "INSERT INTO feedback_records (user_id, task_item_id, feedback_status, normalized_feedback, occurred_at,"
             " is_deleted, deleted_at) VALUES ($1, $2, 'completed', $3, $4, $5, CASE WHEN $5 THEN now() END) RETURNING id",
-            user_id, item_id, note, occurred_at, deleted)
+            user_id,
+            item_id,
+            note,
+            occurred_at,
+            deleted,
+        )
 
 
 async def _items(db, user_id, **filters):
@@ -71,7 +97,12 @@ async def test_candidate_items_carry_version_and_status(db):
     async with db.connection() as conn:
         [candidate] = await facts.items_in_range(conn, user, start_at=T0, end_at=T1)
     assert (candidate.id, candidate.item_type, candidate.status, candidate.version, candidate.start_at) == (
-        item, "schedule", "in_progress", 1, T0 + H)
+        item,
+        "schedule",
+        "in_progress",
+        1,
+        T0 + H,
+    )
 
 
 async def test_feedbacks_in_range_by_occurrence_or_by_the_item_touching_the_range(db):
@@ -89,7 +120,10 @@ async def test_feedbacks_in_range_by_occurrence_or_by_the_item_touching_the_rang
     async with db.connection() as conn:
         found = await facts.feedbacks_in_range(conn, user, start_at=T0, end_at=T1)
     assert [f.normalized_feedback for f in found] == [
-        "in the range on an item in the range", "given in the range on an old item", "given later on an item in the range"]
+        "in the range on an item in the range",
+        "given in the range on an old item",
+        "given later on an item in the range",
+    ]
 
 
 async def test_latest_feedbacks_is_the_newest_per_item_and_only_the_users(db):

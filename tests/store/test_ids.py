@@ -1,12 +1,13 @@
 """Time-ordered ids: version 7, later ones sort after earlier ones, and the database makes the same kind for the rows
 it names itself (migration 0009), so a turn's inserts land next to the last ones in every index."""
+
 from __future__ import annotations
 
 import time
 import uuid
 
-from store import users
 from protocol.store import ConversationMessageMetadata
+from store import users
 from store.conversation import NewMessage
 from store.ids import new_id
 
@@ -29,7 +30,11 @@ def test_an_id_is_version_7_carries_the_time_and_later_ones_sort_after():
 
 
 def test_a_new_message_is_named_by_a_time_ordered_id():
-    message = NewMessage(role="user", raw_content="打开车窗", metadata=ConversationMessageMetadata(message_kind="input", client_message_id="c1"))
+    message = NewMessage(
+        role="user",
+        raw_content="打开车窗",
+        metadata=ConversationMessageMetadata(message_kind="input", client_message_id="c1"),
+    )
     assert message.id.version == 7
 
 

@@ -1,12 +1,12 @@
 """Semantic memory against a real PostgreSQL: a message's vector kept once, recall by cosine over the user's own
 messages only, best first, above the threshold, the turn's own text left out."""
+
 from __future__ import annotations
 
 import math
 import uuid
 
 from store import memory, users
-
 from tests.store.test_conversation import _append, _input
 
 
@@ -29,10 +29,20 @@ async def test_recall_returns_the_users_nearest_messages_best_first(db):
         found = await memory.recall(conn, user_id=me, vector=unit(1, 0.05, 0), k=3, min_score=0.6)
         assert [t for t, _ in found] == ["打开车窗", "车窗开一点", "今天好热"]
         assert found[0][1] > found[1][1] > found[2][1] >= 0.6
-        assert [t for t, _ in await memory.recall(conn, user_id=me, vector=unit(1, 0.05, 0), k=3, min_score=0.9)] == \
-            ["打开车窗", "车窗开一点"]
+        assert [t for t, _ in await memory.recall(conn, user_id=me, vector=unit(1, 0.05, 0), k=3, min_score=0.9)] == [
+            "打开车窗",
+            "车窗开一点",
+        ]
         # the turn's own text is not recalled to itself; nothing of another user ever is
-        assert [t for t, _ in await memory.recall(conn, user_id=me, vector=unit(1, 0, 0), k=1, min_score=0.5,
-                                                  exclude=("打开车窗",))] == ["车窗开一点"]
-        assert await memory.recall(conn, user_id=(await users.shadow(conn, uuid.uuid4().hex)).id, vector=unit(1, 0, 0),
-                                   k=3, min_score=0.0) == []
+        assert [
+            t
+            for t, _ in await memory.recall(
+                conn, user_id=me, vector=unit(1, 0, 0), k=1, min_score=0.5, exclude=("打开车窗",)
+            )
+        ] == ["车窗开一点"]
+        assert (
+            await memory.recall(
+                conn, user_id=(await users.shadow(conn, uuid.uuid4().hex)).id, vector=unit(1, 0, 0), k=3, min_score=0.0
+            )
+            == []
+        )

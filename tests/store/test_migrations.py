@@ -1,4 +1,5 @@
 """Migrations against a real PostgreSQL: idempotent, concurrent-safe, and the seed's constraints hold."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,14 +23,29 @@ async def test_migrations_twice_in_a_row_apply_nothing_the_second_time(postgres)
     try:
         first = await migrate(conn, schema)
         second = await migrate(conn, schema)
-        tables = {r["table_name"] for r in await conn.fetch(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema)}
+        tables = {
+            r["table_name"]
+            for r in await conn.fetch(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema
+            )
+        }
     finally:
         await conn.close()
     assert first == [m.version for m in load_migrations()] and second == []
-    assert {"users", "user_profiles", "long_goals", "task_items", "conversation_messages", "feedback_records",
-            "task_profile_snapshots", "write_requests", "operation_confirmations", "sessions", "chat_turns",
-            "schema_migrations"} <= tables
+    assert {
+        "users",
+        "user_profiles",
+        "long_goals",
+        "task_items",
+        "conversation_messages",
+        "feedback_records",
+        "task_profile_snapshots",
+        "write_requests",
+        "operation_confirmations",
+        "sessions",
+        "chat_turns",
+        "schema_migrations",
+    } <= tables
 
 
 async def test_two_replicas_migrating_together_do_not_race(postgres):
@@ -58,27 +74,51 @@ async def test_an_applied_migration_that_was_edited_is_refused(postgres):
 
 
 async def _user(conn) -> uuid.UUID:
-    return await conn.fetchval("INSERT INTO users (business_user_id, email, password_hash) VALUES ($1, $2, 'x') RETURNING id",
-                               uuid.uuid4().hex, f"{uuid.uuid4().hex}@t.example")
+    return await conn.fetchval(
+        "INSERT INTO users (business_user_id, email, password_hash) VALUES ($1, $2, 'x') RETURNING id",
+        uuid.uuid4().hex,
+        f"{uuid.uuid4().hex}@t.example",
+    )
 
 
-@pytest.mark.parametrize("sql, constraint", [
-    ("INSERT INTO task_items (user_id, item_type, title) VALUES ($1, 'subtask', 'a')", "task_items_long_goal_binding_check"),
-    ("INSERT INTO task_items (user_id, item_type, title, version) VALUES ($1, 'todo', 'a', 0)", "task_items_version_positive"),
-    ("INSERT INTO task_items (user_id, item_type, title, is_deleted) VALUES ($1, 'todo', 'a', true)", "task_items_soft_delete_check"),
-    ("INSERT INTO task_items (user_id, item_type, title) VALUES ($1, 'todo', '  ')", "task_items_title_not_blank"),
-    ("INSERT INTO conversation_messages (user_id, message_index, role, raw_content, metadata)"
-     " VALUES ($1, 1, 'user', 'x', '[]'::jsonb)", "conversation_messages_metadata_object"),
-    ("INSERT INTO conversation_messages (user_id, message_index, role, modality, raw_content, metadata)"
-     " VALUES ($1, 1, 'user', 'text', 'x', '{\"schema_version\": 1, \"message_kind\": \"input\"}'::jsonb)",
-     "conversation_messages_metadata_rules"),
-    ("INSERT INTO conversation_messages (user_id, message_index, role, raw_content, metadata) VALUES ($1, 1, 'assistant', 'x',"
-     " '{\"schema_version\": 1, \"message_kind\": \"clarification_question\", \"question_status\": \"open\"}'::jsonb)",
-     "conversation_messages_metadata_rules"),
-    ("INSERT INTO conversation_messages (user_id, message_index, role, modality, raw_content, metadata)"
-     " VALUES ($1, 1, 'user', 'voice_asr', 'x', '{\"schema_version\": 1, \"message_kind\": \"system_notice\"}'::jsonb)",
-     "conversation_messages_source_url_check"),
-])
+@pytest.mark.parametrize(
+    "sql, constraint",
+    [
+        (
+            "INSERT INTO task_items (user_id, item_type, title) VALUES ($1, 'subtask', 'a')",
+            "task_items_long_goal_binding_check",
+        ),
+        (
+            "INSERT INTO task_items (user_id, item_type, title, version) VALUES ($1, 'todo', 'a', 0)",
+            "task_items_version_positive",
+        ),
+        (
+            "INSERT INTO task_items (user_id, item_type, title, is_deleted) VALUES ($1, 'todo', 'a', true)",
+            "task_items_soft_delete_check",
+        ),
+        ("INSERT INTO task_items (user_id, item_type, title) VALUES ($1, 'todo', '  ')", "task_items_title_not_blank"),
+        (
+            "INSERT INTO conversation_messages (user_id, message_index, role, raw_content, metadata)"
+            " VALUES ($1, 1, 'user', 'x', '[]'::jsonb)",
+            "conversation_messages_metadata_object",
+        ),
+        (
+            "INSERT INTO conversation_messages (user_id, message_index, role, modality, raw_content, metadata)"
+            " VALUES ($1, 1, 'user', 'text', 'x', '{\"schema_version\": 1, \"message_kind\": \"input\"}'::jsonb)",
+            "conversation_messages_metadata_rules",
+        ),
+        (
+            "INSERT INTO conversation_messages (user_id, message_index, role, raw_content, metadata) VALUES ($1, 1, 'assistant', 'x',"
+            ' \'{"schema_version": 1, "message_kind": "clarification_question", "question_status": "open"}\'::jsonb)',
+            "conversation_messages_metadata_rules",
+        ),
+        (
+            "INSERT INTO conversation_messages (user_id, message_index, role, modality, raw_content, metadata)"
+            " VALUES ($1, 1, 'user', 'voice_asr', 'x', '{\"schema_version\": 1, \"message_kind\": \"system_notice\"}'::jsonb)",
+            "conversation_messages_source_url_check",
+        ),
+    ],
+)
 async def test_seed_constraints_refuse_inconsistent_rows(db, sql, constraint):
     async with db.connection() as conn:
         user_id = await _user(conn)
@@ -89,8 +129,10 @@ async def test_seed_constraints_refuse_inconsistent_rows(db, sql, constraint):
 
 async def test_client_message_id_is_unique_per_user(db):
     meta = json.dumps({"schema_version": 1, "message_kind": "input", "client_message_id": "c_1"})
-    sql = ("INSERT INTO conversation_messages (user_id, message_index, role, modality, raw_content, metadata)"
-           " VALUES ($1, $2, 'user', 'text', 'x', $3::text::jsonb)")
+    sql = (
+        "INSERT INTO conversation_messages (user_id, message_index, role, modality, raw_content, metadata)"
+        " VALUES ($1, $2, 'user', 'text', 'x', $3::text::jsonb)"
+    )
     async with db.connection() as conn:
         a, b = await _user(conn), await _user(conn)
         await conn.execute(sql, a, 1, meta)

@@ -1,4 +1,5 @@
 """Session leases and optimistic versions against a real PostgreSQL."""
+
 from __future__ import annotations
 
 import asyncio

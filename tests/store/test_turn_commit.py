@@ -1,4 +1,5 @@
 """A chat turn's two statements against a real PostgreSQL: begin (lease + open question) and commit (all or nothing)."""
+
 from __future__ import annotations
 
 import uuid
@@ -34,15 +35,24 @@ async def test_a_turn_commits_state_messages_and_reply_and_the_next_begin_return
     lease = await sessions.acquire(db, sid, user, ttl_s=600)
     asking = _turn(sid, TurnStatus.waiting_slot)
     async with db.connection() as conn:
-        await commit_turn(conn, user_id=user, session_id=sid, lease=lease, state={"turns": 1}, world=None,
-                          question_id=None, **asking)
+        await commit_turn(
+            conn, user_id=user, session_id=sid, lease=lease, state={"turns": 1}, world=None, question_id=None, **asking
+        )
     again = await sessions.acquire(db, sid, user, ttl_s=600)
     assert again.state == {"turns": 1} and again.version == lease.version + 1
     assert again.question is not None and again.question.id == asking["reply"].id
     answering = _turn(sid, TurnStatus.completed, question=again.question)
     async with db.connection() as conn:
-        await commit_turn(conn, user_id=user, session_id=sid, lease=again, state={"turns": 2}, world=None,
-                          question_id=again.question.id, **answering)
+        await commit_turn(
+            conn,
+            user_id=user,
+            session_id=sid,
+            lease=again,
+            state={"turns": 2},
+            world=None,
+            question_id=again.question.id,
+            **answering,
+        )
         stored = await conversation.stored_reply(conn, user, answering["client_message_id"])
         page, _ = await conversation.page(conn, user, before_message_id=None, limit=10)
     assert stored["reply"] == "调到多少度？"
@@ -60,8 +70,16 @@ async def test_a_lapsed_lease_commits_nothing(db):
     taker = await sessions.acquire(db, sid, user, ttl_s=600)
     with pytest.raises(StaleSession):
         async with db.connection() as conn:
-            await commit_turn(conn, user_id=user, session_id=sid, lease=lease, state={"late": True}, world=None,
-                              question_id=None, **_turn(sid, TurnStatus.completed))
+            await commit_turn(
+                conn,
+                user_id=user,
+                session_id=sid,
+                lease=lease,
+                state={"late": True},
+                world=None,
+                question_id=None,
+                **_turn(sid, TurnStatus.completed),
+            )
     assert await _count(db, user) == 0
     await sessions.release(db, taker)
 
@@ -75,8 +93,16 @@ async def test_a_world_changed_meanwhile_commits_nothing(db):
     second.world.vehicle.window_open = True
     with pytest.raises(worlds.WorldChanged):
         async with db.connection() as conn:
-            await commit_turn(conn, user_id=user, session_id=sid, lease=lease, state={"turns": 1}, world=second,
-                              question_id=None, **_turn(sid, TurnStatus.completed))
+            await commit_turn(
+                conn,
+                user_id=user,
+                session_id=sid,
+                lease=lease,
+                state={"turns": 1},
+                world=second,
+                question_id=None,
+                **_turn(sid, TurnStatus.completed),
+            )
     assert await _count(db, user) == 0
     assert (await worlds.load(db, user)).world.vehicle.window_open is False
     await sessions.release(db, lease)
@@ -88,11 +114,14 @@ async def test_a_stale_question_is_expired_when_the_next_turn_begins(db):
     asking = _turn(sid, TurnStatus.waiting_slot)
     asking["reply"].metadata.expires_at = turn_log.utc_now().replace(year=2020)
     async with db.connection() as conn:
-        await commit_turn(conn, user_id=user, session_id=sid, lease=lease, state={}, world=None, question_id=None, **asking)
+        await commit_turn(
+            conn, user_id=user, session_id=sid, lease=lease, state={}, world=None, question_id=None, **asking
+        )
     again = await sessions.acquire(db, sid, user, ttl_s=600)
     assert again.question is None
     async with db.connection() as conn:
-        status = await conn.fetchval("SELECT metadata->>'question_status' FROM conversation_messages WHERE id = $1",
-                                     asking["reply"].id)
+        status = await conn.fetchval(
+            "SELECT metadata->>'question_status' FROM conversation_messages WHERE id = $1", asking["reply"].id
+        )
     assert status == "expired"
     await sessions.release(db, again)

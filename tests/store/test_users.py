@@ -1,5 +1,6 @@
 """Shadow users against a real PostgreSQL: made once per local user_id, committed without waiting for the WAL flush,
 and nothing else on the connection inherits that."""
+
 from __future__ import annotations
 
 import uuid
@@ -46,4 +47,7 @@ async def test_racing_first_uses_of_one_local_user_id_all_get_the_one_user(db):
         made = await asyncio.gather(*(first_use() for _ in range(6)))
         assert len({user.id for user in made}) == 1
     async with db.connection() as conn:
-        assert await conn.fetchval("SELECT count(*) FROM users WHERE business_user_id = $1", users.SHADOW_PREFIX + name) == 1
+        assert (
+            await conn.fetchval("SELECT count(*) FROM users WHERE business_user_id = $1", users.SHADOW_PREFIX + name)
+            == 1
+        )

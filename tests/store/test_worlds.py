@@ -1,4 +1,5 @@
 """Each user's simulated world in PostgreSQL: per user, saved with an optimistic version, first-sight order statuses."""
+
 from __future__ import annotations
 
 import uuid

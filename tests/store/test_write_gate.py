@@ -1,9 +1,10 @@
 """The write gate against a real PostgreSQL: every refusal, idempotent replay, concurrent decides, atomicity."""
+
 from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
@@ -13,24 +14,36 @@ from protocol.rest import WriteRequestCreate
 from store import users, write_gate
 from store.errors import AlreadyDecided, NotFound, PayloadChanged, RequestExpired, StaleVersion, UnsupportedWrite
 
-ITEM = {"item_type": "schedule", "title": "牙医复诊", "start_at": "2026-12-01T15:00:00+08:00", "end_at": "2026-12-01T16:00:00+08:00"}
+ITEM = {
+    "item_type": "schedule",
+    "title": "牙医复诊",
+    "start_at": "2026-12-01T15:00:00+08:00",
+    "end_at": "2026-12-01T16:00:00+08:00",
+}
 
 
 async def _user(db):
     async with db.connection() as conn:
-        return (await users.register(conn, email=f"{uuid.uuid4().hex}@t.example", password_hash="x", display_name=None)).id
+        return (
+            await users.register(conn, email=f"{uuid.uuid4().hex}@t.example", password_hash="x", display_name=None)
+        ).id
 
 
 async def _create(db, user_id, body=None, *, key=None, ttl_s=900, now=None):
-    body = body or WriteRequestCreate(action="create", target_type="task_item", payload=ITEM, preview_text="新建日程：牙医复诊")
+    body = body or WriteRequestCreate(
+        action="create", target_type="task_item", payload=ITEM, preview_text="新建日程：牙医复诊"
+    )
     async with db.transaction() as conn:
-        return await write_gate.create(conn, user_id, body, idempotency_key=key or uuid.uuid4().hex, ttl_s=ttl_s,
-                                       now=now or datetime.now(timezone.utc))
+        return await write_gate.create(
+            conn, user_id, body, idempotency_key=key or uuid.uuid4().hex, ttl_s=ttl_s, now=now or datetime.now(UTC)
+        )
 
 
 async def _decide(db, user_id, request_id, decision="confirmed", key="k1", payload_hash=None):
     async with db.connection() as conn:
-        return await write_gate.decide(conn, user_id, request_id, decision=decision, idempotency_key=key, payload_hash=payload_hash)
+        return await write_gate.decide(
+            conn, user_id, request_id, decision=decision, idempotency_key=key, payload_hash=payload_hash
+        )
 
 
 async def _count(db, sql, *args):
@@ -41,8 +54,11 @@ async def _count(db, sql, *args):
 async def test_create_stores_payload_hash_computed_by_sha256(db):
     user = await _user(db)
     created = await _create(db, user)
-    expected = await _count(db, "SELECT encode(sha256(convert_to(payload::text, 'UTF8')), 'hex') FROM write_requests WHERE id = $1",
-                            created.write_request_id)
+    expected = await _count(
+        db,
+        "SELECT encode(sha256(convert_to(payload::text, 'UTF8')), 'hex') FROM write_requests WHERE id = $1",
+        created.write_request_id,
+    )
     assert created.payload_hash == expected and len(expected) == 64
     assert created.confirmation_payload["preview_text"] == "新建日程：牙医复诊"
     assert await _count(db, "SELECT count(*) FROM task_items WHERE user_id = $1", user) == 0  # nothing written yet
@@ -83,7 +99,7 @@ async def test_creation_idempotency_key_returns_the_same_request(db):
 
 async def test_expired_request_is_refused_and_marked_expired(db):
     user = await _user(db)
-    created = await _create(db, user, ttl_s=1, now=datetime.now(timezone.utc) - timedelta(seconds=5))
+    created = await _create(db, user, ttl_s=1, now=datetime.now(UTC) - timedelta(seconds=5))
     with pytest.raises(RequestExpired):
         await _decide(db, user, created.write_request_id)
     assert await _count(db, "SELECT status FROM write_requests WHERE id = $1", created.write_request_id) == "expired"
@@ -102,8 +118,10 @@ async def test_stored_payload_edited_after_creation_is_refused(db):
     user = await _user(db)
     created = await _create(db, user)
     async with db.connection() as conn:  # someone edits the row behind the gate's back
-        await conn.execute("UPDATE write_requests SET payload = jsonb_set(payload, '{title}', '\"篡改\"') WHERE id = $1",
-                           created.write_request_id)
+        await conn.execute(
+            "UPDATE write_requests SET payload = jsonb_set(payload, '{title}', '\"篡改\"') WHERE id = $1",
+            created.write_request_id,
+        )
     with pytest.raises(PayloadChanged):
         await _decide(db, user, created.write_request_id)
     assert await _count(db, "SELECT count(*) FROM task_items WHERE user_id = $1", user) == 0
@@ -112,8 +130,14 @@ async def test_stored_payload_edited_after_creation_is_refused(db):
 async def test_stale_base_version_is_refused(db):
     user = await _user(db)
     item = (await _decide(db, user, (await _create(db, user)).write_request_id)).applied_target_id
-    update = WriteRequestCreate(action="update", target_type="task_item", target_id=item, payload={"title": "改期"},
-                                preview_text="改标题", base_version=1)
+    update = WriteRequestCreate(
+        action="update",
+        target_type="task_item",
+        target_id=item,
+        payload={"title": "改期"},
+        preview_text="改标题",
+        base_version=1,
+    )
     first = await _create(db, user, update)
     second = await _create(db, user, update)
     assert (await _decide(db, user, first.write_request_id)).status == "applied"
@@ -133,17 +157,28 @@ async def test_another_users_request_is_not_found(db):
 async def test_unsupported_and_invalid_payloads_are_refused_at_creation(db):
     user = await _user(db)
     with pytest.raises(UnsupportedWrite):
-        await _create(db, user, WriteRequestCreate(action="feedback", target_type="task_item", payload={}, preview_text="x"))
+        await _create(
+            db, user, WriteRequestCreate(action="feedback", target_type="task_item", payload={}, preview_text="x")
+        )
     with pytest.raises(InvalidInput):
-        await _create(db, user, WriteRequestCreate(action="create", target_type="task_item",
-                                                   payload={"item_type": "subtask", "title": "无目标子任务"}, preview_text="x"))
+        await _create(
+            db,
+            user,
+            WriteRequestCreate(
+                action="create",
+                target_type="task_item",
+                payload={"item_type": "subtask", "title": "无目标子任务"},
+                preview_text="x",
+            ),
+        )
 
 
 async def test_concurrent_decides_apply_exactly_once(db):
     user = await _user(db)
     created = await _create(db, user)
-    results = await asyncio.gather(*(_decide(db, user, created.write_request_id, key=f"k{i}") for i in range(6)),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        *(_decide(db, user, created.write_request_id, key=f"k{i}") for i in range(6)), return_exceptions=True
+    )
     applied = [r for r in results if not isinstance(r, Exception)]
     assert len(applied) == 1 and applied[0].status == "applied"
     assert all(isinstance(r, AlreadyDecided) for r in results if isinstance(r, Exception))
@@ -165,7 +200,9 @@ async def test_failure_between_business_write_and_status_update_leaves_nothing_h
             await _decide(db, user, created.write_request_id)
         assert await _count(db, "SELECT count(*) FROM task_items WHERE user_id = $1", user) == 0
         assert await _count(db, "SELECT count(*) FROM operation_confirmations WHERE user_id = $1", user) == 0
-        assert await _count(db, "SELECT status FROM write_requests WHERE id = $1", created.write_request_id) == "pending"
+        assert (
+            await _count(db, "SELECT status FROM write_requests WHERE id = $1", created.write_request_id) == "pending"
+        )
     finally:
         async with db.connection() as conn:
             await conn.execute(f"DROP TRIGGER {trigger} ON write_requests; DROP FUNCTION {trigger}();")

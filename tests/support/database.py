@@ -1,4 +1,5 @@
 """A real PostgreSQL for the session, and a migrated pool per test (no model build: the store tier needs none)."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """Driving the demo page (GET /demo) in Chromium, for the browser tests: open it as a user, say something with the
 keyboard, wait for the answer, save a screenshot."""
+
 from __future__ import annotations
 
 import uuid
@@ -15,12 +16,22 @@ expect.set_options(timeout=TURN_TIMEOUT_MS)
 
 
 class DemoPage:
-    def __init__(self, browser: Browser, url: str, folder: Path, *, viewport: dict = DESKTOP, token: str | None = None,
-                 permissions: list[str] | None = None, route_socket: Callable[[WebSocketRoute], None] | None = None) -> None:
+    def __init__(
+        self,
+        browser: Browser,
+        url: str,
+        folder: Path,
+        *,
+        viewport: dict = DESKTOP,
+        token: str | None = None,
+        permissions: list[str] | None = None,
+        route_socket: Callable[[WebSocketRoute], None] | None = None,
+    ) -> None:
         """`route_socket`: sees every WebSocket the page opens (Playwright's routing), to stand in for the network."""
         self.folder = folder
-        self.context = browser.new_context(viewport=viewport, timezone_id="Asia/Shanghai", locale="zh-CN",
-                                           permissions=permissions or [])
+        self.context = browser.new_context(
+            viewport=viewport, timezone_id="Asia/Shanghai", locale="zh-CN", permissions=permissions or []
+        )
         self.page: Page = self.context.new_page()
         self.errors: list[str] = []
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))

@@ -1,20 +1,21 @@
 """Shared test doubles and builders for the engine unit tests: a scripted fake ModelClient plus the real packs/settings."""
+
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from config.serving import AdmissionConfig
+from config.settings import Settings, load_settings
 from engine.llm.lm import LmReply, LmRequest
 from engine.model_client import ModelClient, NluCall, NluRequest, StageError, StageOutcome
 from engine.pack import Pack, load_pack
 from engine.plugins import InMemoryWorlds, PluginRegistry
 from engine.session import InMemorySessionStore
-from config.settings import Settings, load_settings
 from engine.turn import TurnEngine
 from protocol.http_chat import Candidate
 
@@ -32,16 +33,19 @@ Scores = Iterable[tuple[str, float]]
 UNIT_TEST_BUDGET_SCALE = 20.0
 
 
-@lru_cache(maxsize=None)
+@cache
 def base_settings() -> Settings:
     settings = load_settings(CONFIG_DIR, {})
-    budgets = settings.budgets.model_copy(update={
-        "turn_ms": {k: v * UNIT_TEST_BUDGET_SCALE for k, v in settings.budgets.turn_ms.items()},
-        "stages_ms": {k: v * UNIT_TEST_BUDGET_SCALE for k, v in settings.budgets.stages_ms.items()}})
+    budgets = settings.budgets.model_copy(
+        update={
+            "turn_ms": {k: v * UNIT_TEST_BUDGET_SCALE for k, v in settings.budgets.turn_ms.items()},
+            "stages_ms": {k: v * UNIT_TEST_BUDGET_SCALE for k, v in settings.budgets.stages_ms.items()},
+        }
+    )
     return settings.model_copy(update={"budgets": budgets})
 
 
-@lru_cache(maxsize=None)
+@cache
 def pack(name: str) -> Pack:
     return load_pack(CONFIG_DIR / "domains" / name)
 
@@ -91,16 +95,19 @@ class FakeModelClient(ModelClient):
         self.cancelled: list[str] = []
         self.finished: list[str] = []
 
-    def on(self, text: str, *, classifier: Scores = (), retriever: Scores = (), detector: Scores = ()) -> "FakeModelClient":
+    def on(
+        self, text: str, *, classifier: Scores = (), retriever: Scores = (), detector: Scores = ()
+    ) -> FakeModelClient:
         for stage, scores in (("classifier", classifier), ("retriever", retriever), ("detector", detector)):
             cands = [Candidate(intent=i, score=s) for i, s in scores]
             self.script[stage][text] = sorted(cands, key=lambda c: -c.score)
         return self
 
-    def sure(self, text: str, intent: str, *, detector: Scores = ()) -> "FakeModelClient":
+    def sure(self, text: str, intent: str, *, detector: Scores = ()) -> FakeModelClient:
         """Script a confident classifier and retriever for `intent` on `text`."""
-        return self.on(text, classifier=[(intent, 0.92), ("__out_of_scope__", 0.03)], retriever=[(intent, 0.88)],
-                       detector=detector)
+        return self.on(
+            text, classifier=[(intent, 0.92), ("__out_of_scope__", 0.03)], retriever=[(intent, 0.88)], detector=detector
+        )
 
     def texts(self, stage: str) -> list[str]:
         return [t for s, t in self.calls if s == stage]
@@ -109,11 +116,15 @@ class FakeModelClient(ModelClient):
         self.requests.append(request)
         self.deadlines.append(request.deadlines["encoder"])
         encoder = asyncio.ensure_future(self._stage("encoder", request.text, None))
-        tasks = {"encoder": encoder, **{h: asyncio.ensure_future(self._stage(h, request.text, encoder, request.clauses))
-                                        for h in MODEL_STAGES}}
+        tasks = {
+            "encoder": encoder,
+            **{h: asyncio.ensure_future(self._stage(h, request.text, encoder, request.clauses)) for h in MODEL_STAGES},
+        }
         return _FakeCall(tasks)
 
-    async def _stage(self, stage: str, text: str, encoder: asyncio.Task | None, clauses: tuple[str, ...] = ()) -> StageOutcome:
+    async def _stage(
+        self, stage: str, text: str, encoder: asyncio.Task | None, clauses: tuple[str, ...] = ()
+    ) -> StageOutcome:
         self.calls.append((stage, text))
         try:
             if encoder is not None:
@@ -133,26 +144,46 @@ class FakeModelClient(ModelClient):
         script = self.script.get(stage, {})
         per_clause = tuple(list(script.get(c, [])) for c in clauses) if stage in ("classifier", "detector") else ()
         vector = (float(len(text)), 1.0) if stage == "encoder" else None  # a stand-in embedding: memory keys on it
-        return StageOutcome(candidates=list(script.get(text, [])), started=started, finished=time.time(), clauses=per_clause,
-                            vector=vector)
+        return StageOutcome(
+            candidates=list(script.get(text, [])),
+            started=started,
+            finished=time.time(),
+            clauses=per_clause,
+            vector=vector,
+        )
 
 
 class Rig:
     """A TurnEngine over a real pack with the fake models, an in-memory store and fresh plugin state; with `llm`,
     the pack's LLM planner over that language model (a FakeLm)."""
 
-    def __init__(self, pack_name: str = "cockpit", *, models: FakeModelClient | None = None,
-                 settings: Settings | None = None, clock: Callable[[], datetime] | None = None, llm=None,
-                 replies=None) -> None:
+    def __init__(
+        self,
+        pack_name: str = "cockpit",
+        *,
+        models: FakeModelClient | None = None,
+        settings: Settings | None = None,
+        clock: Callable[[], datetime] | None = None,
+        llm=None,
+        replies=None,
+    ) -> None:
         self.settings = settings or base_settings()
         self.pack = pack(pack_name)
         self.models = models or FakeModelClient()
         self.store = InMemorySessionStore(ttl_s=self.settings.session.ttl_s)
         self.worlds = InMemoryWorlds()
         self.llm = llm
-        self.engine = TurnEngine(pack=self.pack, settings=self.settings, models=self.models, sessions=self.store,
-                                 plugins=PluginRegistry(), worlds=self.worlds, clock=clock,
-                                 llm_planner=self._llm_planner(llm) if llm is not None else None, replies=replies)
+        self.engine = TurnEngine(
+            pack=self.pack,
+            settings=self.settings,
+            models=self.models,
+            sessions=self.store,
+            plugins=PluginRegistry(),
+            worlds=self.worlds,
+            clock=clock,
+            llm_planner=self._llm_planner(llm) if llm is not None else None,
+            replies=replies,
+        )
 
     def _llm_planner(self, llm):
         from engine.llm.planner import LlmWorkflowPlanner
@@ -160,7 +191,9 @@ class Rig:
         from engine.pack import find_pack
 
         pack_dir = find_pack(self.pack.name, shipped_dir=self.settings.packs_dir, state_dir=self.settings.state_dir)
-        return LlmWorkflowPlanner.configured(llm, self.pack, PromptSet.load(pack_dir, self.settings.prompts), self.settings)
+        return LlmWorkflowPlanner.configured(
+            llm, self.pack, PromptSet.load(pack_dir, self.settings.prompts), self.settings
+        )
 
     def vehicle(self, user: str = "u1"):
         return self.worlds.world(user).vehicle
@@ -195,7 +228,9 @@ class FakeLm:
         self.aborted.append(request_id)
 
 
-ONE_AT_A_TIME = AdmissionConfig(max_in_flight_turns=1, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3)
+ONE_AT_A_TIME = AdmissionConfig(
+    max_in_flight_turns=1, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3
+)
 
 
 class FakeLlm:
@@ -209,7 +244,7 @@ class FakeLlm:
         await asyncio.sleep(self.delay)
         return LmReply(text=self.text, finish_reason="stop", prompt_tokens=7, completion_tokens=3, ttft_ms=5.0)
 
-    def for_route(self, route: str) -> "FakeLlm":
+    def for_route(self, route: str) -> FakeLlm:
         return self
 
     async def stream(self, request: LmRequest):
@@ -217,7 +252,12 @@ class FakeLlm:
         try:
             for n, piece in enumerate(("{", '"ok"', ":true}"), 1):
                 await asyncio.sleep(self.delay)
-                yield {"text": piece, "finish_reason": "stop" if n == 3 else None, "prompt_tokens": 7, "completion_tokens": n}
+                yield {
+                    "text": piece,
+                    "finish_reason": "stop" if n == 3 else None,
+                    "prompt_tokens": 7,
+                    "completion_tokens": n,
+                }
         finally:
             self.closed += 1
 
@@ -229,6 +269,7 @@ def api_for(engine: TurnEngine, settings: Settings | None = None, **parts):
     from serve_app.state import ModelClients, attach, build_state
 
     llm, replica = parts.pop("llm", None), parts.pop("replica", None)
-    state = build_state(settings or engine.settings, ModelClients(nlu=FakeModelClient(), llm=llm), None, engine=engine,
-                        **parts)
+    state = build_state(
+        settings or engine.settings, ModelClients(nlu=FakeModelClient(), llm=llm), None, engine=engine, **parts
+    )
     return attach(create_api(replica=replica), state)

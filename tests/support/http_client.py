@@ -5,6 +5,7 @@ On this 2-core machine a disk stall of a few hundred ms makes a turn's lease or 
 then; the server sheds it, as its contract says, and a test of what a turn does would otherwise fail on that. Tests
 of shedding itself (test_overload.py) use a plain client.
 """
+
 from __future__ import annotations
 
 import json

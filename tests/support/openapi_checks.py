@@ -6,6 +6,7 @@ requests accepted and schema-invalid ones refused, 405 with `Allow` for undeclar
 Schemathesis signs up and logs in by itself (POST /api/v1/auth/register, /login), so the routes behind the
 bearer token are exercised too. Deterministic generation: the same cases each run.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,12 @@ from pathlib import Path
 REFUSED_FOR_RULES_BEYOND_THE_SCHEMA = {
     "/api/v1/items/timeline": ((422,), "end_at must be after start_at: a rule between two parameters"),
     "/api/v1/media/upload": ((415, 422), "the file's bytes must decode as the declared file_type"),
-    "/api/v1/write-requests": ((422,), "payload times in order (end_at not before start_at), distinct replan items, "
-                                       "and the rules the sub-agents' payload models (protocol/write_payloads.py) "
-                                       "check but do not yet state"),
+    "/api/v1/write-requests": (
+        (422,),
+        "payload times in order (end_at not before start_at), distinct replan items, "
+        "and the rules the sub-agents' payload models (protocol/write_payloads.py) "
+        "check but do not yet state",
+    ),
 }
 ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]  # schemathesis' own default for valid data
 
@@ -29,8 +33,9 @@ def config_toml() -> str:
     blocks = []
     for path, (statuses, _why) in REFUSED_FOR_RULES_BEYOND_THE_SCHEMA.items():
         expected = json.dumps(ACCEPTED + [str(s) for s in statuses])
-        blocks.append(f'[[operations]]\ninclude-path = "{path}"\n'
-                      f"checks.positive_data_acceptance.expected-statuses = {expected}\n")
+        blocks.append(
+            f'[[operations]]\ninclude-path = "{path}"\nchecks.positive_data_acceptance.expected-statuses = {expected}\n'
+        )
     return "\n".join(blocks)
 
 
@@ -41,13 +46,34 @@ def run_schemathesis(base_url: str, workdir: Path, *, max_examples: int = 10, ti
     config.write_text(config_toml(), encoding="utf-8")
     # one worker: hypothesis' source inspection is not thread-safe on CPython 3.11 (it fails with "AST constructor
     # recursion depth mismatch" under several workers)
-    command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run", f"{base_url}/openapi.json",
-               "--checks", "all", "--max-examples", str(max_examples), "--generation-deterministic",
-               "--workers", "1", "--request-timeout", "30", "--no-color",
-               "--report", "json", "--report-json-path", str(report)]
+    command = [
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "--config-file",
+        str(config),
+        "run",
+        f"{base_url}/openapi.json",
+        "--checks",
+        "all",
+        "--max-examples",
+        str(max_examples),
+        "--generation-deterministic",
+        "--workers",
+        "1",
+        "--request-timeout",
+        "30",
+        "--no-color",
+        "--report",
+        "json",
+        "--report-json-path",
+        str(report),
+    ]
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=timeout_s, check=False)
     (workdir / "output.txt").write_text(done.stdout + done.stderr, encoding="utf-8")
-    assert report.exists(), f"schemathesis wrote no report (exit {done.returncode}):\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
+    assert report.exists(), (
+        f"schemathesis wrote no report (exit {done.returncode}):\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
+    )
     return json.loads(report.read_text(encoding="utf-8"))
 
 

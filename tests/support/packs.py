@@ -1,4 +1,5 @@
 """The shipped packs with their models built (real models, built once per session: a no-op when up to date)."""
+
 from __future__ import annotations
 
 import os

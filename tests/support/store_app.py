@@ -1,5 +1,6 @@
 """The HTTP app with the real store on the session's PostgreSQL and fake models, served by uvicorn on 127.0.0.1 in a
 thread of the test process (no Ray): what the OpenAPI and the auth-posture tests drive over real sockets."""
+
 from __future__ import annotations
 
 import socket
@@ -10,13 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import uvicorn
-from tests.support.fakes import FakeLlm
-from tests.support.fakes import FakeModelClient, pack
 
+from config.settings import Settings
 from engine.media import MediaClient
 from engine.plugins import PluginRegistry
 from engine.session import InMemorySessionStore
-from config.settings import Settings
 from engine.turn import TurnEngine
 from media.store import LocalStore, ObjectNotFound
 from media.uploads import MediaUploads
@@ -24,6 +23,7 @@ from protocol.media import Recognition
 from serve_app.auth import Auth
 from serve_app.http.api import create_api
 from serve_app.state import ModelClients, build_state, on_start
+from tests.support.fakes import FakeLlm, FakeModelClient, pack
 
 SECRET = "store-app-test-secret" * 3
 
@@ -40,7 +40,11 @@ class StoreMedia(MediaClient):
             owner = self.store.head(object_key).owner
         except ObjectNotFound:
             return Recognition(status="not_found", reason="no such object")
-        return Recognition(status="ok", recognized_text="打开车窗") if owner == user_id else Recognition(status="forbidden")
+        return (
+            Recognition(status="ok", recognized_text="打开车窗")
+            if owner == user_id
+            else Recognition(status="forbidden")
+        )
 
     async def transcribe(self, object_key: str, *, user_id: str, deadline: float) -> Recognition:
         return await self._recognize(object_key, user_id)
@@ -53,12 +57,29 @@ def store_app(dsn: str, media_dir: Path, settings: Settings):
     """The app (cockpit pack, fake models, media from the store); its pool opens in uvicorn's lifespan."""
     store = LocalStore(media_dir)
     engine_models = FakeModelClient()
-    engine = TurnEngine(pack=pack("cockpit"), settings=settings, models=engine_models, plugins=PluginRegistry(),
-                        sessions=InMemorySessionStore(ttl_s=settings.session.ttl_s), media=StoreMedia(store))
+    engine = TurnEngine(
+        pack=pack("cockpit"),
+        settings=settings,
+        models=engine_models,
+        plugins=PluginRegistry(),
+        sessions=InMemorySessionStore(ttl_s=settings.session.ttl_s),
+        media=StoreMedia(store),
+    )
     api = create_api()
     models = ModelClients(nlu=engine_models, llm=FakeLlm())
-    on_start(api, lambda db: build_state(settings, models, db, engine=engine, auth=Auth(settings.auth, SECRET),
-                                         uploads=MediaUploads(store=store, cfg=settings.media)), dsn, settings)
+    on_start(
+        api,
+        lambda db: build_state(
+            settings,
+            models,
+            db,
+            engine=engine,
+            auth=Auth(settings.auth, SECRET),
+            uploads=MediaUploads(store=store, cfg=settings.media),
+        ),
+        dsn,
+        settings,
+    )
     return api
 
 

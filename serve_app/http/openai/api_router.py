@@ -1,4 +1,5 @@
 """Thin routes of the OpenAI-compatible API: `GET /v1/models`, `POST /v1/chat/completions` (logic in `serving`)."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -7,9 +8,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response, StreamingResponse
 
 from protocol.openai import ChatCompletion, ChatCompletionRequest, ModelList
-from serve_app.http.openai.serving import OpenAiServing
 from serve_app.apidocs.openapi import errors
 from serve_app.http.deps import StateDep
+from serve_app.http.openai.serving import OpenAiServing
 
 
 class EventStream(StreamingResponse):
@@ -34,10 +35,18 @@ async def models(openai: OpenAiDep) -> ModelList:
     return openai.models()
 
 
-@router.post("/v1/chat/completions", response_model=ChatCompletion, response_class=Response,
-             responses={200: {"content": {"text/event-stream": {}},
-                              "description": "The completion, or with `stream: true` its chunks as server-sent events."},
-                        **errors(400, 401, 404, 422, 503, 504)})
+@router.post(
+    "/v1/chat/completions",
+    response_model=ChatCompletion,
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "The completion, or with `stream: true` its chunks as server-sent events.",
+        },
+        **errors(400, 401, 404, 422, 503, 504),
+    },
+)
 async def chat_completions(body: ChatCompletionRequest, openai: OpenAiDep) -> Response:
     """A chat completion from the Planner's model; `response_format` json_schema constrains the answer to it."""
     lm_request = openai.request(body)

@@ -1,4 +1,5 @@
 """Builders of sub-agent inputs for the agent tests: a fixed `now`, candidate items, feedback facts, checks."""
+
 from __future__ import annotations
 
 import asyncio
@@ -25,24 +26,59 @@ def item_id(title: str) -> UUID:
     return uuid5(NAMESPACE_URL, f"item:{title}")
 
 
-def item(title: str, *, start: datetime | None = None, end: datetime | None = None, due: datetime | None = None,
-         item_type: str | None = None, status: str = "planned", version: int = 1) -> CandidateItem:
-    return CandidateItem(id=item_id(title), title=title, item_type=item_type or ("todo" if due else "schedule"),
-                         start_at=start, end_at=end, due_at=due, status=status, version=version)
+def item(
+    title: str,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    due: datetime | None = None,
+    item_type: str | None = None,
+    status: str = "planned",
+    version: int = 1,
+) -> CandidateItem:
+    return CandidateItem(
+        id=item_id(title),
+        title=title,
+        item_type=item_type or ("todo" if due else "schedule"),
+        start_at=start,
+        end_at=end,
+        due_at=due,
+        status=status,
+        version=version,
+    )
 
 
 def fact(of: CandidateItem, status: str, *, minutes: int | None = None, when: datetime = NOW) -> FeedbackFact:
-    return FeedbackFact(id=uuid5(NAMESPACE_URL, f"feedback:{of.title}:{status}:{when.isoformat()}"),
-                        task_item_id=of.id, feedback_status=status, normalized_feedback=f"「{of.title}」{status}",
-                        duration_minutes=minutes, occurred_at=when)
+    return FeedbackFact(
+        id=uuid5(NAMESPACE_URL, f"feedback:{of.title}:{status}:{when.isoformat()}"),
+        task_item_id=of.id,
+        feedback_status=status,
+        normalized_feedback=f"「{of.title}」{status}",
+        duration_minutes=minutes,
+        occurred_at=when,
+    )
 
 
-def make_input(raw: str, start: datetime, end: datetime, *, params: dict[str, Any] | None = None,
-               items: list[CandidateItem] = (), feedbacks: list[FeedbackFact] = (),
-               now: datetime = NOW) -> SubAgentInputBase:
-    return SubAgentInputBase(user_id=USER, raw_input=raw, recent_messages=[], parsed_params=params or {},
-                             time_range=AgentTimeRange(start_at=start, end_at=end, source="user_explicit"),
-                             candidate_items=list(items), feedbacks=list(feedbacks), now=now)
+def make_input(
+    raw: str,
+    start: datetime,
+    end: datetime,
+    *,
+    params: dict[str, Any] | None = None,
+    items: list[CandidateItem] = (),
+    feedbacks: list[FeedbackFact] = (),
+    now: datetime = NOW,
+) -> SubAgentInputBase:
+    return SubAgentInputBase(
+        user_id=USER,
+        raw_input=raw,
+        recent_messages=[],
+        parsed_params=params or {},
+        time_range=AgentTimeRange(start_at=start, end_at=end, source="user_explicit"),
+        candidate_items=list(items),
+        feedbacks=list(feedbacks),
+        now=now,
+    )
 
 
 def checked_action(envelope: AgentResponseEnvelope, payload_model: type[BaseModel] | None) -> dict[str, Any]:

@@ -1,30 +1,34 @@
 """feedback_agent.record: status and minutes read from the user's words, one normalized feedback write."""
+
 from __future__ import annotations
 
 import pytest
-from tests.engine.agents.agent_inputs import at, checked_action, item, make_input
 
 from engine.agents import AgentRegistry
 from engine.agents.feedback import duration_minutes, feedback_status
 from protocol.write_payloads import FeedbackPayload
+from tests.engine.agents.agent_inputs import at, checked_action, item, make_input
 
 REGISTRY = AgentRegistry.default()
 GYM = item("健身", start=at(12, 1, 7), end=at(12, 1, 8), version=4)
 
 
-@pytest.mark.parametrize(("text", "status"), [
-    ("健身做完了，用了四十分钟", "completed"),
-    ("周报早就交上去了", "completed"),
-    ("单词已经背完啦", "completed"),
-    ("加班到九点，背单词没做完", "not_completed"),
-    ("今天太忙了没时间弄", "not_completed"),
-    ("报告写了一半，剩下的还得改", "partially_completed"),
-    ("英语听力只练了二十分钟", "partially_completed"),
-    ("方案大概完成了七成", "partially_completed"),
-    ("跑步今天没去，改天补上", "deferred"),
-    ("组会推迟到下周了", "deferred"),
-    ("瑜伽课不去了，取消吧", "cancelled"),
-])
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("健身做完了，用了四十分钟", "completed"),
+        ("周报早就交上去了", "completed"),
+        ("单词已经背完啦", "completed"),
+        ("加班到九点，背单词没做完", "not_completed"),
+        ("今天太忙了没时间弄", "not_completed"),
+        ("报告写了一半，剩下的还得改", "partially_completed"),
+        ("英语听力只练了二十分钟", "partially_completed"),
+        ("方案大概完成了七成", "partially_completed"),
+        ("跑步今天没去，改天补上", "deferred"),
+        ("组会推迟到下周了", "deferred"),
+        ("瑜伽课不去了，取消吧", "cancelled"),
+    ],
+)
 def test_status_words(text: str, status: str) -> None:
     assert feedback_status(text) == status
 
@@ -33,17 +37,27 @@ def test_no_status_words() -> None:
     assert feedback_status("今天天气不错") is None
 
 
-@pytest.mark.parametrize(("text", "minutes"), [
-    ("用了40分钟", 40), ("练了一个半小时", 90), ("写了两小时", 120), ("跑了1.5小时", 90),
-    ("花了一小时二十分钟", 80), ("半小时就弄完了", 30), ("跑了五公里", None), ("熬了三十个小时", None),
-])
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [
+        ("用了40分钟", 40),
+        ("练了一个半小时", 90),
+        ("写了两小时", 120),
+        ("跑了1.5小时", 90),
+        ("花了一小时二十分钟", 80),
+        ("半小时就弄完了", 30),
+        ("跑了五公里", None),
+        ("熬了三十个小时", None),
+    ],
+)
 def test_duration(text: str, minutes: int | None) -> None:
     assert duration_minutes(text) == minutes
 
 
 async def record(raw: str, candidates=(GYM,)):
-    return await REGISTRY.dispatch("feedback_agent", "record",
-                                   make_input(raw, at(12, 1), at(12, 2), items=list(candidates)))
+    return await REGISTRY.dispatch(
+        "feedback_agent", "record", make_input(raw, at(12, 1), at(12, 2), items=list(candidates))
+    )
 
 
 async def test_record_completed_with_minutes() -> None:
@@ -51,8 +65,11 @@ async def test_record_completed_with_minutes() -> None:
     action = checked_action(envelope, FeedbackPayload)
     assert action["action"] == "feedback" and action["target_type"] == "feedback"
     assert action["payload"] == {
-        "task_item_id": str(GYM.id), "item_version": 4, "feedback_status": "completed",
-        "normalized_feedback": "「健身」已完成，用时 40 分钟", "duration_minutes": 40,
+        "task_item_id": str(GYM.id),
+        "item_version": 4,
+        "feedback_status": "completed",
+        "normalized_feedback": "「健身」已完成，用时 40 分钟",
+        "duration_minutes": 40,
         "occurred_at": "2026-12-01T10:00:00+08:00",
     }
     assert action["preview_text"] == "记录反馈：「健身」已完成，用时 40 分钟"

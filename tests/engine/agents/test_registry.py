@@ -1,16 +1,17 @@
 """AgentRegistry: the capability tables, their rendering for a planner, dispatch and the envelope contract."""
+
 from __future__ import annotations
 
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from tests.engine.agents.agent_inputs import at, item, make_input
 
 from engine.agents import AgentContractViolation, AgentRegistry, UnknownAgentFunction
 from engine.agents.base import definition
 from protocol.agents import AGENT_NAMES, AgentResponseEnvelope, SubAgentInputBase
+from tests.engine.agents.agent_inputs import at, item, make_input
 
 REGISTRY = AgentRegistry.default()
 TABLE = {
@@ -27,8 +28,10 @@ TABLE = {
 
 def test_the_capability_table() -> None:
     rows = REGISTRY.definitions()
-    assert {(r.agent_name, r.function_name): (r.required_fields, r.optional_fields, r.needs_candidates, r.writes)
-            for r in rows} == TABLE
+    assert {
+        (r.agent_name, r.function_name): (r.required_fields, r.optional_fields, r.needs_candidates, r.writes)
+        for r in rows
+    } == TABLE
     assert len(rows) == len(TABLE)
     assert {r.agent_name for r in rows} == set(AGENT_NAMES)
     assert all(r.description for r in rows)
@@ -60,8 +63,9 @@ def test_render_capabilities_has_one_line_per_function() -> None:
 
 
 async def test_dispatch_runs_the_agent() -> None:
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "create",
-                                       make_input("明天早上八点去拿快递", at(12, 2, 8), at(12, 2, 9)))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "create", make_input("明天早上八点去拿快递", at(12, 2, 8), at(12, 2, 9))
+    )
     assert envelope.agent_name == "schedule_todo_agent" and envelope.function_name == "create"
     assert envelope.db_action["payload"]["title"] == "拿快递"
 
@@ -71,8 +75,12 @@ async def test_dispatch_of_an_unknown_function() -> None:
         await REGISTRY.dispatch("review_agent", "delete", make_input("删掉", at(12, 1), at(12, 2)))
 
 
-GOOD_ACTION = {"action": "create", "target_type": "task_item", "preview_text": "新建日程：开会",
-               "payload": {"item_type": "schedule", "title": "开会"}}
+GOOD_ACTION = {
+    "action": "create",
+    "target_type": "task_item",
+    "preview_text": "新建日程：开会",
+    "payload": {"item_type": "schedule", "title": "开会"},
+}
 
 
 class ScriptedAgent:
@@ -87,9 +95,15 @@ class ScriptedAgent:
         return [definition("review_agent", "review", "测试", needs_candidates=False, writes=self.writes)]
 
     async def run(self, function, inp):
-        return AgentResponseEnvelope(agent_name="review_agent", function_name=self.function,
-                                     isNeedUser=self.need_user, isDisplayResult=True, isError=False,
-                                     result={"reply": "好"}, db_action=self.db_action)
+        return AgentResponseEnvelope(
+            agent_name="review_agent",
+            function_name=self.function,
+            isNeedUser=self.need_user,
+            isDisplayResult=True,
+            isError=False,
+            result={"reply": "好"},
+            db_action=self.db_action,
+        )
 
 
 async def dispatch_scripted(**script):
@@ -102,14 +116,17 @@ async def test_a_scripted_write_that_waits_for_the_user_passes() -> None:
     assert envelope.db_action == GOOD_ACTION
 
 
-@pytest.mark.parametrize(("script", "words"), [
-    ({"db_action": GOOD_ACTION, "need_user": False}, "isNeedUser false"),
-    ({"db_action": GOOD_ACTION, "writes": False}, "read-only"),
-    ({"db_action": {**GOOD_ACTION, "idempotency_key": "k1"}}, "idempotency_key"),
-    ({"db_action": {**GOOD_ACTION, "action": "delete"}}, "invalid db_action"),
-    ({"db_action": {**GOOD_ACTION, "preview_text": "  "}}, "invalid db_action"),
-    ({"function": "summary"}, "answered as review_agent.summary"),
-])
+@pytest.mark.parametrize(
+    ("script", "words"),
+    [
+        ({"db_action": GOOD_ACTION, "need_user": False}, "isNeedUser false"),
+        ({"db_action": GOOD_ACTION, "writes": False}, "read-only"),
+        ({"db_action": {**GOOD_ACTION, "idempotency_key": "k1"}}, "idempotency_key"),
+        ({"db_action": {**GOOD_ACTION, "action": "delete"}}, "invalid db_action"),
+        ({"db_action": {**GOOD_ACTION, "preview_text": "  "}}, "invalid db_action"),
+        ({"function": "summary"}, "answered as review_agent.summary"),
+    ],
+)
 async def test_contract_violations(script: dict, words: str) -> None:
     with pytest.raises(AgentContractViolation) as caught:
         await dispatch_scripted(**script)
@@ -125,11 +142,16 @@ def test_a_registry_refuses_an_agent_twice() -> None:
 async def test_every_default_function_answers_within_the_contract() -> None:
     meeting = item("开会", start=at(12, 2, 15), end=at(12, 2, 16))
     inputs = {
-        "create": "明天下午三点开会", "update": "开会改到后天上午十点", "delete": "开会取消", "query": "明天有啥",
-        "record": "开会开完了，用了一个小时", "replan": "重新排一下", "review": "复盘一下",
+        "create": "明天下午三点开会",
+        "update": "开会改到后天上午十点",
+        "delete": "开会取消",
+        "query": "明天有啥",
+        "record": "开会开完了，用了一个小时",
+        "replan": "重新排一下",
+        "review": "复盘一下",
         "split": "我想三个月学会日语，每周能花十个小时",
     }
-    for (agent, function) in TABLE:
+    for agent, function in TABLE:
         inp = make_input(inputs[function], at(12, 2), at(12, 3), items=[meeting])
         envelope = await REGISTRY.dispatch(agent, function, inp)
         assert not envelope.isError, (agent, function, envelope.error_message)
@@ -144,15 +166,18 @@ def test_the_engine_agents_do_not_import_ray() -> None:
 
 async def test_the_time_zone_is_the_one_now_carries() -> None:
     """An input read from JSON carries a fixed offset, and the store's times may come in UTC."""
-    utc_meeting = item("开会", start=at(12, 2, 15).astimezone(timezone.utc), end=at(12, 2, 16).astimezone(timezone.utc))
+    utc_meeting = item("开会", start=at(12, 2, 15).astimezone(UTC), end=at(12, 2, 16).astimezone(UTC))
     wire = make_input("明天有什么安排", at(12, 2), at(12, 3), items=[utc_meeting]).model_dump(mode="json")
     inp = SubAgentInputBase.model_validate(wire)
     assert inp.now.utcoffset() == timedelta(hours=8) and not isinstance(inp.now.tzinfo, ZoneInfo)
     envelope = await REGISTRY.dispatch("schedule_todo_agent", "query", inp)
     assert envelope.result["reply"] == "明天有 1 项安排：15:00 开会。"
     later = {"start_at": "2026-12-03T02:00:00Z", "end_at": "2026-12-03T03:00:00Z", "source": "user_explicit"}
-    created = await REGISTRY.dispatch("schedule_todo_agent", "create", SubAgentInputBase.model_validate(
-        {**wire, "raw_input": "后天上午十点提醒我交材料", "time_range": later}))
+    created = await REGISTRY.dispatch(
+        "schedule_todo_agent",
+        "create",
+        SubAgentInputBase.model_validate({**wire, "raw_input": "后天上午十点提醒我交材料", "time_range": later}),
+    )
     assert created.db_action["payload"]["title"] == "交材料"
     assert created.db_action["payload"]["start_at"] == "2026-12-03T10:00:00+08:00"
     assert created.db_action["preview_text"] == "新建日程：后天 10:00–11:00 交材料"

@@ -1,12 +1,12 @@
 """review_agent.review: statistics from the given facts only, a template text that says nothing else, a writer."""
+
 from __future__ import annotations
 
 import re
 
-from tests.engine.agents.agent_inputs import FakeWriter, at, fact, item, make_input
-
 from engine.agents import AgentRegistry
 from engine.agents.review import ReviewAgent
+from tests.engine.agents.agent_inputs import FakeWriter, at, fact, item, make_input
 
 GYM = item("健身", start=at(12, 1, 7), end=at(12, 1, 8))
 REPORT = item("写周报", start=at(12, 1, 9), end=at(12, 1, 11))
@@ -32,13 +32,35 @@ async def test_stats_come_from_the_facts() -> None:
     envelope = await AgentRegistry.default().dispatch("review_agent", "review", review_input())
     assert not envelope.isNeedUser and envelope.db_action is None and envelope.isDisplayResult
     stats = envelope.result["stats"]
-    assert {k: stats[k] for k in ("planned", "completed", "partially_completed", "not_completed", "deferred",
-                                  "cancelled", "no_feedback", "completion_rate", "recorded_minutes")} == {
-        "planned": 6, "completed": 2, "partially_completed": 0, "not_completed": 1, "deferred": 1,
-        "cancelled": 1, "no_feedback": 1, "completion_rate": 40, "recorded_minutes": 130}
+    assert {
+        k: stats[k]
+        for k in (
+            "planned",
+            "completed",
+            "partially_completed",
+            "not_completed",
+            "deferred",
+            "cancelled",
+            "no_feedback",
+            "completion_rate",
+            "recorded_minutes",
+        )
+    } == {
+        "planned": 6,
+        "completed": 2,
+        "partially_completed": 0,
+        "not_completed": 1,
+        "deferred": 1,
+        "cancelled": 1,
+        "no_feedback": 1,
+        "completion_rate": 40,
+        "recorded_minutes": 130,
+    }
     assert stats["completed_titles"] == ["健身", "写周报"]
-    assert stats["unfinished"] == [{"title": "背单词", "outcome": "not_completed"},
-                                   {"title": "读书", "outcome": "deferred"}]
+    assert stats["unfinished"] == [
+        {"title": "背单词", "outcome": "not_completed"},
+        {"title": "读书", "outcome": "deferred"},
+    ]
     assert stats["no_feedback_titles"] == ["给妈妈打电话"]
     assert stats["period"] == "今天"
 
@@ -64,10 +86,13 @@ async def test_the_text_names_only_the_facts() -> None:
 
 
 async def test_a_mostly_done_day_gets_the_encouraging_suggestion() -> None:
-    feedbacks = [fact(GYM, "completed"), fact(REPORT, "completed"), fact(WORDS, "completed"),
-                 fact(READING, "completed", minutes=45)]
-    envelope = await ReviewAgent().run("review", review_input(items=[GYM, REPORT, WORDS, READING],
-                                                               feedbacks=feedbacks))
+    feedbacks = [
+        fact(GYM, "completed"),
+        fact(REPORT, "completed"),
+        fact(WORDS, "completed"),
+        fact(READING, "completed", minutes=45),
+    ]
+    envelope = await ReviewAgent().run("review", review_input(items=[GYM, REPORT, WORDS, READING], feedbacks=feedbacks))
     assert envelope.result["stats"]["completion_rate"] == 100
     assert envelope.result["reply"].endswith("建议：节奏不错，保持现在的安排强度，可以留些精力给更重要的事。")
     assert "共记录用时 45 分钟。" in envelope.result["reply"]

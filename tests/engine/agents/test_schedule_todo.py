@@ -1,14 +1,15 @@
 """schedule_todo_agent: create (titles, item types, times), update, delete and query, dispatched by the registry."""
+
 from __future__ import annotations
 
 from datetime import datetime
 
 import pytest
-from tests.engine.agents.agent_inputs import NOW, at, checked_action, item, make_input
 
 from engine.agents import AgentRegistry
 from engine.agents.schedule_todo import derive_title
 from protocol.rest import TaskItemPayload
+from tests.engine.agents.agent_inputs import NOW, at, checked_action, item, make_input
 
 REGISTRY = AgentRegistry.default()
 
@@ -21,23 +22,31 @@ async def create(raw: str, start: datetime, end: datetime, **params):
     return action
 
 
-@pytest.mark.parametrize(("raw", "title"), [
-    ("明天下午三点提醒我开会", "开会"),
-    ("周五之前要交报告，记一下", "交报告"),
-    ("后天晚上七点跟老同学吃饭，帮我记一下哈", "跟老同学吃饭"),
-    ("加个待办：今晚把周报改完", "把周报改完"),
-    ("下午三点到五点帮我空出来写方案", "空出来写方案"),
-    ("周四下午两点我有个体检", "体检"),
-    ("记得提醒我一下", "日程"),
-])
+@pytest.mark.parametrize(
+    ("raw", "title"),
+    [
+        ("明天下午三点提醒我开会", "开会"),
+        ("周五之前要交报告，记一下", "交报告"),
+        ("后天晚上七点跟老同学吃饭，帮我记一下哈", "跟老同学吃饭"),
+        ("加个待办：今晚把周报改完", "把周报改完"),
+        ("下午三点到五点帮我空出来写方案", "空出来写方案"),
+        ("周四下午两点我有个体检", "体检"),
+        ("记得提醒我一下", "日程"),
+    ],
+)
 def test_derive_title_drops_the_time_and_the_command_words(raw: str, title: str) -> None:
     assert derive_title(raw, now=NOW, tz=NOW.tzinfo)[0] == title
 
 
 async def test_create_schedule_at_a_clock_time() -> None:
     action = await create("明天下午三点提醒我开会", at(12, 2, 15), at(12, 2, 16))
-    assert action["payload"] == {"item_type": "schedule", "title": "开会", "status": "planned",
-                                 "start_at": "2026-12-02T15:00:00+08:00", "end_at": "2026-12-02T16:00:00+08:00"}
+    assert action["payload"] == {
+        "item_type": "schedule",
+        "title": "开会",
+        "status": "planned",
+        "start_at": "2026-12-02T15:00:00+08:00",
+        "end_at": "2026-12-02T16:00:00+08:00",
+    }
     assert action["preview_text"] == "新建日程：明天 15:00–16:00 开会"
 
 
@@ -50,8 +59,12 @@ async def test_a_point_in_time_lasts_an_hour() -> None:
 
 async def test_a_deadline_day_makes_a_todo_due_at_the_days_end() -> None:
     action = await create("周五之前要交报告，记一下", at(12, 4), at(12, 5))
-    assert action["payload"] == {"item_type": "todo", "title": "交报告", "status": "planned",
-                                 "due_at": "2026-12-04T23:59:00+08:00"}
+    assert action["payload"] == {
+        "item_type": "todo",
+        "title": "交报告",
+        "status": "planned",
+        "due_at": "2026-12-04T23:59:00+08:00",
+    }
     assert action["preview_text"] == "新建待办：交报告（截止 12月4日 23:59）"
 
 
@@ -70,8 +83,9 @@ async def test_the_word_todo_makes_a_todo_for_an_evening() -> None:
 
 
 async def test_parsed_title_and_item_type_win() -> None:
-    action = await create("明天上午九点那个电话，帮我记上", at(12, 2, 9), at(12, 2, 10), title="客户回访",
-                          item_type="todo")
+    action = await create(
+        "明天上午九点那个电话，帮我记上", at(12, 2, 9), at(12, 2, 10), title="客户回访", item_type="todo"
+    )
     assert action["payload"]["title"] == "客户回访"
     assert action["payload"]["due_at"] == "2026-12-02T09:00:00+08:00"
 
@@ -87,8 +101,9 @@ RENT = item("交房租", due=at(12, 10, 23, 59))
 
 
 async def update(raw: str, candidate):
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "update",
-                                       make_input(raw, at(12, 1), at(12, 8), items=[candidate]))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "update", make_input(raw, at(12, 1), at(12, 8), items=[candidate])
+    )
     return envelope
 
 
@@ -112,11 +127,14 @@ async def test_update_with_only_a_day_keeps_the_clock_time() -> None:
     assert action["payload"] == {"start_at": "2026-12-11T15:00:00+08:00", "end_at": "2026-12-11T16:00:00+08:00"}
 
 
-@pytest.mark.parametrize(("raw", "start", "end"), [
-    ("会往后推一个小时", "2026-12-02T16:00:00+08:00", "2026-12-02T17:00:00+08:00"),
-    ("明天的会提前半个小时", "2026-12-02T14:30:00+08:00", "2026-12-02T15:30:00+08:00"),
-    ("开会往后挪两天", "2026-12-04T15:00:00+08:00", "2026-12-04T16:00:00+08:00"),
-])
+@pytest.mark.parametrize(
+    ("raw", "start", "end"),
+    [
+        ("会往后推一个小时", "2026-12-02T16:00:00+08:00", "2026-12-02T17:00:00+08:00"),
+        ("明天的会提前半个小时", "2026-12-02T14:30:00+08:00", "2026-12-02T15:30:00+08:00"),
+        ("开会往后挪两天", "2026-12-04T15:00:00+08:00", "2026-12-04T16:00:00+08:00"),
+    ],
+)
 async def test_update_by_a_relative_shift(raw: str, start: str, end: str) -> None:
     action = checked_action(await update(raw, MEETING), None)
     assert action["payload"] == {"start_at": start, "end_at": end}
@@ -136,8 +154,11 @@ async def test_update_the_title_only() -> None:
 
 async def test_update_time_and_title_together() -> None:
     action = checked_action(await update("开会改到后天下午两点，改名为季度复盘", MEETING), None)
-    assert action["payload"] == {"title": "季度复盘", "start_at": "2026-12-03T14:00:00+08:00",
-                                 "end_at": "2026-12-03T15:00:00+08:00"}
+    assert action["payload"] == {
+        "title": "季度复盘",
+        "start_at": "2026-12-03T14:00:00+08:00",
+        "end_at": "2026-12-03T15:00:00+08:00",
+    }
     assert action["preview_text"] == "把「开会」从 12月2日 15:00 改到 12月3日 14:00，并改名为「季度复盘」"
 
 
@@ -153,30 +174,40 @@ async def test_update_to_the_items_own_time_is_an_error() -> None:
 
 
 async def test_update_without_a_resolved_item_is_an_error() -> None:
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "update",
-                                       make_input("把会改到周五", at(12, 1), at(12, 8), items=[MEETING, READING]))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "update", make_input("把会改到周五", at(12, 1), at(12, 8), items=[MEETING, READING])
+    )
     assert envelope.isError and envelope.db_action is None
 
 
 async def test_delete_names_the_item_and_its_time() -> None:
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "delete",
-                                       make_input("明天的会不开了，删掉吧", at(12, 2), at(12, 3), items=[MEETING]))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "delete", make_input("明天的会不开了，删掉吧", at(12, 2), at(12, 3), items=[MEETING])
+    )
     action = checked_action(envelope, None)
-    assert action == {"action": "delete", "target_type": "task_item", "target_id": str(MEETING.id),
-                      "base_version": 3, "payload": {}, "preview_text": "删除「开会」（12月2日 15:00）"}
+    assert action == {
+        "action": "delete",
+        "target_type": "task_item",
+        "target_id": str(MEETING.id),
+        "base_version": 3,
+        "payload": {},
+        "preview_text": "删除「开会」（12月2日 15:00）",
+    }
 
 
 async def test_delete_a_todo_names_its_deadline() -> None:
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "delete",
-                                       make_input("交房租那条删了", at(12, 1), at(12, 31), items=[RENT]))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "delete", make_input("交房租那条删了", at(12, 1), at(12, 31), items=[RENT])
+    )
     assert checked_action(envelope, None)["preview_text"] == "删除「交房租」（截止 12月10日 23:59）"
 
 
 async def test_query_lists_a_day_in_time_order() -> None:
     gym = item("健身", start=at(12, 2, 18), end=at(12, 2, 19))
     report = item("交报告", due=at(12, 2, 23, 59))
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "query",
-                                       make_input("明天我都有啥事", at(12, 2), at(12, 3), items=[gym, report, MEETING]))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "query", make_input("明天我都有啥事", at(12, 2), at(12, 3), items=[gym, report, MEETING])
+    )
     assert not envelope.isNeedUser and envelope.isDisplayResult and envelope.db_action is None
     assert envelope.result["reply"] == "明天有 3 项安排：15:00 开会；18:00 健身；交报告（截止 23:59）。"
     assert [i["title"] for i in envelope.result["items"]] == ["开会", "健身", "交报告"]
@@ -184,15 +215,18 @@ async def test_query_lists_a_day_in_time_order() -> None:
 
 
 async def test_query_over_several_days_names_the_days() -> None:
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "query",
-                                       make_input("这周还有什么安排", at(12, 1), at(12, 7), items=[READING, MEETING]))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "query", make_input("这周还有什么安排", at(12, 1), at(12, 7), items=[READING, MEETING])
+    )
     assert envelope.result["reply"] == "这段时间有 2 项安排：12月2日 15:00 开会；12月3日 19:00 读书会。"
 
 
 async def test_query_of_an_empty_range() -> None:
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "query",
-                                       make_input("周六下午我有空吗", at(12, 5, 13), at(12, 5, 18)))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "query", make_input("周六下午我有空吗", at(12, 5, 13), at(12, 5, 18))
+    )
     assert envelope.result == {"reply": "12月5日 13:00–18:00没有安排。", "items": []}
-    envelope = await REGISTRY.dispatch("schedule_todo_agent", "query",
-                                       make_input("下周有安排吗", at(12, 7), at(12, 14)))
+    envelope = await REGISTRY.dispatch(
+        "schedule_todo_agent", "query", make_input("下周有安排吗", at(12, 7), at(12, 14))
+    )
     assert envelope.result["reply"] == "这段时间没有安排。"

@@ -1,12 +1,18 @@
 """Execution: facts read for the function, scope resolved, the registry's agent called, its answer classified."""
+
 from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta, timezone
 
 from engine.conversation.execution import AgentFailed, Execution, NeedsSelection, Proposal, Shown
-from protocol.agents import (AgentFunctionDefinition, AgentResponseEnvelope, AgentTimeRange, CandidateItem,
-                             ExecutionLayerInput)
+from protocol.agents import (
+    AgentFunctionDefinition,
+    AgentResponseEnvelope,
+    AgentTimeRange,
+    CandidateItem,
+    ExecutionLayerInput,
+)
 
 TZ = timezone(timedelta(hours=8))
 NOW = datetime(2026, 12, 1, 10, tzinfo=TZ)
@@ -15,7 +21,9 @@ USER = uuid.uuid4()
 
 def item(title: str, hour: int) -> CandidateItem:
     start = datetime(2026, 12, 2, hour, tzinfo=TZ)
-    return CandidateItem(id=uuid.uuid4(), title=title, item_type="schedule", start_at=start, end_at=start + timedelta(hours=1))
+    return CandidateItem(
+        id=uuid.uuid4(), title=title, item_type="schedule", start_at=start, end_at=start + timedelta(hours=1)
+    )
 
 
 class FakeFacts:
@@ -43,8 +51,9 @@ class FakeAgents:
         self.calls = []
 
     def definition(self, agent, function):
-        return AgentFunctionDefinition(agent_name=agent, function_name=function, required_fields=[], description="",
-                                       needs_candidates=self.needs)
+        return AgentFunctionDefinition(
+            agent_name=agent, function_name=function, required_fields=[], description="", needs_candidates=self.needs
+        )
 
     async def dispatch(self, agent, function, inp):
         self.calls.append(inp)
@@ -52,16 +61,29 @@ class FakeAgents:
 
 
 def envelope(**kw) -> AgentResponseEnvelope:
-    base = dict(agent_name="schedule_todo_agent", function_name="delete", isNeedUser=True, isDisplayResult=True, isError=False,
-                result={"reply": "删除「开会」"})
+    base = dict(
+        agent_name="schedule_todo_agent",
+        function_name="delete",
+        isNeedUser=True,
+        isDisplayResult=True,
+        isError=False,
+        result={"reply": "删除「开会」"},
+    )
     return AgentResponseEnvelope(**{**base, **kw})
 
 
 def inp(raw: str, function: str = "delete", agent: str = "schedule_todo_agent") -> ExecutionLayerInput:
-    return ExecutionLayerInput(target_agent_name=agent, target_function_name=function, raw_input=raw,
-                               parsed_params={"when": {"text": "明天"}}, source_message_id=uuid.uuid4(), recent_messages=[],
-                               time_range=AgentTimeRange(start_at=datetime(2026, 12, 2, tzinfo=TZ),
-                                                         end_at=datetime(2026, 12, 3, tzinfo=TZ), source="user_explicit"))
+    return ExecutionLayerInput(
+        target_agent_name=agent,
+        target_function_name=function,
+        raw_input=raw,
+        parsed_params={"when": {"text": "明天"}},
+        source_message_id=uuid.uuid4(),
+        recent_messages=[],
+        time_range=AgentTimeRange(
+            start_at=datetime(2026, 12, 2, tzinfo=TZ), end_at=datetime(2026, 12, 3, tzinfo=TZ), source="user_explicit"
+        ),
+    )
 
 
 async def run(execution, request, **kw):
@@ -105,7 +127,9 @@ async def test_nothing_in_range_is_not_found_without_an_agent_call():
 
 
 async def test_review_reads_feedback_and_shows_the_agents_text():
-    agents = FakeAgents(envelope(agent_name="review_agent", function_name="review", isNeedUser=False, result={"reply": "本周完成 1 项"}))
+    agents = FakeAgents(
+        envelope(agent_name="review_agent", function_name="review", isNeedUser=False, result={"reply": "本周完成 1 项"})
+    )
     facts = FakeFacts([item("开会", 15)])
     outcome, _ = await run(Execution(agents, facts), inp("复盘一下", "review", "review_agent"))
     assert isinstance(outcome, Shown) and outcome.reply == "本周完成 1 项"

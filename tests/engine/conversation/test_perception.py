@@ -1,4 +1,5 @@
 """Perception: the engine's response as seed 002's decision, clarification, or a reply shown as it is."""
+
 from __future__ import annotations
 
 import uuid
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.conversation.perception import Clarify, Decided, Perception, Shown, default_range
 from config.settings import load_settings
+from engine.conversation.perception import Clarify, Decided, Perception, Shown, default_range
 from protocol.http_chat import ChatResponse, Decision, TimeRange, TurnStatus
 from protocol.store import ConversationMessageDTO, ConversationMessageMetadata
 
@@ -19,8 +20,12 @@ SOURCE, QUESTION = uuid.uuid4(), uuid.uuid4()
 
 
 class FakeSplit:
-    questions = {"goal_title": "目标是什么？", "deadline": "什么时候之前完成？", "weekly_hours": "每周能投入多少小时？",
-                 "current_level": "现在的基础如何？"}
+    questions = {
+        "goal_title": "目标是什么？",
+        "deadline": "什么时候之前完成？",
+        "weekly_hours": "每周能投入多少小时？",
+        "current_level": "现在的基础如何？",
+    }
 
     def prefill(self, raw_input, now):
         return {"goal_title": "学会日语"} if "日语" in raw_input else {}
@@ -38,21 +43,39 @@ def perception() -> Perception:
 
 
 def decided(agent: str, function: str, params=None, when: TimeRange | None = None) -> ChatResponse:
-    return ChatResponse(session_id="s", reply="收到", status=TurnStatus.decided, intent="x",
-                        decision=Decision(intents=["x"], agent=agent, function=function, params=params or {}, time_range=when))
+    return ChatResponse(
+        session_id="s",
+        reply="收到",
+        status=TurnStatus.decided,
+        intent="x",
+        decision=Decision(intents=["x"], agent=agent, function=function, params=params or {}, time_range=when),
+    )
 
 
 def perceive(response, recent=(), reasked=False):
-    return perception().perceive(response, raw_input="我想三个月学会日语，帮我拆一下", source_message_id=SOURCE,
-                                 question_id=QUESTION, recent=list(recent), now=NOW, reasked=reasked)
+    return perception().perceive(
+        response,
+        raw_input="我想三个月学会日语，帮我拆一下",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=list(recent),
+        now=NOW,
+        reasked=reasked,
+    )
 
 
 def test_a_decided_agent_turn_with_its_own_time_is_a_decision_with_that_range():
-    when = TimeRange(start="2026-12-02T15:00:00+08:00", end="2026-12-02T16:00:00+08:00", text="明天下午三点", all_day=False)
+    when = TimeRange(
+        start="2026-12-02T15:00:00+08:00", end="2026-12-02T16:00:00+08:00", text="明天下午三点", all_day=False
+    )
     result = perceive(decided("schedule_todo_agent", "create", {"when": when.model_dump()}, when))
     assert isinstance(result, Decided)
     d = result.decision
-    assert (d.target_agent_name, d.target_function_name, d.source_message_id) == ("schedule_todo_agent", "create", SOURCE)
+    assert (d.target_agent_name, d.target_function_name, d.source_message_id) == (
+        "schedule_todo_agent",
+        "create",
+        SOURCE,
+    )
     assert d.time_range.start_at == datetime(2026, 12, 2, 15, tzinfo=TZ) and d.time_range.source == "user_explicit"
 
 
@@ -66,8 +89,13 @@ def test_no_time_said_takes_the_functions_default_range():
 
 
 def test_a_missing_slot_is_a_single_clarification_and_asked_again_is_invalid_answer():
-    asking = ChatResponse(session_id="s", reply="打算安排在什么时候？", status=TurnStatus.waiting_slot, intent="schedule_create",
-                          pending_slots=["when"])
+    asking = ChatResponse(
+        session_id="s",
+        reply="打算安排在什么时候？",
+        status=TurnStatus.waiting_slot,
+        intent="schedule_create",
+        pending_slots=["when"],
+    )
     first = perceive(asking)
     assert isinstance(first, Clarify) and first.request.mode == "single"
     assert first.request.reason == "missing_required_params"
@@ -78,19 +106,36 @@ def test_a_missing_slot_is_a_single_clarification_and_asked_again_is_invalid_ans
 def test_a_split_asks_every_missing_question_at_once_and_reuses_recent_answers():
     result = perceive(decided("long_task_split_agent", "split"))
     assert isinstance(result, Clarify) and result.request.mode == "batch"
-    assert [q.field_name for q in result.request.questions] == ["deadline", "weekly_hours"]  # goal read from the request
+    assert [q.field_name for q in result.request.questions] == [
+        "deadline",
+        "weekly_hours",
+    ]  # goal read from the request
     answered = ConversationMessageDTO(
-        id=uuid.uuid4(), user_id=uuid.uuid4(), message_index=3, role="user", modality="text", raw_content="每周十小时",
-        source_url=None, created_at=NOW,
-        metadata=ConversationMessageMetadata(message_kind="clarification_answer", client_message_id="c", reply_to_question_id=uuid.uuid4(),
-                                             target_agent_name="long_task_split_agent", parsed_params={"weekly_hours": 10}))
+        id=uuid.uuid4(),
+        user_id=uuid.uuid4(),
+        message_index=3,
+        role="user",
+        modality="text",
+        raw_content="每周十小时",
+        source_url=None,
+        created_at=NOW,
+        metadata=ConversationMessageMetadata(
+            message_kind="clarification_answer",
+            client_message_id="c",
+            reply_to_question_id=uuid.uuid4(),
+            target_agent_name="long_task_split_agent",
+            parsed_params={"weekly_hours": 10},
+        ),
+    )
     again = perceive(decided("long_task_split_agent", "split"), recent=[answered])
     assert [q.field_name for q in again.request.questions] == ["deadline"]
     assert again.known["weekly_hours"] == 10
 
 
 def test_batch_answers_are_read_per_field_and_the_bad_ones_stay_missing():
-    read, missing = perception().read_answers(["deadline", "weekly_hours"], {"deadline": "明年三月前", "weekly_hours": "很多"}, None, NOW)
+    read, missing = perception().read_answers(
+        ["deadline", "weekly_hours"], {"deadline": "明年三月前", "weekly_hours": "很多"}, None, NOW
+    )
     assert read == {"deadline": "2027-03-01T00:00:00+08:00"} and missing == ["weekly_hours"]
     read, missing = perception().read_answers(["weekly_hours"], {}, "每周10个小时吧", NOW)
     assert read == {"weekly_hours": 10} and missing == []
@@ -103,40 +148,82 @@ def test_other_turns_are_shown_as_they_are(status):
 
 
 def test_a_move_acts_on_the_time_before_its_marker_and_an_unslotted_time_is_still_read():
-    merged = TimeRange(start="2026-12-03T10:00:00+08:00", end="2026-12-03T11:00:00+08:00", text="明天的组会改到后天上午十点", all_day=False)
-    result = perception().perceive(decided("schedule_todo_agent", "update", {"when": merged.model_dump()}, merged),
-                                   raw_input="把明天的组会改到后天上午十点", source_message_id=SOURCE, question_id=QUESTION, recent=[], now=NOW)
+    merged = TimeRange(
+        start="2026-12-03T10:00:00+08:00",
+        end="2026-12-03T11:00:00+08:00",
+        text="明天的组会改到后天上午十点",
+        all_day=False,
+    )
+    result = perception().perceive(
+        decided("schedule_todo_agent", "update", {"when": merged.model_dump()}, merged),
+        raw_input="把明天的组会改到后天上午十点",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
     assert result.decision.time_range.start_at == datetime(2026, 12, 2, tzinfo=TZ)
     assert result.decision.time_range.end_at == datetime(2026, 12, 3, tzinfo=TZ)
-    week = perception().perceive(decided("review_agent", "review"), raw_input="帮我复盘一下这周", source_message_id=SOURCE,
-                                 question_id=QUESTION, recent=[], now=NOW)
+    week = perception().perceive(
+        decided("review_agent", "review"),
+        raw_input="帮我复盘一下这周",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
     assert week.decision.time_range.source == "user_explicit"
     assert week.decision.time_range.start_at == datetime(2026, 11, 30, tzinfo=TZ)
 
 
-EXTRA = {"input": {"client_message_id": "c0"}, "clarification_answer": {"client_message_id": "c2", "reply_to_question_id": QUESTION}, "clarification_question": {"question_status": "answered",
-                                                                           "expires_at": NOW + timedelta(minutes=10)}}
+EXTRA = {
+    "input": {"client_message_id": "c0"},
+    "clarification_answer": {"client_message_id": "c2", "reply_to_question_id": QUESTION},
+    "clarification_question": {"question_status": "answered", "expires_at": NOW + timedelta(minutes=10)},
+}
 
 
 def _message(role, kind, text, minutes):
-    return ConversationMessageDTO(id=uuid.uuid4(), user_id=uuid.uuid4(), message_index=minutes + 1, role=role,
-                                  modality="text" if role == "user" else None, raw_content=text, source_url=None,
-                                  metadata=ConversationMessageMetadata(
-                                      message_kind=kind, **EXTRA.get(kind, {})),
-                                  created_at=NOW + timedelta(minutes=minutes))
+    return ConversationMessageDTO(
+        id=uuid.uuid4(),
+        user_id=uuid.uuid4(),
+        message_index=minutes + 1,
+        role=role,
+        modality="text" if role == "user" else None,
+        raw_content=text,
+        source_url=None,
+        metadata=ConversationMessageMetadata(message_kind=kind, **EXTRA.get(kind, {})),
+        created_at=NOW + timedelta(minutes=minutes),
+    )
 
 
 def test_an_answer_completes_the_request_it_answered():
     """提醒我交房租 asked when; 明天上午十点 answered: the decision reads both, so the agent finds the title."""
-    recent = [_message("user", "input", "提醒我交房租", 0), _message("assistant", "clarification_question", "打算安排在什么时候？", 1),
-              _message("user", "clarification_answer", "明天上午十点", 2)]
-    when = TimeRange(start="2026-12-02T10:00:00+08:00", end="2026-12-02T11:00:00+08:00", text="明天上午十点", all_day=False)
-    result = perception().perceive(decided("schedule_todo_agent", "create", {"when": when.model_dump()}, when),
-                                   raw_input="明天上午十点", source_message_id=SOURCE, question_id=QUESTION, recent=recent,
-                                   now=NOW, reasked=True)
+    recent = [
+        _message("user", "input", "提醒我交房租", 0),
+        _message("assistant", "clarification_question", "打算安排在什么时候？", 1),
+        _message("user", "clarification_answer", "明天上午十点", 2),
+    ]
+    when = TimeRange(
+        start="2026-12-02T10:00:00+08:00", end="2026-12-02T11:00:00+08:00", text="明天上午十点", all_day=False
+    )
+    result = perception().perceive(
+        decided("schedule_todo_agent", "create", {"when": when.model_dump()}, when),
+        raw_input="明天上午十点",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=recent,
+        now=NOW,
+        reasked=True,
+    )
     assert isinstance(result, Decided) and result.decision.raw_input == "提醒我交房租，明天上午十点"
     assert result.decision.time_range.start_at == datetime(2026, 12, 2, 10, tzinfo=TZ)
-    plain = perception().perceive(decided("schedule_todo_agent", "create", {"when": when.model_dump()}, when),
-                                  raw_input="明天上午十点提醒我交房租", source_message_id=SOURCE, question_id=QUESTION,
-                                  recent=recent[:1], now=NOW)
+    plain = perception().perceive(
+        decided("schedule_todo_agent", "create", {"when": when.model_dump()}, when),
+        raw_input="明天上午十点提醒我交房租",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=recent[:1],
+        now=NOW,
+    )
     assert plain.decision.raw_input == "明天上午十点提醒我交房租", "a request said at once is read as said"

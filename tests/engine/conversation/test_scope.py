@@ -1,4 +1,5 @@
 """Scope resolution: which of the candidates in the range the words name."""
+
 from __future__ import annotations
 
 import uuid
@@ -13,7 +14,9 @@ AT = datetime(2026, 12, 2, 15, tzinfo=TZ)
 
 def item(title: str, hour: int = 15) -> CandidateItem:
     start = AT.replace(hour=hour)
-    return CandidateItem(id=uuid.uuid4(), title=title, item_type="schedule", start_at=start, end_at=start + timedelta(hours=1))
+    return CandidateItem(
+        id=uuid.uuid4(), title=title, item_type="schedule", start_at=start, end_at=start + timedelta(hours=1)
+    )
 
 
 def test_no_candidates_is_not_found():

@@ -1,11 +1,11 @@
 """Context compaction: the tail is kept, the budget holds, the summarizer is used when it answers and the
 extractive summary when it fails, times out or is absent."""
+
 from __future__ import annotations
 
 import asyncio
 
-from engine.llm.compaction import (SUMMARY_PREFIX, CompactionConfig, ContextCompactor, extractive_summary,
-                                   length)
+from engine.llm.compaction import SUMMARY_PREFIX, CompactionConfig, ContextCompactor, extractive_summary, length
 
 PROMPT = {"role": "system", "content": "你是车载助手。" * 5}
 
@@ -106,10 +106,15 @@ def test_the_extractive_summary_keeps_the_latest_when_not_all_fit():
 async def test_an_earlier_summary_is_carried_into_the_next_one():
     first = await compactor(max_chars=250, summary_max_chars=400).compact(conversation(6))
     assert first.source == "extractive" and "第0个请求" in first.messages[1]["content"]
-    later = first.messages + [{"role": "user", "content": "再把座椅加热打开。"},
-                              {"role": "assistant", "content": "好的，座椅加热已打开。"},
-                              {"role": "user", "content": "谢谢"}, {"role": "assistant", "content": "不客气"}]
-    second = await compactor(max_chars=250, summary_max_chars=400).compact(later + [{"role": "user", "content": "长" * 100}])
+    later = first.messages + [
+        {"role": "user", "content": "再把座椅加热打开。"},
+        {"role": "assistant", "content": "好的，座椅加热已打开。"},
+        {"role": "user", "content": "谢谢"},
+        {"role": "assistant", "content": "不客气"},
+    ]
+    second = await compactor(max_chars=250, summary_max_chars=400).compact(
+        later + [{"role": "user", "content": "长" * 100}]
+    )
     summary = second.messages[1]["content"]
     assert summary.count(SUMMARY_PREFIX) == 1 and summary.count("用户说过：") == 1
     assert second.source == "extractive"

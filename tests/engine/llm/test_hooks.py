@@ -1,4 +1,5 @@
 """The hook chain: order, built-ins (trace id, redaction, log) and config errors."""
+
 from __future__ import annotations
 
 import logging
@@ -6,7 +7,16 @@ import logging
 import pytest
 from pydantic import ValidationError
 
-from engine.llm.hooks import Hook, HookChain, HookContext, HookError, HooksConfig, RedactHook, RedactOptions, build_chain
+from engine.llm.hooks import (
+    Hook,
+    HookChain,
+    HookContext,
+    HookError,
+    HooksConfig,
+    RedactHook,
+    RedactOptions,
+    build_chain,
+)
 
 
 class Recorder:
@@ -50,7 +60,9 @@ async def test_after_hooks_do_not_run_when_the_call_fails():
 
 def test_the_recorder_and_builtins_satisfy_the_protocol():
     assert isinstance(Recorder("a", []), Hook)
-    assert all(isinstance(h, Hook) for h in build_chain([{"name": "trace_id"}, {"name": "redact"}, {"name": "log"}]).hooks)
+    assert all(
+        isinstance(h, Hook) for h in build_chain([{"name": "trace_id"}, {"name": "redact"}, {"name": "log"}]).hooks
+    )
 
 
 async def test_trace_id_is_set_once_and_kept_when_present():
@@ -67,9 +79,14 @@ async def test_trace_id_is_set_once_and_kept_when_present():
 
 
 async def test_redact_replaces_personal_data_in_messages_and_response_without_touching_the_history():
-    history = [{"role": "system", "content": "你是助手"},
-               {"role": "user", "content": "我的手机号是13812345678，邮箱 zhang.san@example.com.cn，"
-                                           "身份证 11010519491231002X，订单号 202612010001234567"}]
+    history = [
+        {"role": "system", "content": "你是助手"},
+        {
+            "role": "user",
+            "content": "我的手机号是13812345678，邮箱 zhang.san@example.com.cn，"
+            "身份证 11010519491231002X，订单号 202612010001234567",
+        },
+    ]
     ctx = HookContext(messages=history)
     chain = build_chain([{"name": "redact"}])
     await chain.before(ctx)
@@ -89,8 +106,17 @@ def test_redact_leaves_longer_digit_runs_and_non_mobile_numbers_alone():
 
 
 async def test_redact_options_add_patterns_and_choose_builtins():
-    chain = build_chain([{"name": "redact", "options": {
-        "builtins": ["email"], "patterns": ["车牌[A-Z0-9]{5}", {"pattern": r"\d{6}号", "placeholder": "[门牌]"}]}}])
+    chain = build_chain(
+        [
+            {
+                "name": "redact",
+                "options": {
+                    "builtins": ["email"],
+                    "patterns": ["车牌[A-Z0-9]{5}", {"pattern": r"\d{6}号", "placeholder": "[门牌]"}],
+                },
+            }
+        ]
+    )
     ctx = context("车牌AB123，住102003号，电话13812345678，a@b.cn")
     await chain.before(ctx)
     assert ctx.messages[0]["content"] == "[已隐藏]，住[门牌]，电话13812345678，[邮箱]"

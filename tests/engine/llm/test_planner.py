@@ -1,18 +1,20 @@
 """The LLM planner over the shipped cockpit pack and its prompt files, with a fake language model that records
 what it was asked: the request it gets, the hooks around it, validation of its answer, and the deadline (a
 late model is aborted and the turn degrades). No model is built or served."""
+
 from __future__ import annotations
 
 import asyncio
 import json
 import time
 from datetime import datetime
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from config.settings import load_settings
 from engine.deadline import Deadline, StageTimeout
 from engine.llm.compaction import CompactionConfig, ContextCompactor
 from engine.llm.hooks import HookChain, HookContext, build_chain
@@ -22,9 +24,7 @@ from engine.llm.plan_validation import RejectedPlan, ValidatedPlan
 from engine.llm.planner import NAME, LlmWorkflowPlanner
 from engine.llm.prompts import PromptSet, catalog_of
 from engine.pack import find_pack, load_pack
-from config.settings import load_settings
 from engine.slots import SlotLimits
-
 from tests.support.fakes import FakeLm
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,7 +33,7 @@ NOW = datetime(2025, 6, 2, 9, 0, tzinfo=TZ)  # a Monday morning
 PHONE = "13812345678"
 
 
-@lru_cache(maxsize=None)
+@cache
 def shipped(name: str = "cockpit"):
     """(pack, pack dir, settings) as the app loads them, without building the models."""
     settings = load_settings(ROOT / "config", {"BATON_PACK": name, "BATON_STATE_DIR": str(ROOT / "var" / "_no_state_")})
@@ -55,28 +55,44 @@ class Recorder:
         self.trace_ids.append(ctx.trace_id)
 
 
-def planner(lm: FakeLm, hooks: HookChain | None = None, compactor: ContextCompactor | None = None,
-            pack_name: str = "cockpit") -> LlmWorkflowPlanner:
+def planner(
+    lm: FakeLm, hooks: HookChain | None = None, compactor: ContextCompactor | None = None, pack_name: str = "cockpit"
+) -> LlmWorkflowPlanner:
     pack, pack_dir, settings = shipped(pack_name)
     limits = SlotLimits(temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max)
-    return LlmWorkflowPlanner(lm, pack, PromptSet.load(pack_dir, settings.prompts), hooks or HookChain([]),
-                              compactor or ContextCompactor(), max_steps=settings.planner.max_steps, tz=TZ, limits=limits)
+    return LlmWorkflowPlanner(
+        lm,
+        pack,
+        PromptSet.load(pack_dir, settings.prompts),
+        hooks or HookChain([]),
+        compactor or ContextCompactor(),
+        max_steps=settings.planner.max_steps,
+        tz=TZ,
+        limits=limits,
+    )
 
 
 def step(intent_id: str, slots=None, depends_on=(), condition=None) -> dict:
-    return {"intent_id": intent_id, "slots": slots or {}, "depends_on": list(depends_on), "condition": condition,
-            "requires_confirmation": False}
+    return {
+        "intent_id": intent_id,
+        "slots": slots or {},
+        "depends_on": list(depends_on),
+        "condition": condition,
+        "requires_confirmation": False,
+    }
 
 
-WINDOW_THEN_AC = json.dumps({"type": "sequence", "steps": [step("cabin_window_open"),
-                                                           step("cabin_set_ac", {"temperature": 22})]})
+WINDOW_THEN_AC = json.dumps(
+    {"type": "sequence", "steps": [step("cabin_window_open"), step("cabin_set_ac", {"temperature": 22})]}
+)
 SAID = "先打开车窗，再把空调调到22度"
 
 
 async def plan(lm: FakeLm, text: str = SAID, *, budget_s: float = 2.0, deadline: Deadline | None = None, **kw):
     deadline = deadline or Deadline(budget_ms=10_000)
     outcome = await planner(lm, **{k: kw.pop(k) for k in ("hooks", "compactor") if k in kw}).plan(
-        text, deadline=deadline, budget_s=budget_s, now=NOW, **kw)
+        text, deadline=deadline, budget_s=budget_s, now=NOW, **kw
+    )
     return outcome, deadline
 
 
@@ -96,7 +112,9 @@ async def test_a_valid_reply_becomes_a_validated_plan_with_the_intents_in_order(
 
 async def test_the_request_carries_the_catalog_schema_priority_and_rendered_prompt():
     lm = FakeLm(WINDOW_THEN_AC)
-    outcome, _ = await plan(lm, history=[{"role": "user", "content": "有点热"}, {"role": "assistant", "content": "好的"}])
+    outcome, _ = await plan(
+        lm, history=[{"role": "user", "content": "有点热"}, {"role": "assistant", "content": "好的"}]
+    )
     pack, _, settings = shipped()
     [request] = lm.requests
     assert request.json_schema == plan_json_schema(pack, max_steps=settings.planner.max_steps)
@@ -134,8 +152,9 @@ async def test_every_shipped_pack_renders_the_planning_prompt_over_its_catalog(n
     pack, _, _ = shipped(name)
     first = executable_intents(pack)[0]
     lm = FakeLm(json.dumps({"type": "single", "steps": [step(first)]}))
-    outcome = await planner(lm, pack_name=name).plan("随便说一句", deadline=Deadline(budget_ms=10_000), budget_s=2.0,
-                                                     now=NOW)
+    outcome = await planner(lm, pack_name=name).plan(
+        "随便说一句", deadline=Deadline(budget_ms=10_000), budget_s=2.0, now=NOW
+    )
     system = lm.requests[0].messages[0]["content"]
     assert all(f"（{i['id']}）" in system for i in catalog_of(pack)) and "只输出一个 JSON 对象" in system
     assert "{{" not in system and "{%" not in system
@@ -163,8 +182,9 @@ async def test_hooks_run_before_in_order_and_after_in_reverse_with_trace_id_and_
             return await super().complete(request)
 
     lm = Spy(WINDOW_THEN_AC)
-    outcome, _ = await plan(lm, f"打开车窗，然后打电话给{PHONE}", hooks=HookChain([first, *builtins.hooks, last]),
-                            history=history)
+    outcome, _ = await plan(
+        lm, f"打开车窗，然后打电话给{PHONE}", hooks=HookChain([first, *builtins.hooks, last]), history=history
+    )
     assert events == ["before:first", "before:last", "llm", "after:last", "after:first"]
     assert outcome.trace_id and last.trace_ids == [outcome.trace_id, outcome.trace_id]
     assert first.trace_ids[0] is None  # the trace_id hook comes after it
@@ -186,7 +206,7 @@ async def test_an_unknown_intent_is_rejected_and_never_planned():
     assert not outcome.to_plan().accepted and "rejected" in outcome.reason
 
 
-@pytest.mark.parametrize("reply", ["这不是计划", "", "{\"type\": \"sequence\", \"steps\": []}", "[1, 2]", "{" * 5000])
+@pytest.mark.parametrize("reply", ["这不是计划", "", '{"type": "sequence", "steps": []}', "[1, 2]", "{" * 5000])
 async def test_garbage_replies_are_rejected_without_raising(reply):
     outcome, _ = await plan(FakeLm(reply))
     assert outcome.plan is None and outcome.rejected is not None and outcome.rejected.reasons
@@ -233,8 +253,9 @@ async def test_a_failing_model_degrades_without_raising():
 
 async def test_a_long_history_is_compacted_before_the_call():
     lm = FakeLm(WINDOW_THEN_AC)
-    history = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"第{n}句话。" + "很长" * 100}
-               for n in range(20)]
+    history = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"第{n}句话。" + "很长" * 100} for n in range(20)
+    ]
     compactor = ContextCompactor(CompactionConfig(max_chars=6000, keep_recent=2))
     outcome, _ = await plan(lm, history=history, compactor=compactor)
     sent = lm.requests[0].messages
@@ -262,8 +283,13 @@ async def test_a_slow_summarizer_does_not_eat_the_plan_budget():
 
 
 def request(request_id: str = "r1") -> LmRequest:
-    return LmRequest(messages=[{"role": "user", "content": "你好"}], json_schema=None, max_tokens=8,
-                     temperature=0.0, request_id=request_id)
+    return LmRequest(
+        messages=[{"role": "user", "content": "你好"}],
+        json_schema=None,
+        max_tokens=8,
+        temperature=0.0,
+        request_id=request_id,
+    )
 
 
 async def test_the_fake_is_a_language_model_and_complete_within_times_the_stage():
@@ -276,8 +302,9 @@ async def test_the_fake_is_a_language_model_and_complete_within_times_the_stage(
 
 async def test_a_cancelled_caller_aborts_the_request():
     lm = FakeLm("好", delay=5.0)
-    task = asyncio.create_task(complete_within(lm, request("r9"), deadline=Deadline(budget_ms=10_000),
-                                               stage="planner", budget_s=5.0))
+    task = asyncio.create_task(
+        complete_within(lm, request("r9"), deadline=Deadline(budget_ms=10_000), stage="planner", budget_s=5.0)
+    )
     await lm.started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -291,8 +318,9 @@ async def test_a_timeout_propagates_when_the_abort_fails_and_a_slow_abort_goes_o
             raise RuntimeError("server gone")
 
     with pytest.raises(StageTimeout):
-        await complete_within(BadAbort(delay=5.0), request(), deadline=Deadline(budget_ms=10_000), stage="planner",
-                              budget_s=0.05)
+        await complete_within(
+            BadAbort(delay=5.0), request(), deadline=Deadline(budget_ms=10_000), stage="planner", budget_s=0.05
+        )
 
     class SlowAbort(FakeLm):
         async def abort(self, request_id):

@@ -1,17 +1,18 @@
 """Prompt files: load order, required vs optional files, strict variables, rendering, and the shipped packs."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from engine.llm.prompts import FILE_ORDER, PromptError, PromptSet, PromptsConfig, catalog_of, format_now
+from engine.llm.prompts import FILE_ORDER, PromptError, PromptsConfig, PromptSet, catalog_of, format_now
 from engine.pack import find_pack, load_pack
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG_DIR = ROOT / "config"
-NOW = datetime(2026, 12, 1, 2, 0, tzinfo=timezone.utc)  # 10:00 in Shanghai, a Tuesday
+NOW = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai, a Tuesday
 SHANGHAI_NOW = "2026年12月1日 星期二 10:00（Asia/Shanghai）"
 CATALOG = [
     {"id": "cabin_set_ac", "label": "调节空调温度", "slots": [{"name": "temperature", "type": "temperature"}]},
@@ -28,8 +29,16 @@ def write_pack(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_sections_load_in_the_fixed_order_whatever_the_folder_holds(tmp_path):
-    pack_dir = write_pack(tmp_path, {"SKILLS.md": "skills", "PROFILE.md": "profile", "SOUL.md": "soul",
-                                     "AGENTS.md": "agents", "NOTES.md": "not a prompt file"})
+    pack_dir = write_pack(
+        tmp_path,
+        {
+            "SKILLS.md": "skills",
+            "PROFILE.md": "profile",
+            "SOUL.md": "soul",
+            "AGENTS.md": "agents",
+            "NOTES.md": "not a prompt file",
+        },
+    )
     prompts = PromptSet.load(pack_dir)
     assert prompts.names == [name for name, _ in FILE_ORDER]
     assert prompts.render(catalog=[], now=NOW) == "agents\n\nsoul\n\nprofile\n\nskills"
@@ -72,11 +81,14 @@ def test_a_template_syntax_error_fails_at_load_naming_the_file(tmp_path):
 
 
 def test_render_shows_the_catalog_labels_and_the_time_in_the_users_zone(tmp_path):
-    pack_dir = write_pack(tmp_path, {
-        "AGENTS.md": "现在是 {{ now }}",
-        "SOUL.md": "{% for i in catalog %}{{ i.label }}/{{ i.agent }}/{{ i.confirm }}"
-                   "{% for s in i.slots %}:{{ s.name }}:{{ s.required }}{% endfor %};{% endfor %}",
-    })
+    pack_dir = write_pack(
+        tmp_path,
+        {
+            "AGENTS.md": "现在是 {{ now }}",
+            "SOUL.md": "{% for i in catalog %}{{ i.label }}/{{ i.agent }}/{{ i.confirm }}"
+            "{% for s in i.slots %}:{{ s.name }}:{{ s.required }}{% endfor %};{% endfor %}",
+        },
+    )
     text = PromptSet.load(pack_dir).render(catalog=CATALOG, now=NOW, user_profile={"timezone": "Asia/Shanghai"})
     assert SHANGHAI_NOW in text
     # plain dicts get the full shape: missing agent/confirm/required have defaults, not StrictUndefined errors
@@ -86,7 +98,8 @@ def test_render_shows_the_catalog_labels_and_the_time_in_the_users_zone(tmp_path
 def test_the_zone_argument_wins_and_a_naive_time_is_refused(tmp_path):
     prompts = PromptSet.load(write_pack(tmp_path, {"AGENTS.md": "{{ now }}|{{ now_iso }}", "SOUL.md": "s"}))
     assert prompts.render(catalog=[], now=NOW, zone="Asia/Tokyo").startswith(
-        "2026年12月1日 星期二 11:00（Asia/Tokyo）|2026-12-01T11:00+09:00")
+        "2026年12月1日 星期二 11:00（Asia/Tokyo）|2026-12-01T11:00+09:00"
+    )
     assert prompts.render(catalog=[], now=NOW).startswith("2026年12月1日 星期二 02:00（UTC）")
     with pytest.raises(PromptError, match="tz-aware"):
         prompts.render(catalog=[], now=datetime(2026, 12, 1, 10, 0))
@@ -98,8 +111,10 @@ def test_format_now_reads_like_the_prompt_states_it():
     from zoneinfo import ZoneInfo
 
     assert format_now(NOW, ZoneInfo("Asia/Shanghai")) == SHANGHAI_NOW
-    assert format_now(datetime(2026, 12, 6, 23, 5, tzinfo=timezone.utc), ZoneInfo("Asia/Shanghai")) == \
-        "2026年12月7日 星期一 07:05（Asia/Shanghai）"
+    assert (
+        format_now(datetime(2026, 12, 6, 23, 5, tzinfo=UTC), ZoneInfo("Asia/Shanghai"))
+        == "2026年12月7日 星期一 07:05（Asia/Shanghai）"
+    )
 
 
 def test_a_prompt_over_max_chars_is_an_error(tmp_path):
@@ -109,8 +124,9 @@ def test_a_prompt_over_max_chars_is_an_error(tmp_path):
 
 
 def test_a_section_that_renders_empty_leaves_no_gap(tmp_path):
-    pack_dir = write_pack(tmp_path, {"AGENTS.md": "a", "SOUL.md": "s",
-                                     "SKILLS.md": "{% if capabilities %}{{ capabilities }}{% endif %}"})
+    pack_dir = write_pack(
+        tmp_path, {"AGENTS.md": "a", "SOUL.md": "s", "SKILLS.md": "{% if capabilities %}{{ capabilities }}{% endif %}"}
+    )
     prompts = PromptSet.load(pack_dir)
     assert prompts.render(catalog=[], now=NOW) == "a\n\ns"
     assert prompts.render(catalog=[], now=NOW, capabilities="能力表") == "a\n\ns\n\n能力表"
@@ -138,8 +154,12 @@ def test_the_shipped_prompts_load_and_render_with_the_real_pack(name):
     pack_dir, pack = shipped(name)
     prompts = PromptSet.load(pack_dir)
     assert prompts.names == [name for name, _ in FILE_ORDER]
-    text = prompts.render(catalog=catalog_of(pack), now=NOW, user_profile={"称呼": "小王", "timezone": "Asia/Shanghai"},
-                          capabilities="能力表占位")
+    text = prompts.render(
+        catalog=catalog_of(pack),
+        now=NOW,
+        user_profile={"称呼": "小王", "timezone": "Asia/Shanghai"},
+        capabilities="能力表占位",
+    )
     assert "小王" in text and "能力表占位" in text
     # the time changes every minute: the planner states it after the unchanging prompt (test_planner.py)
     assert SHANGHAI_NOW not in text
@@ -166,8 +186,18 @@ def test_the_timeflow_prompt_names_each_intents_agent():
 def test_the_data_pack_defaults_render_over_any_catalog():
     prompts = PromptSet.load(CONFIG_DIR / "data_pack_prompts", PromptsConfig(dir="."))
     assert prompts.names == [name for name, _ in FILE_ORDER]
-    text = prompts.render(catalog=[{"id": "weather", "label": "查天气", "description": "问某地天气",
-                                    "slots": [{"name": "city", "type": "text"}]}], now=NOW, zone="Asia/Shanghai")
+    text = prompts.render(
+        catalog=[
+            {
+                "id": "weather",
+                "label": "查天气",
+                "description": "问某地天气",
+                "slots": [{"name": "city", "type": "text"}],
+            }
+        ],
+        now=NOW,
+        zone="Asia/Shanghai",
+    )
     assert "- 查天气（weather）：city（text，必填）——问某地天气" in text and SHANGHAI_NOW not in text
     assert "用户档案" not in text and "用户档案" in prompts.render(catalog=[], now=NOW, user_profile={"称呼": "小王"})
 

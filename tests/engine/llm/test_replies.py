@@ -1,5 +1,6 @@
 """Generated replies and their checks: no claimed action, short enough to say, no number the facts do not hold;
 late or refused, the template answers. Fake language model; no model is built or served."""
+
 from __future__ import annotations
 
 import json
@@ -11,22 +12,30 @@ import pytest
 from engine.llm.dspy_engine import dspy_lm
 from engine.llm.replies import LlmTextWriter, ReplyWriter, checked_reply, claims_an_action
 from protocol.http_chat import ChatRequest, TurnStatus
-
 from tests.support.fakes import FakeLm, FakeModelClient, Rig, base_settings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 CHITCHAT = "今天天气真不错啊"
 
 
-@pytest.mark.parametrize("text", ["好的，已经帮您打开车窗了", "空调给你调到22度了", "周日的聚餐删除了", "已为您取消订单",
-                                  "我帮你记下了"])
+@pytest.mark.parametrize(
+    "text", ["好的，已经帮您打开车窗了", "空调给你调到22度了", "周日的聚餐删除了", "已为您取消订单", "我帮你记下了"]
+)
 def test_an_action_reported_as_done_is_a_claim(text):
     assert claims_an_action(text) and checked_reply(text, max_chars=60) is None
     assert checked_reply(text, max_chars=60, actions_ran=True) == text
 
 
-@pytest.mark.parametrize("text", ["我可以帮您打开车窗", "你好呀，今天想去哪儿？", "辛苦了，先休息一下吧",
-                                  "要不要我帮你安排一下？", "需要的话我能帮你设置提醒"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我可以帮您打开车窗",
+        "你好呀，今天想去哪儿？",
+        "辛苦了，先休息一下吧",
+        "要不要我帮你安排一下？",
+        "需要的话我能帮你设置提醒",
+    ],
+)
 def test_an_offer_or_a_greeting_is_no_claim(text):
     assert not claims_an_action(text) and checked_reply(text, max_chars=60) == text
 
@@ -39,8 +48,11 @@ def rig(answer: str | None, *, delay: float = 0.0, enabled: bool = True) -> Rig:
     settings = base_settings()
     settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"generate_replies": enabled})})
     lm = FakeLm(json.dumps({"reply": answer}, ensure_ascii=False) if answer is not None else "", delay=delay)
-    r = Rig(models=FakeModelClient().sure(CHITCHAT, "__social__"), settings=settings,
-            replies=ReplyWriter(dspy_lm(lm, max_tokens=48), budget_s=0.3))
+    r = Rig(
+        models=FakeModelClient().sure(CHITCHAT, "__social__"),
+        settings=settings,
+        replies=ReplyWriter(dspy_lm(lm, max_tokens=48), budget_s=0.3),
+    )
     r.llm = lm
     return r
 
@@ -92,8 +104,12 @@ async def test_emotion_support_says_the_generated_comfort_when_it_passes():
     settings = base_settings()
     settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"generate_replies": True})})
     lm = FakeLm(json.dumps({"emotion_reply": "辛苦了，这阵子真的不容易，先歇一会儿也没关系。"}, ensure_ascii=False))
-    r = Rig("timeflow", models=FakeModelClient().sure(text, "emotion_support"), settings=settings,
-            replies=ReplyWriter(dspy_lm(lm, max_tokens=48), budget_s=0.3))
+    r = Rig(
+        "timeflow",
+        models=FakeModelClient().sure(text, "emotion_support"),
+        settings=settings,
+        replies=ReplyWriter(dspy_lm(lm, max_tokens=48), budget_s=0.3),
+    )
     resp = await r.engine.chat(ChatRequest(user_id="u1", session_id="s1", text=text))
     assert resp.status == TurnStatus.decided and resp.reply == "辛苦了，这阵子真的不容易，先歇一会儿也没关系。"
     context = lm.requests[0].messages[-1]["content"]

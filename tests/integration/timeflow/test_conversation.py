@@ -2,6 +2,7 @@
 
 Every write goes decision -> processing -> confirmation -> decide -> applied, and shows in the REST views exactly
 once; replays run nothing; bad frames are answered typed on a connection that stays usable."""
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,9 @@ def app(switch_pack, timeflow, served):
 @pytest.fixture
 def user(app):
     client = app["client"]
-    resp = client.post("/api/v1/auth/register", json={"email": f"{uuid.uuid4().hex[:12]}@example.com", "password": "long enough pw"})
+    resp = client.post(
+        "/api/v1/auth/register", json={"email": f"{uuid.uuid4().hex[:12]}@example.com", "password": "long enough pw"}
+    )
     assert resp.status_code == 201, resp.text
     body = resp.json()
     headers = {"Authorization": f"Bearer {body['access_token']}"}
@@ -45,8 +48,11 @@ def conv(app, user):
 def timeline(app, user, day_offset: int = 1) -> list[dict]:
     """The items of the day `day_offset` days from the app's (pinned) today."""
     start = PINNED_NOW.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=day_offset)
-    resp = app["client"].get("/api/v1/items/timeline", headers=user["headers"],
-                             params={"start_at": start.isoformat(), "end_at": (start + timedelta(days=1)).isoformat()})
+    resp = app["client"].get(
+        "/api/v1/items/timeline",
+        headers=user["headers"],
+        params={"start_at": start.isoformat(), "end_at": (start + timedelta(days=1)).isoformat()},
+    )
     assert resp.status_code == 200, resp.text
     return resp.json()["items"]
 
@@ -57,7 +63,11 @@ def local_hm(value: str) -> str:
 
 
 def messages(app, user) -> list[dict]:
-    return app["client"].get("/api/v1/conversation/messages", headers=user["headers"], params={"limit": 100}).json()["messages"]
+    return (
+        app["client"]
+        .get("/api/v1/conversation/messages", headers=user["headers"], params={"limit": 100})
+        .json()["messages"]
+    )
 
 
 def create(conv: Conversation, text: str) -> tuple[list[dict], dict]:
@@ -92,15 +102,27 @@ def test_a_schedule_said_in_text_is_confirmed_applied_once_and_replays_identical
 
 
 def test_a_schedule_said_by_voice_goes_through_asr(app, user, conv):
-    clip = speak("ming2 tian1 xia4 wu3 san1 dian3 ti2 xing3 wo3 kai1 hui4", voice="cmn-latn-pinyin", words_per_minute=110)
-    media = app["client"].post("/api/v1/media/upload", headers=user["headers"], data={"file_type": "audio"},
-                               files={"file": ("voice.wav", clip)})
+    clip = speak(
+        "ming2 tian1 xia4 wu3 san1 dian3 ti2 xing3 wo3 kai1 hui4", voice="cmn-latn-pinyin", words_per_minute=110
+    )
+    media = app["client"].post(
+        "/api/v1/media/upload",
+        headers=user["headers"],
+        data={"file_type": "audio"},
+        files={"file": ("voice.wav", clip)},
+    )
     assert media.status_code in (200, 201), media.text
-    events = conv.turn("dialogue.input", {"client_message_id": uuid.uuid4().hex, "modality": "voice_asr",
-                                          "source_url": media.json()["source_url"]}, timeout=30)
+    events = conv.turn(
+        "dialogue.input",
+        {"client_message_id": uuid.uuid4().hex, "modality": "voice_asr", "source_url": media.json()["source_url"]},
+        timeout=30,
+    )
     said = [m for m in messages(app, user) if m["role"] == "user"][-1]
     assert said["modality"] == "voice_asr" and said["source_url"] == media.json()["source_url"] and said["raw_content"]
-    assert types(events) == ["dialogue.decision", "execution.processing", "write.confirmation_required"], (said["raw_content"], events)
+    assert types(events) == ["dialogue.decision", "execution.processing", "write.confirmation_required"], (
+        said["raw_content"],
+        events,
+    )
     assert types(conv.decide(events[-1])) == ["write.applied"]
     assert len(timeline(app, user)) == 1
 
@@ -110,19 +132,37 @@ def test_a_missing_time_is_asked_then_answered(app, user, conv):
     assert types(asked) == ["dialogue.clarification"]
     question = asked[0]["payload"]
     assert question["mode"] == "single" and question["questions"][0]["field_name"] == "when"
-    bad = conv.turn("dialogue.answer", {"client_message_id": uuid.uuid4().hex, "reply_to_question_id": question["question_id"],
-                                        "raw_content": "随便吧"})
+    bad = conv.turn(
+        "dialogue.answer",
+        {
+            "client_message_id": uuid.uuid4().hex,
+            "reply_to_question_id": question["question_id"],
+            "raw_content": "随便吧",
+        },
+    )
     assert types(bad) == ["dialogue.clarification"] and bad[0]["payload"]["reason"] == "invalid_answer"
-    events = conv.turn("dialogue.answer", {"client_message_id": uuid.uuid4().hex,
-                                           "reply_to_question_id": bad[0]["payload"]["question_id"], "raw_content": "明天上午十点"})
+    events = conv.turn(
+        "dialogue.answer",
+        {
+            "client_message_id": uuid.uuid4().hex,
+            "reply_to_question_id": bad[0]["payload"]["question_id"],
+            "raw_content": "明天上午十点",
+        },
+    )
     assert types(events) == ["dialogue.decision", "execution.processing", "write.confirmation_required"], events
     assert types(conv.decide(events[-1])) == ["write.applied"]
     assert [local_hm(i["start_at"]) for i in timeline(app, user)] == ["10:00"]
 
 
 def test_an_unknown_question_id_is_a_new_input(conv):
-    events = conv.turn("dialogue.answer", {"client_message_id": uuid.uuid4().hex, "reply_to_question_id": str(uuid.uuid4()),
-                                           "raw_content": "明天晚上八点提醒我给妈妈打电话"})
+    events = conv.turn(
+        "dialogue.answer",
+        {
+            "client_message_id": uuid.uuid4().hex,
+            "reply_to_question_id": str(uuid.uuid4()),
+            "raw_content": "明天晚上八点提醒我给妈妈打电话",
+        },
+    )
     assert types(events) == ["dialogue.decision", "execution.processing", "write.confirmation_required"]
 
 
@@ -135,9 +175,20 @@ def test_a_long_task_split_asks_once_then_applies_goal_subtasks_and_profile_toge
     logged = messages(app, user)
     assert [m["metadata"]["message_kind"] for m in logged] == ["input", "clarification_question"]
     assert logged[-1]["id"] == question["question_id"] and logged[-1]["metadata"]["question_type"] == "long_task_split"
-    answers = {"deadline": "三个月内", "weekly_hours": "每周五个小时", "goal_title": "学会弹吉他", "current_level": "零基础"}
-    events = conv.turn("dialogue.answer", {"client_message_id": uuid.uuid4().hex, "reply_to_question_id": question["question_id"],
-                                           "answers": {f: answers[f] for f in fields}})
+    answers = {
+        "deadline": "三个月内",
+        "weekly_hours": "每周五个小时",
+        "goal_title": "学会弹吉他",
+        "current_level": "零基础",
+    }
+    events = conv.turn(
+        "dialogue.answer",
+        {
+            "client_message_id": uuid.uuid4().hex,
+            "reply_to_question_id": question["question_id"],
+            "answers": {f: answers[f] for f in fields},
+        },
+    )
     assert types(events) == ["dialogue.decision", "execution.processing", "write.confirmation_required"], events
     applied = conv.decide(events[-1])
     goal_id = applied[0]["payload"]["applied_target_id"]
@@ -145,9 +196,19 @@ def test_a_long_task_split_asks_once_then_applies_goal_subtasks_and_profile_toge
     assert detail["goal"]["plan_overview"] and detail["subtasks"] and detail["task_profile"]["profile_summary"]
     assert detail["goal"]["title"] == "学会弹吉他"
     kinds = [m["metadata"]["message_kind"] for m in messages(app, user)]
-    assert kinds == ["input", "clarification_question", "clarification_answer", "decision", "execution_processing",
-                     "confirmation_request", "confirmation_decision"]
-    assert app["client"].get("/api/v1/conversation/snapshot", headers=user["headers"]).json()["pending_clarification"] is None
+    assert kinds == [
+        "input",
+        "clarification_question",
+        "clarification_answer",
+        "decision",
+        "execution_processing",
+        "confirmation_request",
+        "confirmation_decision",
+    ]
+    assert (
+        app["client"].get("/api/v1/conversation/snapshot", headers=user["headers"]).json()["pending_clarification"]
+        is None
+    )
 
 
 def test_two_matching_items_ask_which_and_only_the_chosen_one_changes(app, user, conv):
@@ -155,15 +216,22 @@ def test_two_matching_items_ask_which_and_only_the_chosen_one_changes(app, user,
     create(conv, "明天下午四点提醒我开组会")
     cancelled = conv.say("把明天的组会删掉")
     assert types(cancelled[-1:]) == ["selection.required"]
-    assert types(conv.turn("selection.cancel", {"interaction_id": cancelled[-1]["payload"]["interaction_id"]})) == ["execution.result"]
+    assert types(conv.turn("selection.cancel", {"interaction_id": cancelled[-1]["payload"]["interaction_id"]})) == [
+        "execution.result"
+    ]
     assert len(timeline(app, user)) == 2
     events = conv.say("把明天的组会改到后天上午十点")
     selection = events[-1]["payload"]
     assert len(selection["candidates"]) == 2
     morning = next(c for c in selection["candidates"] if local_hm(c["start_at"]) == "09:00")
-    wrong = conv.turn("selection.submit", {"interaction_id": selection["interaction_id"], "selected_candidate_ids": [str(uuid.uuid4())]})
+    wrong = conv.turn(
+        "selection.submit",
+        {"interaction_id": selection["interaction_id"], "selected_candidate_ids": [str(uuid.uuid4())]},
+    )
     assert types(wrong) == ["execution.error"] and wrong[0]["payload"]["field"] == "payload.selected_candidate_ids"
-    chosen = conv.turn("selection.submit", {"interaction_id": selection["interaction_id"], "selected_candidate_ids": [morning["id"]]})
+    chosen = conv.turn(
+        "selection.submit", {"interaction_id": selection["interaction_id"], "selected_candidate_ids": [morning["id"]]}
+    )
     assert types(chosen) == ["execution.processing", "write.confirmation_required"], chosen
     assert types(conv.decide(chosen[-1])) == ["write.applied"]
     assert [local_hm(i["start_at"]) for i in timeline(app, user, 1)] == ["16:00"]
@@ -190,31 +258,49 @@ def test_a_dropped_connection_loses_nothing_and_the_snapshot_matches_the_databas
     first = Conversation(app["url"], user["token"])
     first.say("后天早上八点提醒我晨跑")
     seen = messages(app, user)[-1]["id"]
-    first.send("dialogue.input", {"client_message_id": uuid.uuid4().hex, "modality": "text", "raw_content": "后天晚上七点提醒我看电影"})
+    first.send(
+        "dialogue.input",
+        {"client_message_id": uuid.uuid4().hex, "modality": "text", "raw_content": "后天晚上七点提醒我看电影"},
+    )
     first.ws.close()  # mid-turn
     second = Conversation(app["url"], user["token"])
     for _ in range(50):
         second.send("transport.resume", {"last_seen_message_id": seen})
         snapshot = json.loads(second.ws.recv(timeout=10))
-        if snapshot["payload"]["last_event"] and snapshot["payload"]["last_event"]["type"] == "write.confirmation_required" \
-                and len(snapshot["payload"]["messages"]) >= 4:
+        if (
+            snapshot["payload"]["last_event"]
+            and snapshot["payload"]["last_event"]["type"] == "write.confirmation_required"
+            and len(snapshot["payload"]["messages"]) >= 4
+        ):
             break
     stored = messages(app, user)
-    after = [m["id"] for m in stored][[m["id"] for m in stored].index(seen) + 1:]
+    after = [m["id"] for m in stored][[m["id"] for m in stored].index(seen) + 1 :]
     assert snapshot["type"] == "transport.snapshot" and snapshot["payload"]["found_last_seen"]
     assert [m["id"] for m in snapshot["payload"]["messages"]] == after
-    assert [m["metadata"]["message_kind"] for m in snapshot["payload"]["messages"]] == \
-        ["input", "decision", "execution_processing", "confirmation_request"]
+    assert [m["metadata"]["message_kind"] for m in snapshot["payload"]["messages"]] == [
+        "input",
+        "decision",
+        "execution_processing",
+        "confirmation_request",
+    ]
     second.close()
 
 
 def test_bad_frames_are_answered_typed_and_write_nothing(app, user, conv):
     before = len(messages(app, user))
-    bad = [b"\x00binary", "{not json", json.dumps({"type": "dialogue.shout", "payload": {}}),
-           json.dumps({"type": "dialogue.input", "payload": {"modality": "text", "raw_content": "你好"}}),
-           json.dumps({"type": "dialogue.input", "payload": {"client_message_id": "x", "raw_content": "长" * 70000}}),
-           json.dumps({"type": "write.decide", "payload": {"write_request_id": str(uuid.uuid4()), "decision": "confirmed",
-                                                           "idempotency_key": "k"}})]
+    bad = [
+        b"\x00binary",
+        "{not json",
+        json.dumps({"type": "dialogue.shout", "payload": {}}),
+        json.dumps({"type": "dialogue.input", "payload": {"modality": "text", "raw_content": "你好"}}),
+        json.dumps({"type": "dialogue.input", "payload": {"client_message_id": "x", "raw_content": "长" * 70000}}),
+        json.dumps(
+            {
+                "type": "write.decide",
+                "payload": {"write_request_id": str(uuid.uuid4()), "decision": "confirmed", "idempotency_key": "k"},
+            }
+        ),
+    ]
     codes = []
     for frame in bad:
         conv.ws.send(frame)

@@ -2,15 +2,20 @@
 for the WebSocket conversation tests): writes confirmed and rejected through the confirmation card and seen in the
 REST timeline, a clarification and a batch clarification answered through their cards, a selection made through its
 card, and a connection dropped mid-turn that resumes with the snapshot and its card. Each test saves a screenshot."""
+
 from __future__ import annotations
 
 import json
 import uuid
 
 import pytest
-from tests.support.demo_page import PHONE, DemoPage
 from playwright.sync_api import WebSocketRoute, expect
-from tests.integration.timeflow.test_conversation import local_hm, timeline  # the same REST timeline, read as the user reads it
+
+from tests.integration.timeflow.test_conversation import (  # the same REST timeline, read as the user reads it
+    local_hm,
+    timeline,
+)
+from tests.support.demo_page import PHONE, DemoPage
 from tests.support.ws_client import Conversation, types
 
 PACK = "timeflow"
@@ -24,8 +29,9 @@ def app(switch_pack, timeflow, served):
 
 @pytest.fixture
 def user(app):
-    resp = app["client"].post("/api/v1/auth/register", json={"email": f"{uuid.uuid4().hex[:12]}@example.com",
-                                                              "password": "long enough pw"})
+    resp = app["client"].post(
+        "/api/v1/auth/register", json={"email": f"{uuid.uuid4().hex[:12]}@example.com", "password": "long enough pw"}
+    )
     assert resp.status_code == 201, resp.text
     token = resp.json()["access_token"]
     return {"token": token, "headers": {"Authorization": f"Bearer {token}"}}
@@ -50,7 +56,9 @@ def test_a_write_confirmed_through_its_card_is_applied(demo, app, user):
     demo.say("明天下午三点提醒我去牙医复诊")
     card = demo.card("confirmation")
     expect(card.locator(".preview")).to_contain_text("牙医复诊")
-    expect(demo.last_bot()).to_have_attribute("data-events", "dialogue.decision execution.processing write.confirmation_required")
+    expect(demo.last_bot()).to_have_attribute(
+        "data-events", "dialogue.decision execution.processing write.confirmation_required"
+    )
     assert timeline(app, user) == []  # nothing written before the decision
     demo.screenshot("timeflow-confirmation")
     confirm(demo, card)
@@ -93,7 +101,12 @@ def test_a_batch_clarification_is_answered_in_one_card(demo, app, user):
     demo.say("我想学会弹吉他，帮我拆成小目标")
     card = demo.card("clarification")
     expect(card.locator(".card-title")).to_contain_text("answered together")
-    answers = {"deadline": "三个月内", "weekly_hours": "每周五个小时", "goal_title": "学会弹吉他", "current_level": "零基础"}
+    answers = {
+        "deadline": "三个月内",
+        "weekly_hours": "每周五个小时",
+        "goal_title": "学会弹吉他",
+        "current_level": "零基础",
+    }
     names = [card.locator("input").nth(i).get_attribute("name") for i in range(card.locator("input").count())]
     assert {"deadline", "weekly_hours"} <= set(names)
     for name in names:
@@ -146,17 +159,26 @@ def test_a_connection_dropped_mid_turn_resumes_with_the_snapshot_and_its_card(de
     card.locator("[data-decision=confirmed]").click()
     demo.wait_answered()
     expect(demo.last_bot().locator(".reply.applied")).to_be_visible()
-    assert [i["title"] for i in timeline(app, user, 2)] == ["看电影"]  # 晨跑 still waits for its confirmation (or answer)
+    assert [i["title"] for i in timeline(app, user, 2)] == [
+        "看电影"
+    ]  # 晨跑 still waits for its confirmation (or answer)
     logged = messages(app, user)
-    assert [m["raw_content"] for m in logged if m["role"] == "user"] == ["后天早上八点提醒我晨跑", "后天晚上七点提醒我看电影"]
+    assert [m["raw_content"] for m in logged if m["role"] == "user"] == [
+        "后天早上八点提醒我晨跑",
+        "后天晚上七点提醒我看电影",
+    ]
     listed = snapshot.locator(".snapshot-messages li").evaluate_all("els => els.map(e => e.dataset.id)")
     ids = [m["id"] for m in logged]
     if listed:  # what was logged after the last message the page knew, in order (nothing, if the resume came first)
-        assert listed == ids[ids.index(listed[0]):ids.index(listed[0]) + len(listed)]
+        assert listed == ids[ids.index(listed[0]) : ids.index(listed[0]) + len(listed)]
 
 
 def messages(app, user) -> list[dict]:
-    return app["client"].get("/api/v1/conversation/messages", headers=user["headers"], params={"limit": 100}).json()["messages"]
+    return (
+        app["client"]
+        .get("/api/v1/conversation/messages", headers=user["headers"], params={"limit": 100})
+        .json()["messages"]
+    )
 
 
 def test_a_frame_lost_with_the_connection_is_sent_again_after_the_snapshot_and_runs_once(browser, app, user, tmp_path):

@@ -1,4 +1,5 @@
 """Switching the served pack: timeflow (accuracy, decided turns with time ranges) and a pack built from user rows."""
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,42 @@ from tests.support.packs import STATE_DIR, settings_for
 
 # A user's own rows: three banking intents, none of them in a shipped pack.
 USER_ROWS = {
-    "check_balance": ["我卡里还有多少钱", "查一下余额", "帮我看看账户余额", "余额还剩多少", "我的储蓄卡里有多少钱",
-                      "查询一下我的存款", "现在账上还有多少", "看看工资卡余额", "我想知道卡里的钱", "账户里还剩多少钱呢"],
-    "transfer_money": ["给我妈转五百块", "转账给张三", "帮我转一笔钱", "往这个账户汇两千", "我要给房东打房租",
-                       "转三百到我老婆卡上", "帮我汇款", "把钱转到我的另一张卡", "给同事转个饭钱", "我想转账"],
-    "report_lost_card": ["我的银行卡丢了", "卡找不到了快帮我挂失", "挂失一下信用卡", "钱包被偷了卡也没了",
-                         "银行卡掉了怎么办", "帮我冻结我的卡", "卡好像被人捡走了", "我要挂失", "借记卡丢了赶紧冻结", "信用卡不见了"],
+    "check_balance": [
+        "我卡里还有多少钱",
+        "查一下余额",
+        "帮我看看账户余额",
+        "余额还剩多少",
+        "我的储蓄卡里有多少钱",
+        "查询一下我的存款",
+        "现在账上还有多少",
+        "看看工资卡余额",
+        "我想知道卡里的钱",
+        "账户里还剩多少钱呢",
+    ],
+    "transfer_money": [
+        "给我妈转五百块",
+        "转账给张三",
+        "帮我转一笔钱",
+        "往这个账户汇两千",
+        "我要给房东打房租",
+        "转三百到我老婆卡上",
+        "帮我汇款",
+        "把钱转到我的另一张卡",
+        "给同事转个饭钱",
+        "我想转账",
+    ],
+    "report_lost_card": [
+        "我的银行卡丢了",
+        "卡找不到了快帮我挂失",
+        "挂失一下信用卡",
+        "钱包被偷了卡也没了",
+        "银行卡掉了怎么办",
+        "帮我冻结我的卡",
+        "卡好像被人捡走了",
+        "我要挂失",
+        "借记卡丢了赶紧冻结",
+        "信用卡不见了",
+    ],
 }
 
 
@@ -33,8 +64,14 @@ def user_rows_pack(tmp_path_factory):
     from models.build import build, rows_to_pack
 
     rows = tmp_path_factory.mktemp("rows") / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"text": t, "intent": i, "source": "it"}, ensure_ascii=False) + "\n"
-                            for i, texts in USER_ROWS.items() for t in texts), encoding="utf-8")
+    rows.write_text(
+        "".join(
+            json.dumps({"text": t, "intent": i, "source": "it"}, ensure_ascii=False) + "\n"
+            for i, texts in USER_ROWS.items()
+            for t in texts
+        ),
+        encoding="utf-8",
+    )
     settings = settings_in(STATE_DIR, "it_user_rows")  # the product's build with a short tune
     rows_to_pack(rows, "it_user_rows", settings)
     pack = load_pack(find_pack("it_user_rows", shipped_dir=settings.packs_dir, state_dir=STATE_DIR))
@@ -47,7 +84,9 @@ def user_rows_pack(tmp_path_factory):
 def test_timeflow_served_accuracy(timeflow_client, timeflow):
     pack, _ = timeflow
     rows = pack.test_rows()
-    answers = [timeflow_client.post("/api/v1/agent/chat", json={"user_id": "tf-eval", "text": t}).json() for t, _ in rows]
+    answers = [
+        timeflow_client.post("/api/v1/agent/chat", json={"user_id": "tf-eval", "text": t}).json() for t, _ in rows
+    ]
     accuracy = sum(a["intent"] == gold for a, (_, gold) in zip(answers, rows)) / len(rows)
     # a stage that missed its budget on a busy machine changes the answer by design; judge the models on the
     # turns that ran every stage, and bound how many did not. An escalation the LLM planner could not finish in
@@ -57,8 +96,10 @@ def test_timeflow_served_accuracy(timeflow_client, timeflow):
     assert all(a["timings"]["total_ms"] <= llm_budget_ms for a in answers if a["timings"].get("escalated"))
     whole_accuracy = sum(a["intent"] == gold for a, gold in whole) / len(whole)
     degraded = Counter(stage for a in answers for stage in a["timings"]["degraded"])
-    print(f"served timeflow test-split accuracy: {accuracy:.3f} over {len(rows)} rows; "
-          f"{whole_accuracy:.3f} over the {len(whole)} turns that ran every model stage; degraded: {dict(degraded)}")
+    print(
+        f"served timeflow test-split accuracy: {accuracy:.3f} over {len(rows)} rows; "
+        f"{whole_accuracy:.3f} over the {len(whole)} turns that ran every model stage; degraded: {dict(degraded)}"
+    )
     assert len(whole) >= 0.9 * len(rows)
     assert whole_accuracy >= 0.90
 

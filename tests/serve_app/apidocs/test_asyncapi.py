@@ -1,4 +1,5 @@
 """The AsyncAPI document of the WebSocket: every frame type, its schema from the wire models, a valid example."""
+
 from __future__ import annotations
 
 import pytest

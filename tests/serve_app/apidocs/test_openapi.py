@@ -1,6 +1,7 @@
 """The OpenAPI document is true to the wire (no Ray): the envelope under every error status, the bearer scheme, the
 constraints in the schemas, 405 with Allow, and schemathesis over the app served by uvicorn on 127.0.0.1 (fake
 models, the real store on the session's PostgreSQL) finds nothing."""
+
 from __future__ import annotations
 
 import re
@@ -8,26 +9,34 @@ import sys
 
 import httpx
 import pytest
+
+from engine.media_keys import key_from_source_url, new_key
+from protocol.http_chat import ChatStreamLine
+from protocol.media import source_url_pattern
+from protocol.rest import EMAIL_SHAPE, RegisterRequest
+from protocol.strings import NOT_BLANK, WHITESPACE
+from store import write_gate
 from tests.support.fakes import api_for, base_settings
 from tests.support.openapi_checks import assert_conforms
 from tests.support.store_app import served as serve_in_thread
 from tests.support.store_app import store_app
 
-from engine.media_keys import key_from_source_url, new_key
-from media.uploads import MediaUploads
-from protocol.http_chat import ChatStreamLine
-from protocol.media import source_url_pattern
-from protocol.rest import EMAIL_SHAPE, RegisterRequest
-from protocol.strings import NOT_BLANK, WHITESPACE
-from serve_app.http.api import create_api
-from store import write_gate
-
 ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
 # the OpenAI-compatible routes: a client's api_key is not a Baton account (local mode)
-TOKEN_FREE = {("/health", "get"), ("/api/v1/auth/register", "post"), ("/api/v1/auth/login", "post"),
-              ("/api/v1/metrics/summary", "get"), ("/v1/models", "get"), ("/v1/chat/completions", "post")}
-LOCAL_MODE = {("/api/v1/agent/chat", "post"), ("/api/v1/agent/fill-slots", "post"), ("/api/v1/agent/chat-stream", "post"),
-              ("/api/v1/media/upload", "post")}
+TOKEN_FREE = {
+    ("/health", "get"),
+    ("/api/v1/auth/register", "post"),
+    ("/api/v1/auth/login", "post"),
+    ("/api/v1/metrics/summary", "get"),
+    ("/v1/models", "get"),
+    ("/v1/chat/completions", "post"),
+}
+LOCAL_MODE = {
+    ("/api/v1/agent/chat", "post"),
+    ("/api/v1/agent/fill-slots", "post"),
+    ("/api/v1/agent/chat-stream", "post"),
+    ("/api/v1/media/upload", "post"),
+}
 MEDIA_READ = ("/api/v1/media/{kind}/{file_name}", "get")
 
 
@@ -79,9 +88,13 @@ def test_every_error_status_is_documented_with_the_envelope(document):
 
 def test_a_405_names_the_methods_of_its_path(served):
     with httpx.Client(base_url=served["url"]) as client:
-        for method, path, allowed in [("GET", "/api/v1/agent/chat", "POST"), ("DELETE", "/health", "GET"),
-                                      ("GET", "/api/v1/media/upload", "POST"), ("OPTIONS", "/api/v1/auth/me", "GET"),
-                                      ("PUT", f"/api/v1/long-goals/{'0' * 8}-0000-4000-8000-{'0' * 12}", "GET")]:
+        for method, path, allowed in [
+            ("GET", "/api/v1/agent/chat", "POST"),
+            ("DELETE", "/health", "GET"),
+            ("GET", "/api/v1/media/upload", "POST"),
+            ("OPTIONS", "/api/v1/auth/me", "GET"),
+            ("PUT", f"/api/v1/long-goals/{'0' * 8}-0000-4000-8000-{'0' * 12}", "GET"),
+        ]:
             resp = client.request(method, path)
             assert resp.status_code == 405 and resp.headers["allow"] == allowed, (method, path, resp.headers)
             assert resp.json()["error"]["code"] == "method_not_allowed"
@@ -115,8 +128,13 @@ def test_source_urls_under_a_public_base_url_are_documented_too():
     image = next(b for b in branches if b["properties"]["modality"]["const"] == "image_ocr")["properties"]["source_url"]
     assert image["pattern"] == source_url_pattern("image", "https://baton.example/")
     key = new_key("image", "png")
-    for url in (f"/api/v1/media/{key}", f"https://baton.example/api/v1/media/{key}", f"https://evil.example/api/v1/media/{key}",
-                f"/api/v1/media/{key}x", f"/api/v1/media/{new_key('audio', 'wav')}"):
+    for url in (
+        f"/api/v1/media/{key}",
+        f"https://baton.example/api/v1/media/{key}",
+        f"https://evil.example/api/v1/media/{key}",
+        f"/api/v1/media/{key}x",
+        f"/api/v1/media/{new_key('audio', 'wav')}",
+    ):
         named = key_from_source_url(url, media.public_base_url)
         assert (re.search(image["pattern"], url) is not None) == (named is not None and named.startswith("image/")), url
 
@@ -128,7 +146,9 @@ def test_not_blank_is_pythons_strip_and_no_nul():
         assert (re.search(NOT_BLANK, text) is not None) == (bool(text.strip()) and "\x00" not in text), repr(text)
 
 
-@pytest.mark.parametrize("email", ["a@b.c", " A@B.CO ", "a@b", "@b.c", "a b@c.d", "a@@b.c", "a@b.c@d", "a@.", "a\x00@b.c"])
+@pytest.mark.parametrize(
+    "email", ["a@b.c", " A@B.CO ", "a@b", "@b.c", "a b@c.d", "a@@b.c", "a@b.c@d", "a@.", "a\x00@b.c"]
+)
 def test_the_documented_email_shape_is_the_validators(email):
     try:
         RegisterRequest(email=email, password="long enough")
@@ -146,15 +166,26 @@ def test_the_write_requests_documented_are_the_gates(document):
 
 def test_a_nul_anywhere_is_refused_before_the_store(served):
     with httpx.Client(base_url=served["url"], timeout=30) as client:
-        token = client.post("/api/v1/auth/register", json={"email": "nul@openapi.test", "password": "long enough"}).json()
+        token = client.post(
+            "/api/v1/auth/register", json={"email": "nul@openapi.test", "password": "long enough"}
+        ).json()
         auth = {"Authorization": f"Bearer {token['access_token']}"}
-        write = {"action": "update", "target_type": "profile", "target_id": token["user_id"], "preview_text": "x",
-                 "payload": {"profile_data": {"likes": ["tea", "co\x00ffee"]}}}
-        for resp in (client.post("/api/v1/agent/chat", json={"user_id": "u\x00", "text": "打开车窗"}),
-                     client.post("/api/v1/agent/fill-slots", json={"user_id": "u", "session_id": "s", "slots": {"k\x00": 1}}),
-                     client.post("/api/v1/auth/register", json={"email": "a@b.c", "password": "long enough", "display_name": "\x00"}),
-                     client.post("/api/v1/write-requests", json=write, headers=auth),
-                     client.get(f"/api/v1/media/image/{'0' * 32}.png", params={"user_id": "u\x00"})):
+        write = {
+            "action": "update",
+            "target_type": "profile",
+            "target_id": token["user_id"],
+            "preview_text": "x",
+            "payload": {"profile_data": {"likes": ["tea", "co\x00ffee"]}},
+        }
+        for resp in (
+            client.post("/api/v1/agent/chat", json={"user_id": "u\x00", "text": "打开车窗"}),
+            client.post("/api/v1/agent/fill-slots", json={"user_id": "u", "session_id": "s", "slots": {"k\x00": 1}}),
+            client.post(
+                "/api/v1/auth/register", json={"email": "a@b.c", "password": "long enough", "display_name": "\x00"}
+            ),
+            client.post("/api/v1/write-requests", json=write, headers=auth),
+            client.get(f"/api/v1/media/image/{'0' * 32}.png", params={"user_id": "u\x00"}),
+        ):
             assert resp.status_code == 422, resp.text
 
 

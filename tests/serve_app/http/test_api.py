@@ -1,4 +1,5 @@
 """The HTTP layer around the engine (no Ray): admission control sheds with 503 + Retry-After, metrics count turns."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,15 +8,11 @@ import time
 import httpx
 
 from engine.deadline import Deadline
-from config.serving import AdmissionConfig
 from protocol.http_chat import ChatResponse, Timings, TurnStatus
-from serve_app.turns.admission import Admission
 from serve_app.metrics import TurnMetrics
 from serve_app.state import state_of
-
+from serve_app.turns.admission import Admission
 from tests.support.fakes import ONE_AT_A_TIME, api_for, base_settings
-
-
 
 
 class HeldEngine:
@@ -33,8 +30,13 @@ class HeldEngine:
 
     async def chat(self, body, *, deadline: Deadline, listener=None) -> ChatResponse:
         await self.release.wait()
-        return ChatResponse(session_id="s", reply="ok", status=TurnStatus.completed, intent="x",
-                            timings=Timings(stages={"classifier": 12.0}, total_ms=20.0, budget_ms=600, degraded=["detector"]))
+        return ChatResponse(
+            session_id="s",
+            reply="ok",
+            status=TurnStatus.completed,
+            intent="x",
+            timings=Timings(stages={"classifier": 12.0}, total_ms=20.0, budget_ms=600, degraded=["detector"]),
+        )
 
 
 def _value(metrics: TurnMetrics, name: str, labels: dict | None = None) -> float:

@@ -1,5 +1,6 @@
 """Media over HTTP without Ray: upload and owner-only download on a real store, voice/image turns through the in-process
 recognizers (real RapidOCR and Whisper), and every bad input answered with a typed 4xx envelope."""
+
 from __future__ import annotations
 
 import time
@@ -8,6 +9,7 @@ import httpx
 import pytest
 
 from benchmarks.media_samples import available_fonts, blank_png, render_text, silence_wav, speak, transcode
+from config.serving import AdmissionConfig
 from deployments.in_process_media import InProcessMedia
 from deployments.nlu_call import FutureCall
 from engine.model_client import ModelClient, NluRequest, StageOutcome
@@ -17,13 +19,14 @@ from engine.turn import TurnEngine
 from media.store import LocalStore
 from media.uploads import MediaUploads
 from protocol.http_chat import Candidate
-from config.serving import AdmissionConfig
+from serve_app.state import state_of
 from serve_app.turns.admission import Admission
 from tests.support.fakes import api_for
-from serve_app.state import state_of
 
 UPLOAD, CHAT = "/api/v1/media/upload", "/api/v1/agent/chat"
-ADMIT = AdmissionConfig(max_in_flight_turns=8, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3)
+ADMIT = AdmissionConfig(
+    max_in_flight_turns=8, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3
+)
 
 
 class WindowModels(ModelClient):
@@ -46,11 +49,19 @@ def rig(cockpit, tmp_path_factory):
     pack, settings = cockpit
     store = LocalStore(tmp_path_factory.mktemp("media"))
     # English speech from espeak-ng: the served model with its language switched (Chinese ASR is a bigger Whisper)
-    english = settings.model_copy(update={"asr": settings.asr.model_copy(update={"language": "en", "initial_prompt": ""})})
+    english = settings.model_copy(
+        update={"asr": settings.asr.model_copy(update={"language": "en", "initial_prompt": ""})}
+    )
     media = InProcessMedia(english, store=store)
     models = WindowModels()
-    engine = TurnEngine(pack=pack, settings=settings, models=models, sessions=InMemorySessionStore(ttl_s=60),
-                        plugins=PluginRegistry(), media=media)
+    engine = TurnEngine(
+        pack=pack,
+        settings=settings,
+        models=models,
+        sessions=InMemorySessionStore(ttl_s=60),
+        plugins=PluginRegistry(),
+        media=media,
+    )
     api = api_for(engine, admission=Admission(ADMIT), uploads=MediaUploads(store=store, cfg=settings.media))
     yield api, models, store
     media.close()
@@ -66,7 +77,9 @@ def _png(text: str = "打开车窗") -> bytes:
     return render_text(text, font=available_fonts()[0], size=40, angle=2.0)
 
 
-async def upload(client, data: bytes, file_type: str = "image", user_id: str = "u1", name: str = "x.bin") -> httpx.Response:
+async def upload(
+    client, data: bytes, file_type: str = "image", user_id: str = "u1", name: str = "x.bin"
+) -> httpx.Response:
     return await client.post(UPLOAD, data={"file_type": file_type, "user_id": user_id}, files={"file": (name, data)})
 
 
@@ -92,7 +105,9 @@ async def test_upload_answers_source_url_and_key_and_serves_the_bytes_to_the_own
     assert by_header.status_code == 200 and by_header.content == png
     assert_error(await client.get(body["source_url"], params={"user_id": "u2"}), 403, "media_forbidden", "object_key")
     assert_error(await client.get(body["source_url"]), 422, "invalid_input", "user_id")
-    assert_error(await client.get("/api/v1/media/image/" + "0" * 32 + ".png", params={"user_id": "u1"}), 404, "media_not_found")
+    assert_error(
+        await client.get("/api/v1/media/image/" + "0" * 32 + ".png", params={"user_id": "u1"}), 404, "media_not_found"
+    )
 
 
 async def test_an_image_turn_routes_the_recognized_command(client, rig):
@@ -111,18 +126,25 @@ async def test_a_voice_turn_transcribes_with_segment_timings(client):
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert "window" in body["recognized_text"].lower(), body["recognized_text"]
-    assert body["recognition"]["segments"] and body["recognition"]["duration_s"] > 0.5 and body["recognition"]["language"] == "en"
+    assert (
+        body["recognition"]["segments"]
+        and body["recognition"]["duration_s"] > 0.5
+        and body["recognition"]["language"] == "en"
+    )
     assert body["timings"]["stages"]["asr"] > 0 and body["timings"]["budget_ms"] > 8000
 
 
-@pytest.mark.parametrize(("data", "file_type", "status", "code"), [
-    (b"%PDF-1.7 a document", "image", 415, "unsupported_media_type"),
-    (b"RIFF\x10\x00\x00\x00WAVEfmt ", "image", 415, "unsupported_media_type"),  # audio bytes sent as an image
-    (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "image", 422, "undecodable_media"),
-    (b"OggS" + b"\x01" * 100, "audio", 422, "undecodable_media"),
-    (b"", "image", 422, "empty_file"),
-    (b"", "audio", 422, "empty_file"),
-])
+@pytest.mark.parametrize(
+    ("data", "file_type", "status", "code"),
+    [
+        (b"%PDF-1.7 a document", "image", 415, "unsupported_media_type"),
+        (b"RIFF\x10\x00\x00\x00WAVEfmt ", "image", 415, "unsupported_media_type"),  # audio bytes sent as an image
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "image", 422, "undecodable_media"),
+        (b"OggS" + b"\x01" * 100, "audio", 422, "undecodable_media"),
+        (b"", "image", 422, "empty_file"),
+        (b"", "audio", 422, "empty_file"),
+    ],
+)
 async def test_bad_uploads_are_typed_4xx(client, data, file_type, status, code):
     assert_error(await upload(client, data, file_type), status, code)
 
@@ -141,9 +163,11 @@ def chunked_upload(total: int, chunk: int = 64 * 1024) -> tuple[dict, object, li
     """Headers and an async body streaming a `total`-byte PNG-looking file with no Content-Length (chunked), and
     a counter of the bytes the server pulled from it."""
     boundary = "baton-cut-off"
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_type\"\r\n\r\nimage\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.png\"\r\n"
-            f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"\x89PNG\r\n\x1a\n"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file_type"\r\n\r\nimage\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\n'
+        f"Content-Type: application/octet-stream\r\n\r\n"
+    ).encode() + b"\x89PNG\r\n\x1a\n"
     pulled = [0]
 
     async def body():
@@ -169,14 +193,17 @@ async def test_a_chunked_upload_is_cut_off_where_it_crosses_the_limit(client, ri
     assert limit < pulled[0] <= limit + FORM_OVERHEAD_BYTES + 64 * 1024
 
 
-@pytest.mark.parametrize(("form", "files", "field"), [
-    ({"user_id": "u1"}, {"file": ("a.png", b"x")}, "file_type"),
-    ({"file_type": "image"}, {"file": ("a.png", b"x")}, "user_id"),
-    ({"file_type": "video", "user_id": "u1"}, {"file": ("a.png", b"x")}, "file_type"),
-    ({"file_type": "image", "user_id": "u1"}, {}, "file"),
-    ({"file_type": "image", "user_id": "u1", "file": "not a file part"}, {}, "file"),
-    ({"file_type": "image", "user_id": "u1", "caption": "hi"}, {"file": ("a.png", b"x")}, "caption"),
-])
+@pytest.mark.parametrize(
+    ("form", "files", "field"),
+    [
+        ({"user_id": "u1"}, {"file": ("a.png", b"x")}, "file_type"),
+        ({"file_type": "image"}, {"file": ("a.png", b"x")}, "user_id"),
+        ({"file_type": "video", "user_id": "u1"}, {"file": ("a.png", b"x")}, "file_type"),
+        ({"file_type": "image", "user_id": "u1"}, {}, "file"),
+        ({"file_type": "image", "user_id": "u1", "file": "not a file part"}, {}, "file"),
+        ({"file_type": "image", "user_id": "u1", "caption": "hi"}, {"file": ("a.png", b"x")}, "caption"),
+    ],
+)
 async def test_missing_or_extra_upload_fields_are_422(client, form, files, field):
     resp = await client.post(UPLOAD, data=form, files=files or None)
     assert resp.status_code == 422, resp.text
@@ -187,9 +214,19 @@ async def test_silence_and_a_blank_image_are_refused_and_no_turn_runs(client, ri
     models = rig[1]
     before = len(models.texts)
     quiet = (await upload(client, silence_wav(2.0), "audio")).json()["source_url"]
-    assert_error(await client.post(CHAT, json={"user_id": "u1", "modality": "voice_asr", "source_url": quiet}), 422, "no_speech", "source_url")
+    assert_error(
+        await client.post(CHAT, json={"user_id": "u1", "modality": "voice_asr", "source_url": quiet}),
+        422,
+        "no_speech",
+        "source_url",
+    )
     blank = (await upload(client, blank_png(), "image")).json()["source_url"]
-    assert_error(await client.post(CHAT, json={"user_id": "u1", "modality": "image_ocr", "source_url": blank}), 422, "no_text", "source_url")
+    assert_error(
+        await client.post(CHAT, json={"user_id": "u1", "modality": "image_ocr", "source_url": blank}),
+        422,
+        "no_text",
+        "source_url",
+    )
     assert len(models.texts) == before
 
 
@@ -199,21 +236,39 @@ async def test_someone_elses_object_wrong_kind_and_foreign_urls_are_refused(clie
     image = (await upload(client, _png(), "image", user_id="owner")).json()["source_url"]
     chat = lambda body: client.post(CHAT, json={"user_id": "intruder", **body})
     assert_error(await chat({"modality": "image_ocr", "source_url": image}), 403, "media_forbidden", "source_url")
-    assert_error(await client.post(CHAT, json={"user_id": "owner", "modality": "voice_asr", "source_url": image}),
-                 422, "media_kind_mismatch", "source_url")
-    assert_error(await chat({"modality": "image_ocr", "source_url": "https://example.com/a.png"}), 422, "foreign_source_url", "source_url")
+    assert_error(
+        await client.post(CHAT, json={"user_id": "owner", "modality": "voice_asr", "source_url": image}),
+        422,
+        "media_kind_mismatch",
+        "source_url",
+    )
+    assert_error(
+        await chat({"modality": "image_ocr", "source_url": "https://example.com/a.png"}),
+        422,
+        "foreign_source_url",
+        "source_url",
+    )
     missing = "/api/v1/media/image/" + "f" * 32 + ".png"
     assert_error(await chat({"modality": "image_ocr", "source_url": missing}), 404, "media_not_found", "source_url")
     assert len(models.texts) == before
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"modality": "image_ocr"}, "source_url"),
-    ({"modality": "voice_asr", "source_url": "/api/v1/media/audio/" + "a" * 32 + ".wav", "text": "打开车窗"}, "text"),
-    ({"modality": "text", "source_url": "/api/v1/media/image/" + "a" * 32 + ".png", "text": "打开车窗"}, "source_url"),
-    ({"modality": "video", "source_url": "/x"}, "modality"),
-    ({"modality": "image_ocr", "source_url": 12}, "source_url"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"modality": "image_ocr"}, "source_url"),
+        (
+            {"modality": "voice_asr", "source_url": "/api/v1/media/audio/" + "a" * 32 + ".wav", "text": "打开车窗"},
+            "text",
+        ),
+        (
+            {"modality": "text", "source_url": "/api/v1/media/image/" + "a" * 32 + ".png", "text": "打开车窗"},
+            "source_url",
+        ),
+        ({"modality": "video", "source_url": "/x"}, "modality"),
+        ({"modality": "image_ocr", "source_url": 12}, "source_url"),
+    ],
+)
 async def test_the_modality_table_over_http(client, body, field):
     resp = await client.post(CHAT, json={"user_id": "u1", **body})
     assert resp.status_code == 422 and resp.json()["error"]["field"] == field, resp.text

@@ -1,6 +1,7 @@
 """The KubeRay RayService rendered from config/serve_gpu.yaml: the committed manifest is what the sources render now,
 it validates against the JSON schema of the fields Baton emits (KubeRay v1.7.0), its serveConfigV2 is a Serve config
 Serve accepts, every deployment has a worker group to run on, and secrets are Kubernetes Secret references only."""
+
 from __future__ import annotations
 
 import copy
@@ -39,8 +40,9 @@ def containers(manifest: dict) -> list[dict]:
 
 
 def test_the_committed_manifest_is_what_its_sources_render_now():
-    assert OUT.read_text(encoding="utf-8") == rayservice(GPU), \
+    assert OUT.read_text(encoding="utf-8") == rayservice(GPU), (
         "deploy/kuberay/rayservice.yaml is stale: python -m serve_app.ops.deploy kuberay --config config/serve_gpu.yaml"
+    )
     assert KUBERAY_VERSION in OUT.read_text(encoding="utf-8").splitlines()[0]
 
 
@@ -63,10 +65,14 @@ def test_the_schema_refuses_what_kuberay_would_not_take(manifest):
     """The schema can fail: an unknown field (KubeRay would prune it), a secret inlined next to its reference, a
     string replica count, a bad quantity."""
     broken = []
-    for change in (lambda m: m["spec"].update(serveConfig="x"),
-                   lambda m: containers(m)[0]["env"].append({"name": "X", "value": "1", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}),
-                   lambda m: m["spec"]["rayClusterConfig"]["workerGroupSpecs"][0].update(minReplicas="2"),
-                   lambda m: containers(m)[0]["resources"]["limits"].update(memory="8 gigs")):
+    for change in (
+        lambda m: m["spec"].update(serveConfig="x"),
+        lambda m: containers(m)[0]["env"].append(
+            {"name": "X", "value": "1", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+        ),
+        lambda m: m["spec"]["rayClusterConfig"]["workerGroupSpecs"][0].update(minReplicas="2"),
+        lambda m: containers(m)[0]["resources"]["limits"].update(memory="8 gigs"),
+    ):
         bad = copy.deepcopy(manifest)
         change(bad)
         broken.append(not jsonschema.Draft202012Validator(SCHEMA).is_valid(bad))
@@ -107,8 +113,14 @@ def test_every_deployment_has_a_group_the_head_runs_none(manifest):
         assert any(wanted.items() <= g.get("labels", {}).items() for g in groups.values()), deployment["name"]
 
 
-@pytest.mark.parametrize(("change", "named"), [({"num_gpus": 2}, "num_gpus 2"), ({"accelerator_type": "H100"}, "H100"),
-                                               ({"label_selector": {"baton.dev/tpu": "true"}}, "baton.dev/tpu")])
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"num_gpus": 2}, "num_gpus 2"),
+        ({"accelerator_type": "H100"}, "H100"),
+        ({"label_selector": {"baton.dev/tpu": "true"}}, "baton.dev/tpu"),
+    ],
+)
 def test_a_deployment_no_group_can_place_is_refused(change, named):
     config = load_serve_config(GPU, {})
     encoder = next(d for d in config["applications"][0]["deployments"] if d["name"] == "Encoder")
@@ -129,4 +141,6 @@ def test_env_prints_the_switches_a_ray_start_node_needs_and_no_secret(capsys, mo
     assert main(["env", "--config", str(ROOT / "config" / "serve_multinode.yaml")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "export RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=serve_app.ops.proxy_envelope:proxy_middlewares" in lines
-    assert "export RAY_SERVE_ENABLE_HA_PROXY=1" in lines and not any("s3cret" in line or "DATABASE_URL" in line for line in lines)
+    assert "export RAY_SERVE_ENABLE_HA_PROXY=1" in lines and not any(
+        "s3cret" in line or "DATABASE_URL" in line for line in lines
+    )

@@ -1,4 +1,5 @@
 """The launcher's config handling (no Ray): absolute paths, pack/state selection, what replicas inherit, faults, port."""
+
 from __future__ import annotations
 
 import json
@@ -28,12 +29,18 @@ def test_paths_become_absolute_and_env_selects_pack_and_state(tmp_path):
 
 
 def test_replicas_inherit_forwarded_variables_and_no_secret_enters_the_serve_config(tmp_path):
-    env = {"BATON_STATE_DIR": str(tmp_path), "BATON_FAULTS": "encoder:delay_ms=800",
-           "DATABASE_URL": "postgresql://u:s3cret@db/baton", "BATON_AUTH_SECRET": "t0ps3cret"}
+    env = {
+        "BATON_STATE_DIR": str(tmp_path),
+        "BATON_FAULTS": "encoder:delay_ms=800",
+        "DATABASE_URL": "postgresql://u:s3cret@db/baton",
+        "BATON_AUTH_SECRET": "t0ps3cret",
+    }
     config = load_serve_config(SERVE_LOCAL, env, port=8124)
     inherited = replica_environment(config, env)
     assert inherited["BATON_FAULTS"] == "encoder:delay_ms=800"
-    assert inherited["DATABASE_URL"] == env["DATABASE_URL"] and inherited["BATON_AUTH_SECRET"] == env["BATON_AUTH_SECRET"]
+    assert (
+        inherited["DATABASE_URL"] == env["DATABASE_URL"] and inherited["BATON_AUTH_SECRET"] == env["BATON_AUTH_SECRET"]
+    )
     assert inherited["HF_HUB_OFFLINE"] == "1"  # the app's runtime_env variables
     assert inherited[FAULTS_FILE_ENV] == str(faults_file(config))
     dumped = json.dumps(config)
@@ -47,9 +54,14 @@ def test_the_local_default_is_serves_high_throughput_ingress(tmp_path):
     inherited = replica_environment(config, {})
     assert inherited["RAY_SERVE_ENABLE_HA_PROXY"] == "1" and inherited["RAY_SERVE_THROUGHPUT_OPTIMIZED"] == "1"
     # ports of its own, so two Batons (or a benchmark's two systems) on one machine do not collide
-    serve_defaults = {"RAY_SERVE_HAPROXY_METRICS_PORT": 9101, "RAY_SERVE_HAPROXY_STATS_PORT": 8404,
-                      "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT": 8500, "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT": 9500,
-                      "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": 30000, "RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT": 40000}
+    serve_defaults = {
+        "RAY_SERVE_HAPROXY_METRICS_PORT": 9101,
+        "RAY_SERVE_HAPROXY_STATS_PORT": 8404,
+        "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT": 8500,
+        "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT": 9500,
+        "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": 30000,
+        "RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT": 40000,
+    }
     ports = {name: int(inherited[name]) for name in serve_defaults}
     assert all(ports[name] != default for name, default in serve_defaults.items()), ports
     assert len(set(ports.values())) == len(ports)
@@ -120,13 +132,24 @@ def test_per_run_ports_come_from_blocks_no_other_socket_takes_meanwhile():
     from serve_app.ops import launcher, ports
 
     low, _ = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    ranges = [ports.REPLICA_PORT_RANGE, ports.LISTENER_PORT_RANGE, ports.HAPROXY_PORT_RANGE,
-              ports.REPLICA_GRPC_PORT_RANGE]
+    ranges = [
+        ports.REPLICA_PORT_RANGE,
+        ports.LISTENER_PORT_RANGE,
+        ports.HAPROXY_PORT_RANGE,
+        ports.REPLICA_GRPC_PORT_RANGE,
+    ]
     assert all(r.stop <= low for r in ranges)
-    assert all(a.stop <= b.start for a, b in zip(sorted(ranges, key=lambda r: r.start), sorted(ranges, key=lambda r: r.start)[1:]))
+    assert all(
+        a.stop <= b.start
+        for a, b in zip(sorted(ranges, key=lambda r: r.start), sorted(ranges, key=lambda r: r.start)[1:])
+    )
     for _ in range(40):
         first, last = ports.free_block(ports.REPLICA_PORTS, ports.REPLICA_GRPC_PORT_RANGE)
-        assert last - first + 1 == ports.REPLICA_PORTS and first in ports.REPLICA_GRPC_PORT_RANGE and last in ports.REPLICA_GRPC_PORT_RANGE
+        assert (
+            last - first + 1 == ports.REPLICA_PORTS
+            and first in ports.REPLICA_GRPC_PORT_RANGE
+            and last in ports.REPLICA_GRPC_PORT_RANGE
+        )
     picked = launcher.free_ports(3)
     assert len(set(picked)) == 3 and all(p in ports.LISTENER_PORT_RANGE for p in picked)
 

@@ -1,4 +1,5 @@
 """The proxy middleware: plain-text 429/503 sheds become Baton's envelope; everything else passes untouched."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,11 @@ async def _get(app) -> httpx.Response:
 
 
 async def test_backpressure_text_becomes_the_envelope_and_keeps_retry_after():
-    shed = PlainTextResponse("Request dropped due to backpressure (num_queued_requests=8, max_queued_requests=8).",
-                             status_code=503, headers={"Retry-After": "1"})
+    shed = PlainTextResponse(
+        "Request dropped due to backpressure (num_queued_requests=8, max_queued_requests=8).",
+        status_code=503,
+        headers={"Retry-After": "1"},
+    )
     resp = await _get(_app(shed))
     assert resp.status_code == 503 and resp.headers["retry-after"] == "1"
     assert resp.headers["content-type"] == "application/json"

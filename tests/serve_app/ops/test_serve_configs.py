@@ -1,6 +1,7 @@
 """Every Serve config builds the same app from data alone: the laptop, the multi-node and the GPU cluster configs pass
 Serve's own schema and the app builder on this machine with no GPU and no Ray running; GPU-bound settings (devices,
 GPU shares, accelerator types, placement labels) are data in the file; no secret enters a config or a built app."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,10 @@ ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((ROOT / "config").glob("serve_*.yaml"))
 GPU = ROOT / "config" / "serve_gpu.yaml"
 MULTINODE = ROOT / "config" / "serve_multinode.yaml"
-SECRETS = {"DATABASE_URL": "postgresql://baton:pg-s3cret-value@db.internal/baton", "BATON_AUTH_SECRET": "auth-s3cret-" * 4}
+SECRETS = {
+    "DATABASE_URL": "postgresql://baton:pg-s3cret-value@db.internal/baton",
+    "BATON_AUTH_SECRET": "auth-s3cret-" * 4,
+}
 
 
 class LlmServerStandIn:
@@ -48,12 +52,19 @@ def built(path: Path, env: dict[str, str] | None = None) -> dict[str, dict]:
     """Deployment name -> its built options, as Serve would receive them from the launcher."""
     config = load_serve_config(path, env or {})
     (target,) = build_applications(config)
-    return {d.name: {"ray_actor_options": d.ray_actor_options or {}, "config": d._deployment_config}
-            for d in build_app(target.target, name="baton").deployments}
+    return {
+        d.name: {"ray_actor_options": d.ray_actor_options or {}, "config": d._deployment_config}
+        for d in build_app(target.target, name="baton").deployments
+    }
 
 
 def test_the_shipped_serve_configs_are_all_here():
-    assert [p.name for p in CONFIGS] == ["serve_gpu.yaml", "serve_local.yaml", "serve_local_split.yaml", "serve_multinode.yaml"]
+    assert [p.name for p in CONFIGS] == [
+        "serve_gpu.yaml",
+        "serve_local.yaml",
+        "serve_local_split.yaml",
+        "serve_multinode.yaml",
+    ]
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
@@ -70,14 +81,27 @@ def test_each_config_passes_serves_schema_and_builds_without_a_gpu(path):
 
 def test_the_gpu_config_puts_models_on_gpus_and_turns_production_posture_on(llm_configs):
     settings = AppArgs.model_validate(load_serve_config(GPU, {})["applications"][0]["args"]).settings()
-    assert (settings.models.device, settings.models.encoder_runtime, settings.asr.device, settings.ocr.device) == ("cuda", "torch", "cuda", "cuda")
+    assert (settings.models.device, settings.models.encoder_runtime, settings.asr.device, settings.ocr.device) == (
+        "cuda",
+        "torch",
+        "cuda",
+        "cuda",
+    )
     assert settings.asr.compute_type == "float16" and "large" in settings.asr.model_path
     assert settings.auth.require_token and not settings.auth.generate_secret
     assert settings.serving.metrics_host == "0.0.0.0" and settings.media.object_store.backend == "s3"
     deployments = built(GPU)
     gpus = {name: d["ray_actor_options"].get("num_gpus", 0) for name, d in deployments.items()}
-    assert gpus == {"Orchestrator": 0, "Encoder": 0.25, "IntentClassifier": 0, "MultiIntentDetector": 0,
-                    "EmbeddingRetriever": 0, "ASR": 0.5, "OCR": 0.25, "Planner": 0}
+    assert gpus == {
+        "Orchestrator": 0,
+        "Encoder": 0.25,
+        "IntentClassifier": 0,
+        "MultiIntentDetector": 0,
+        "EmbeddingRetriever": 0,
+        "ASR": 0.5,
+        "OCR": 0.25,
+        "Planner": 0,
+    }
     # the Planner: Ray Serve LLM with a Qwen instruct model on a whole GPU of its accelerator type (its placement group
     # comes from the LLMConfig: tests/llm/test_serve_llm.py builds it where vLLM is installed)
     (llm,) = llm_configs

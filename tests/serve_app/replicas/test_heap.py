@@ -1,4 +1,5 @@
 """Freezing the start-up heap: garbage is collected first, survivors leave later collections."""
+
 from __future__ import annotations
 
 import gc

@@ -1,6 +1,7 @@
 """The LanguageModel over the Planner's handle, with a stand-in handle (no Ray): requests as plain dicts, a cancelled
 call cancels its DeploymentResponse (the replica then aborts the request in vLLM), abort by id, and the metrics
 (TTFT, TPOT, end to end, tokens, aborts) in vLLM's vocabulary."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +9,8 @@ import asyncio
 import pytest
 
 from engine.llm.lm import LmRequest
-from serve_app.replicas.llm_client import HandleLanguageModel
 from serve_app.metrics import LlmMetrics
+from serve_app.replicas.llm_client import HandleLanguageModel
 
 
 class Response:
@@ -51,11 +52,27 @@ class Method:
 class Handle:
     def __init__(self, *, delay: float = 0.0) -> None:
         self.delay, self.sent, self.responses = delay, [], []
-        self.answers = {"complete": {"text": '{"ok":true}', "finish_reason": "stop", "prompt_tokens": 40,
-                                     "completion_tokens": 11, "ttft_ms": 100.0, "e2e_ms": 600.0},
-                        "stream": [{"text": "你", "finish_reason": None, "prompt_tokens": 4, "completion_tokens": 1},
-                                   {"text": "好", "finish_reason": "stop", "prompt_tokens": 4, "completion_tokens": 2,
-                                    "ttft_ms": 20.0, "e2e_ms": 40.0}]}
+        self.answers = {
+            "complete": {
+                "text": '{"ok":true}',
+                "finish_reason": "stop",
+                "prompt_tokens": 40,
+                "completion_tokens": 11,
+                "ttft_ms": 100.0,
+                "e2e_ms": 600.0,
+            },
+            "stream": [
+                {"text": "你", "finish_reason": None, "prompt_tokens": 4, "completion_tokens": 1},
+                {
+                    "text": "好",
+                    "finish_reason": "stop",
+                    "prompt_tokens": 4,
+                    "completion_tokens": 2,
+                    "ttft_ms": 20.0,
+                    "e2e_ms": 40.0,
+                },
+            ],
+        }
 
     def options(self, **_):
         return self
@@ -65,8 +82,14 @@ class Handle:
 
 
 def request(request_id: str = "llm-1") -> LmRequest:
-    return LmRequest(messages=[{"role": "user", "content": "开窗"}], json_schema={"type": "object"}, max_tokens=32,
-                     temperature=0.0, request_id=request_id, priority=0)
+    return LmRequest(
+        messages=[{"role": "user", "content": "开窗"}],
+        json_schema={"type": "object"},
+        max_tokens=32,
+        temperature=0.0,
+        request_id=request_id,
+        priority=0,
+    )
 
 
 def value(metrics: LlmMetrics, name: str, **labels) -> float:
@@ -78,8 +101,14 @@ async def test_a_completion_goes_as_a_dict_and_its_timings_are_measured():
     reply = await HandleLanguageModel(handle, metrics).complete(request())
     assert reply.text == '{"ok":true}' and reply.finish_reason == "stop" and reply.ttft_ms == 100.0
     name, sent = handle.sent[0]
-    assert name == "complete" and sent == {"messages": [{"role": "user", "content": "开窗"}], "json_schema": {"type": "object"},
-                                           "max_tokens": 32, "temperature": 0.0, "request_id": "llm-1", "priority": 0}
+    assert name == "complete" and sent == {
+        "messages": [{"role": "user", "content": "开窗"}],
+        "json_schema": {"type": "object"},
+        "max_tokens": 32,
+        "temperature": 0.0,
+        "request_id": "llm-1",
+        "priority": 0,
+    }
     assert value(metrics, "baton_llm_ttft_ms_sum", route="planner") == 100.0
     assert value(metrics, "baton_llm_tpot_ms_sum", route="planner") == pytest.approx((600.0 - 100.0) / 10)
     assert value(metrics, "baton_llm_e2e_ms_sum", route="planner") == 600.0

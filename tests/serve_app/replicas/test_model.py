@@ -1,4 +1,5 @@
 """The one replica body (no Ray): deadline drop, faults from env, user_config and the run's file, counters, warm-up."""
+
 from __future__ import annotations
 
 import time
@@ -9,7 +10,6 @@ from deployments.faults import InjectedFault
 from serve_app.replicas.batching import DeadlineExpired
 from serve_app.replicas.model import ReplicaBody
 from serve_app.replicas.work import Work
-
 
 WARMED: list[bool] = []
 
@@ -22,8 +22,15 @@ def work(*, partial: bool = False, seen: list | None = None) -> Work:
         seen.append((list(items), fail))
         return [f"{i}!" for i in items]
 
-    return Work(stages=("encoder", "classifier"), run=run, max_batch_size=4, warmup=lambda: WARMED.append(True),
-                warmup_items=["w"], partial_failures=partial, counters=lambda: {"passes": len(seen)})
+    return Work(
+        stages=("encoder", "classifier"),
+        run=run,
+        max_batch_size=4,
+        warmup=lambda: WARMED.append(True),
+        warmup_items=["w"],
+        partial_failures=partial,
+        counters=lambda: {"passes": len(seen)},
+    )
 
 
 async def test_warm_up_runs_the_model_and_the_whole_path_before_it_is_ready():
@@ -48,7 +55,9 @@ async def test_an_injected_error_fails_the_call_or_reaches_the_work_per_stage(tm
     with pytest.raises(InjectedFault):
         await body.call("x", time.time() + 5)
     seen: list = []
-    fused = ReplicaBody(work(partial=True, seen=seen), max_wait_s=0.01, max_concurrent=1, env_faults="classifier:error=1")
+    fused = ReplicaBody(
+        work(partial=True, seen=seen), max_wait_s=0.01, max_concurrent=1, env_faults="classifier:error=1"
+    )
     assert await fused.call("x", time.time() + 5) == "x!"
     assert seen[-1][1] == frozenset({"classifier"}), "a fused replica fails the one head, not the call"
 

@@ -1,4 +1,5 @@
 """The orchestrator's model client: which layout it composes and how its handles call the replicas."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,7 +15,7 @@ class RecordingHandle:
     def __init__(self, name: str, options: dict | None = None) -> None:
         self.name, self.applied = name, options or {}
 
-    def options(self, **kwargs) -> "RecordingHandle":
+    def options(self, **kwargs) -> RecordingHandle:
         return RecordingHandle(self.name, {**self.applied, **kwargs})
 
 

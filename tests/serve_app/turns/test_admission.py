@@ -1,4 +1,5 @@
 """Admission that knows the budget (no Ray): the predicted time of a new turn decides, not a fixed count."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,11 +7,13 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from engine.errors import Overloaded
 from config.serving import AdmissionConfig
+from engine.errors import Overloaded
 from serve_app.turns.admission import Admission
 
-CFG = AdmissionConfig(max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3)
+CFG = AdmissionConfig(
+    max_in_flight_turns=100, headroom=0.8, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3
+)
 
 
 async def hold(admission: Admission, seconds: float, budget_ms: float = 600) -> None:
@@ -20,6 +23,7 @@ async def hold(admission: Admission, seconds: float, budget_ms: float = 600) -> 
 
 async def saturate(admission: Admission, rate: float, seconds: float) -> None:
     """A replica that finishes `rate` turns/s: 4 always in flight, each released in turn."""
+
     async def worker(offset: float) -> None:
         await asyncio.sleep(offset)
         while asyncio.get_running_loop().time() < stop:
@@ -63,7 +67,11 @@ async def test_a_turn_that_would_wait_past_its_budget_is_shed_with_a_reason():
 
 
 async def test_the_hard_cap_holds_whatever_the_estimate():
-    admission = Admission(AdmissionConfig(max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3))
+    admission = Admission(
+        AdmissionConfig(
+            max_in_flight_turns=2, headroom=1.0, drift=0.002, smoothing=0.05, stale_s=5, min_samples=3, outlier=3
+        )
+    )
     holders = [asyncio.create_task(hold(admission, 0.05)) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(Overloaded, match="limit 2"):
@@ -117,8 +125,10 @@ async def test_what_a_turn_ahead_adds_follows_load_the_replica_cannot_see():
     await asyncio.gather(*(_through_one_server(admission, server, stop, 0.01) for _ in range(6)))
     assert admission.capacity() == pytest.approx(100.0, rel=0.35)
     stop = loop.time() + 1.5
-    await asyncio.gather(*(_through_one_server(admission, server, stop, 0.01) for _ in range(6)),
-                         *(_through_one_server(None, server, stop, 0.01) for _ in range(6)))
+    await asyncio.gather(
+        *(_through_one_server(admission, server, stop, 0.01) for _ in range(6)),
+        *(_through_one_server(None, server, stop, 0.01) for _ in range(6)),
+    )
     assert admission.capacity() == pytest.approx(50.0, rel=0.35)
 
 
@@ -155,7 +165,9 @@ async def test_a_batching_replica_is_predicted_per_depth_not_by_a_straight_line(
         for _ in range(40):
             admission.record("text", 12, 700)  # that depth turned slow: shed there
         assert admission.refusal(600) is not None
-        clock.now += 6  # nothing measured at depth 12 since: it is predicted from the depths below, and one turn probes it
+        clock.now += (
+            6  # nothing measured at depth 12 since: it is predicted from the depths below, and one turn probes it
+        )
         for depth in range(12):
             for _ in range(CFG.min_samples):
                 admission.record("text", depth, 60 + 2 * depth)

@@ -1,4 +1,5 @@
 """The commit's place in the budget: it starts only inside it, and a commit once sent is never cut off."""
+
 from __future__ import annotations
 
 import asyncio
@@ -82,7 +83,9 @@ async def test_a_lease_taken_as_its_phase_timed_out_is_handed_back(db, rig, monk
     with pytest.raises(Overloaded, match="lease"):
         await chat.chat(ChatRequest(user_id="u", session_id=sid, text="打开车窗"), user.id, rig.engine.deadline("text"))
     monkeypatch.setattr(stored_chat.sessions, "acquire", real)
-    retried = await chat.chat(ChatRequest(user_id="u", session_id=sid, text="打开车窗"), user.id, rig.engine.deadline("text"))
+    retried = await chat.chat(
+        ChatRequest(user_id="u", session_id=sid, text="打开车窗"), user.id, rig.engine.deadline("text")
+    )
     assert retried.session_id == sid
 
 
@@ -98,6 +101,7 @@ async def test_a_plugin_turn_reads_the_world_its_lease_brought_and_nothing_else(
     opened = await chat.chat(ChatRequest(user_id="u", text="打开车窗"), user.id, rig.engine.deadline("text"))
     assert opened.result["data"]["window_open"] is True
     assert "store" not in opened.timings.stages and "execute" in opened.timings.stages
-    closed = await chat.chat(ChatRequest(user_id="u", session_id=opened.session_id, text="关闭车窗"), user.id,
-                             rig.engine.deadline("text"))
+    closed = await chat.chat(
+        ChatRequest(user_id="u", session_id=opened.session_id, text="关闭车窗"), user.id, rig.engine.deadline("text")
+    )
     assert closed.result["data"]["window_open"] is False  # the saved world, brought back by the next lease

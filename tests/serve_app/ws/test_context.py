@@ -1,4 +1,5 @@
 """Execution's reads run inside the frame's deadline; a read that runs out is a retryable `overloaded`."""
+
 from __future__ import annotations
 
 import asyncio
