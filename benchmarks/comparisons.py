@@ -34,7 +34,8 @@ def _monolith(systems: dict) -> str | None:
 
 
 def comparisons(result: dict) -> dict:
-    """Per system: idle client p50 ÷ encoder batch-1 p50, best clean goodput ÷ the encoder's ceiling and ÷ the monolith's.
+    """Per system: idle client p50 ÷ encoder batch-1 p50, best clean goodput ÷ the encoder's ceiling and ÷ the
+    monolith's.
 
     Reads result["encoder_alone"]["pooled"], result["idle"]["systems"], result["best_clean_goodput"] (the main
     sweep) and result["systems"]; a figure whose inputs were not measured is None.

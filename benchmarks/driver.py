@@ -91,7 +91,8 @@ class _Run:
 
 
 def shed_backoff_s(sample: Sample | None) -> float:
-    """How long a closed-loop session waits after a shed turn: its Retry-After (1 s when absent), at most 5 s; else 0."""
+    """How long a closed-loop session waits after a shed turn: its Retry-After (1 s when absent), at most 5 s;
+    else 0."""
     if sample is None or sample.status not in (429, 503):
         return 0.0
     try:

@@ -39,7 +39,7 @@ def measure(
     import torch
 
     torch.set_num_threads(threads)
-    from deployments.embedding import QUERY_PREFIX
+    from deployments.pooled_encoder import QUERY_PREFIX
     from models.encoder import load_encoder
 
     if not texts:
@@ -84,7 +84,8 @@ def measure(
 
 
 def parse_result(stdout: str) -> dict:
-    """The measurement from the child's stdout: its last non-empty line, validated (ValueError when absent or malformed)."""
+    """The measurement from the child's stdout: its last non-empty line, validated (ValueError when absent or
+    malformed)."""
     from benchmarks.schema import EncoderMeasurement
 
     lines = [line for line in stdout.splitlines() if line.strip()]

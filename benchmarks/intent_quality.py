@@ -7,10 +7,10 @@ served — a turn through the real TurnEngine on the real models in-process (the
 planner and fusion decide the answered intent as they do over HTTP; the stage budgets are widened so a busy machine
 measures the models, not its load). With each pack: its build times (tuning, selection, heads) and the remaining
 errors grouped by (expected, answered). A shipped pack's test split was written with its training examples and
-shares their phrasing; `--phrasings pack=rows.jsonl` (repeatable; default: every `benchmarks/data/phrasings_<pack>*.jsonl`)
-also scores the served models on sets of utterances written apart from the pack, the way users talk — each set
-reported on its own, the later sets written after the earlier ones had been studied for errors. Writes
-`results.json` and `report.md` under `--out`.
+shares their phrasing; `--phrasings pack=rows.jsonl` (repeatable; default: every
+`benchmarks/data/phrasings_<pack>*.jsonl`) also scores the served models on sets of utterances written apart from the
+pack, the way users talk — each set reported on its own, the later sets written after the earlier ones had been
+studied for errors. Writes `results.json` and `report.md` under `--out`.
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ def served_top1(pack, settings, artifacts, rows) -> dict:
         answers = asyncio.run(run())
     finally:
         models.close()
-    errors = Counter((gold, a.intent) for a, (_, gold) in zip(answers, rows) if a.intent != gold)
+    errors = Counter((gold, a.intent) for a, (_, gold) in zip(answers, rows, strict=True) if a.intent != gold)
     return {
-        "top1": round(sum(a.intent == gold for a, (_, gold) in zip(answers, rows)) / max(1, len(rows)), 4),
+        "top1": round(sum(a.intent == gold for a, (_, gold) in zip(answers, rows, strict=True)) / max(1, len(rows)), 4),
         "degraded_turns": sum(bool(a.timings.degraded) for a in answers),
         "statuses": dict(Counter(a.status.value for a in answers)),
         "errors": [{"expected": g, "answered": a, "rows": k} for (g, a), k in errors.most_common()],
@@ -136,21 +136,23 @@ def report(result: dict) -> str:
     lines = [
         "# Routing quality per pack",
         "",
-        f"`python -m benchmarks.intent_quality` at commit {result['git_commit'][:8]}, {result['machine']['cores']} cores, "
+        f"`python -m benchmarks.intent_quality` at commit {result['git_commit'][:8]}, "
+        f"{result['machine']['cores']} cores, "
         f"load average {result['machine']['loadavg_at_start']} at the start and {result['machine']['loadavg_at_end']} "
         "at the end (the machine was shared). Every figure is top-1 on rows the scoring models never saw: a shipped "
         "pack's test split; for a pack built from rows, its held-out split scored by the models built on its training "
         "split alone (the served models then learn from every row).",
         "",
-        "| pack | intents | held-out rows | classifier alone | fusion top-1 | served (turn engine) | fresh phrasings, served (rows; per set) | build time (served / held-out) |",
+        "| pack | intents | held-out rows | classifier alone | fusion top-1 | served (turn engine) "
+        "| fresh phrasings, served (rows; per set) | build time (served / held-out) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for p in result["packs"]:
         build = " / ".join(f"{p['build_s'][k]:.0f} s" for k in ("served", "held_out") if k in p["build_s"])
         phrased = " / ".join(f"{f['top1']:.3f} ({f['rows']})" for f in p.get("phrasings") or []) or "–"
         lines.append(
-            f"| {p['pack']} | {p['intents']} | {p['held_out_rows']} | {p['classifier_top1']:.3f} | {p['fusion_top1']:.3f} | "
-            f"{p['served_top1']:.3f} | {phrased} | {build} |"
+            f"| {p['pack']} | {p['intents']} | {p['held_out_rows']} | {p['classifier_top1']:.3f} | "
+            f"{p['fusion_top1']:.3f} | {p['served_top1']:.3f} | {phrased} | {build} |"
         )
     lines += ["", "## Per pack", ""]
     for p in result["packs"]:

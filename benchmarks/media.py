@@ -97,7 +97,7 @@ def bench_ocr(settings, rounds: int, images: int) -> dict:
         "ms_per_image": _ms(times),
         "cer": round(rate, 4),
         "character_accuracy": round(1 - rate, 4),
-        "exact_images": sum(h == r for h, r in zip(hyps, refs)),
+        "exact_images": sum(h == r for h, r in zip(hyps, refs, strict=True)),
         "samples": [
             {
                 "text": s.text,
@@ -108,7 +108,7 @@ def bench_ocr(settings, rounds: int, images: int) -> dict:
                 "noise": s.noise,
                 "got": h,
             }
-            for s, h in zip(samples, hyps)
+            for s, h in zip(samples, hyps, strict=True)
         ],
         "config": {"model": "PP-OCRv4 det/cls/rec (rapidocr-onnxruntime)", "threads": settings.ocr.threads},
     }
@@ -124,16 +124,19 @@ def _markdown(report: dict) -> str:
         "",
         "| recognizer | input | latency p50 ms | latency max ms | real-time factor | accuracy |",
         "|---|---|---|---|---|---|",
-        f"| ASR (Whisper base, {asr['config']['compute_type']}, beam {asr['config']['beam_size']}) | {asr['phrases']} espeak-ng phrases, "
-        f"{asr['short_clip_audio_s_mean']} s mean | {asr['short_clip_ms']['p50']} | {asr['short_clip_ms']['max']} | "
-        f"{asr['short_clip_rtf']} | WER {asr['english_wer']} |",
-        f"| ASR | the phrases joined, {asr['long_clip_audio_s']} s | {asr['long_clip_ms']['p50']} | {asr['long_clip_ms']['max']} | "
-        f"{asr['long_clip_rtf']} | |",
-        f"| OCR (PP-OCRv4) | {ocr['images']} rendered Chinese commands | {ocr['ms_per_image']['p50']} | {ocr['ms_per_image']['max']} | "
-        f"| CER {ocr['cer']} (character accuracy {ocr['character_accuracy']}, {ocr['exact_images']}/{ocr['images']} exact) |",
+        f"| ASR (Whisper base, {asr['config']['compute_type']}, beam {asr['config']['beam_size']}) | "
+        f"{asr['phrases']} espeak-ng phrases, {asr['short_clip_audio_s_mean']} s mean | "
+        f"{asr['short_clip_ms']['p50']} | {asr['short_clip_ms']['max']} | {asr['short_clip_rtf']} | "
+        f"WER {asr['english_wer']} |",
+        f"| ASR | the phrases joined, {asr['long_clip_audio_s']} s | {asr['long_clip_ms']['p50']} | "
+        f"{asr['long_clip_ms']['max']} | {asr['long_clip_rtf']} | |",
+        f"| OCR (PP-OCRv4) | {ocr['images']} rendered Chinese commands | {ocr['ms_per_image']['p50']} | "
+        f"{ocr['ms_per_image']['max']} | | CER {ocr['cer']} (character accuracy {ocr['character_accuracy']}, "
+        f"{ocr['exact_images']}/{ocr['images']} exact) |",
         "",
-        "Real-time factor = processing time / audio duration (lower is faster). The images vary font (Noto Sans/Serif CJK, "
-        "WenQuanYi Zen Hei), size 22-48 px, rotation up to ±4°, Gaussian blur up to 1 px and pixel noise up to σ 12.",
+        "Real-time factor = processing time / audio duration (lower is faster). The images vary font "
+        "(Noto Sans/Serif CJK, WenQuanYi Zen Hei), size 22-48 px, rotation up to ±4°, Gaussian blur up to 1 px and "
+        "pixel noise up to σ 12.",
         "",
     ]
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Test and benchmark media made on the spot: Chinese text rendered with Debian's CJK fonts, English speech from espeak-ng.
+"""Test and benchmark media made on the spot: Chinese text rendered with Debian's CJK fonts, English speech from
+espeak-ng.
 
 Also the error rates both use: character error rate (CER) for OCR and word error rate (WER) for ASR.
 """
@@ -107,7 +108,8 @@ def render_text(
 
 
 def ocr_samples(count: int = len(OCR_TEXTS), *, seed: int = 7) -> list[RenderedText]:
-    """`count` rendered images cycling through fonts, sizes 22-48 px, rotation up to ±4°, blur up to 1 px, noise up to σ 12."""
+    """`count` rendered images cycling through fonts, sizes 22-48 px, rotation up to ±4°, blur up to 1 px, noise up
+    to σ 12."""
     rng = random.Random(seed)
     fonts = available_fonts()
     samples = []
@@ -203,7 +205,10 @@ def edit_distance(ref: list[str] | str, hyp: list[str] | str) -> int:
 
 def cer(refs: list[str], hyps: list[str]) -> float:
     """Character error rate over a corpus, ignoring whitespace."""
-    strip = lambda s: re.sub(r"\s+", "", s)
+
+    def strip(s: str) -> str:
+        return re.sub(r"\s+", "", s)
+
     errors = sum(edit_distance(strip(r), strip(h)) for r, h in zip(refs, hyps, strict=True))
     return errors / sum(len(strip(r)) for r in refs)
 

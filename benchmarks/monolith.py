@@ -1,4 +1,4 @@
-"""`python -m benchmarks.monolith`: the baseline — the same engine and HTTP API with in-process models, one uvicorn process.
+"""`python -m benchmarks.monolith`: the baseline — the same engine and HTTP API, models in-process, one uvicorn process.
 
 The seed-003 architecture given a fair shake: one unbatched in-process pass per turn through the same
 models (one encoder pass, the three heads on its vectors) on a worker thread, with the same runtime and

@@ -250,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(database.pgdata.parent, ignore_errors=True)
     wall_s = time.perf_counter() - started
     result = {
-        "benchmark": "Baton on a head and two worker nodes: a model replica killed, then a worker node lost, under load",
+        "benchmark": (
+            "Baton on a head and two worker nodes: a model replica killed, then a worker node lost, under load"
+        ),
         "config": str(CONFIG.relative_to(ROOT)),
         "nodes": {
             HEAD: "ingress (Orchestrator), Serve controller, HAProxy",

@@ -58,7 +58,8 @@ def markdown(result: dict) -> str:
         "",
         f"`python -m benchmarks.multinode` — {result['config']}, commit {result['git_commit'][:7]}, "
         f"{result['measured_at']}, {result['machine']['cores']} cores, 1-minute load average "
-        f"{result['machine'].get('loadavg_1m_start', '?')} at the start and {result['machine']['loadavg_1m']} at the end "
+        f"{result['machine'].get('loadavg_1m_start', '?')} at the start and {result['machine']['loadavg_1m']} "
+        "at the end "
         f"(other work shares this machine).",
         "",
         "## Figures",
@@ -78,17 +79,21 @@ def markdown(result: dict) -> str:
         f"| answered / degraded | {phases['replica_kill']['answered']} / {phases['replica_kill']['degraded']} | "
         f"{phases['node_loss']['answered']} / {phases['node_loss']['degraded']} |",
         f"| lost (no HTTP answer) | {phases['replica_kill']['lost']} | {phases['node_loss']['lost']} |",
-        f"| 5xx other than a shed 503 with Retry-After | {phases['replica_kill']['other_5xx']} | {phases['node_loss']['other_5xx']} |",
-        f"| client p50 / p99 during recovery (ms) | {_ms(phases['replica_kill'], 'p50')} / {_ms(phases['replica_kill'], 'p99')} | "
-        f"{_ms(phases['node_loss'], 'p50')} / {_ms(phases['node_loss'], 'p99')} |",
+        f"| 5xx other than a shed 503 with Retry-After | {phases['replica_kill']['other_5xx']} | "
+        f"{phases['node_loss']['other_5xx']} |",
+        f"| client p50 / p99 during recovery (ms) | {_ms(phases['replica_kill'], 'p50')} / "
+        f"{_ms(phases['replica_kill'], 'p99')} | {_ms(phases['node_loss'], 'p50')} / "
+        f"{_ms(phases['node_loss'], 'p99')} |",
         "",
         f"Whole run: {total['sent']} turns sent at {result['settings']['rate']:g}/s, **{total['lost']} lost**, "
-        f"**{total['other_5xx']} non-shed 5xx**, {total['shed']} shed (503 + Retry-After), {total['degraded']} degraded, "
+        f"**{total['other_5xx']} non-shed 5xx**, {total['shed']} shed (503 + Retry-After), "
+        f"{total['degraded']} degraded, "
         f"{total['over_budget']} over the {result['budget_ms']:g} ms budget (server time).",
         "",
         "## Per phase",
         "",
-        "| phase | sent | answered | degraded | over budget | shed | other 5xx | 4xx | lost | p50 ms | p99 ms | max ms |",
+        "| phase | sent | answered | degraded | over budget | shed | other 5xx | 4xx | lost | p50 ms | p99 ms "
+        "| max ms |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in PHASES:

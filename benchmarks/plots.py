@@ -42,7 +42,7 @@ def stage_cdf(result: dict, raw: Path, out: Path) -> Path:
     cap = result["capacity_at_slo"][names[0]]
     level = cap if cap is not None else min(float(x) for x in result["levels"][names[0]])
     fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
-    for ax, name in zip(axes[0], names):
+    for ax, name in zip(axes[0], names, strict=True):
         rows = _samples(raw, f"{name}-{level:g}-")
         _cdf(ax, [r["wall_ms"] for r in rows], "client wall")
         _cdf(ax, [r["server_total_ms"] for r in rows if r["server_total_ms"] is not None], "server total")
@@ -83,7 +83,7 @@ def burst_timeline(result: dict, out: Path) -> Path | None:
     if not bursts:
         return None
     fig, axes = plt.subplots(len(bursts), 1, figsize=(8, 3.5 * len(bursts)), squeeze=False)
-    for ax, burst in zip(axes[:, 0], bursts):
+    for ax, burst in zip(axes[:, 0], bursts, strict=True):
         t = [p["t"] for p in burst["timeline"]]
         for key in ("sent", "accepted", "shed"):
             ax.plot(t, [p.get(key, 0) for p in burst["timeline"]], label=key)

@@ -188,7 +188,7 @@ def _generate(language: str, per_intent: int, seed: int) -> Iterator[dict[str, A
         if len(templates) > 1 and not any(test_flags):  # every intent gets a test template
             test_flags[min(range(len(templates)), key=lambda i: zlib.crc32(templates[i][0].encode()))] = True
         k = max(2, math.ceil(per_intent / len(templates)))
-        for (template, domains), is_test in zip(templates, test_flags):
+        for (template, domains), is_test in zip(templates, test_flags, strict=True):
             rng = random.Random(f"{seed}\t{language}\t{intent}\t{template}")
             node, seen = sampler.parsed(template), set()
             for _ in range(k * 5):

@@ -1,4 +1,5 @@
-"""Summaries of load windows: latency per stage, throughput, goodput, degradations, status codes, capacity and ratios."""
+"""Summaries of load windows: latency per stage, throughput, goodput, degradations, status codes, capacity and
+ratios."""
 
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ def _p(summary: dict, key: str) -> float | None:
 
 
 def ratios(runs: list[dict], a: str, b: str, *, target: float) -> dict:
-    """a/b for client-wall p50 and p99 over interleaved pairs (same level and round) where both met the goodput target."""
+    """a/b for client-wall p50 and p99 over interleaved pairs (same level and round) where both met the goodput
+    target."""
     by_key = {(r["system"], r["level"], r["round"]): r["summary"] for r in runs}
     p50, p99, goodput = [], [], []
     for (system, level, rnd), sa in by_key.items():

@@ -8,26 +8,22 @@ quick load of the main sweep only.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import platform
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from benchmarks import encoder_alone
-from benchmarks.driver import Window, run_window
+from benchmarks.burst import run_burst
 from benchmarks.foreground import BACKGROUND_POLICY, Foreground
 from benchmarks.idle import run_idle
-from benchmarks.report import burst_summary, capacity, derive
-from benchmarks.scenario import Arrival, Load, Mix, Process, Scenario, kind_texts
+from benchmarks.report import derive
+from benchmarks.scenario import Load, Mix, Scenario, kind_texts
 from benchmarks.sweep import interleaved_sweep, write_raw
 from benchmarks.systems import ROOT, RunningSystem, model_deployments, serve_config_path, start_system
 
 START_TIMEOUT_S = 600.0
-RECOVERY_TEXT = "把车窗关上吧"
 
 
 def _log(message: str) -> None:
@@ -37,41 +33,6 @@ def _log(message: str) -> None:
 def _git_commit() -> str:
     out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     return out.stdout.strip()
-
-
-def _recovery(url: str, turns: int, timeout_s: float) -> list[int]:
-    codes = []
-    for i in range(turns):
-        body = json.dumps({"user_id": f"recovery-{i}", "text": RECOVERY_TEXT}).encode()
-        request = urllib.request.Request(
-            f"{url}/api/v1/agent/chat", data=body, headers={"content-type": "application/json"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as resp:
-                codes.append(resp.status)
-        except urllib.error.HTTPError as exc:
-            codes.append(exc.code)
-        except OSError:
-            codes.append(0)
-    return codes
-
-
-def burst_base(
-    scenario: Scenario, name: str, main: dict[str, dict[float, dict]], open_loop: dict[str, dict[float, dict]] | None
-) -> tuple[float | None, float | None, str]:
-    """(capacity measured in this run, the rate the burst multiplies, where it came from) for one system.
-
-    The open-loop sweep's capacity at SLO when there is one, else the main sweep's when it is open loop; when no
-    level met the target, its lowest level. A closed-loop main sweep measures no turn rate: (None, None, "none").
-    """
-    target = scenario.slo.goodput_target
-    if open_loop is not None:
-        cap = capacity(open_loop[name], target)
-        return cap, cap or min(open_loop[name]), "open_loop"
-    if scenario.arrival.process != Process.closed:
-        cap = capacity(main[name], target)
-        return cap, cap or min(main[name]), "main"
-    return None, None, "none"
 
 
 def _str_levels(levels: dict[str, dict[float, dict]]) -> dict[str, dict[str, dict]]:
@@ -262,7 +223,8 @@ class Runner:
         open_loop = None
         if phases and sc.open_loop:
             _log(
-                f"open-loop sweep ({sc.open_loop.arrival.process.value}): levels {sc.open_loop.levels} x {sc.open_loop.repeats} rounds"
+                f"open-loop sweep ({sc.open_loop.arrival.process.value}): levels {sc.open_loop.levels} "
+                f"x {sc.open_loop.repeats} rounds"
             )
             open_loop = await interleaved_sweep(
                 urls,
@@ -276,7 +238,18 @@ class Runner:
         if phases and sc.burst:
             for name in sc.burst.systems:
                 target = next(s for s in systems if s.spec.name == name)
-                bursts.append(await self._burst(target, main["levels"], open_loop["levels"] if open_loop else None))
+                bursts.append(
+                    await run_burst(
+                        sc,
+                        self.mix,
+                        target,
+                        main["levels"],
+                        open_loop["levels"] if open_loop else None,
+                        raw=self.raw,
+                        log=_log,
+                        focus=self._focus,
+                    )
+                )
         return {
             "runs": main["runs"],
             "levels": _str_levels(main["levels"]),
@@ -293,52 +266,3 @@ class Runner:
             ),
             "bursts": bursts,
         }
-
-    async def _burst(self, system: RunningSystem, main: dict, open_levels: dict | None) -> dict:
-        burst, sc = self.scenario.burst, self.scenario
-        name = system.spec.name
-        cap, base, source = burst_base(sc, name, main, open_levels)
-        rate = burst.rate_rps or round(burst.capacity_multiple * base, 2)
-        arrival = (
-            sc.open_loop.arrival
-            if sc.open_loop
-            else (sc.arrival if sc.arrival.process != Process.closed else Arrival())
-        )
-        load = Load(levels=[rate], ramp_up_s=0, warmup_s=0, duration_s=burst.duration_s)
-        _log(f"burst on {name}: {rate}/s for {burst.duration_s:g} s (capacity at SLO {cap}, from {source})")
-        self._focus(name)
-        window: Window = await run_window(
-            system.url,
-            mix=self.mix,
-            load=load,
-            arrival=arrival,
-            level=rate,
-            seed=sc.seed * 1000 + 999,
-            timeout_s=sc.client_timeout_s,
-        )
-        write_raw(self.raw, f"burst-{name}", window.samples)
-        await asyncio.sleep(burst.cooldown_s)
-        recovery = await asyncio.to_thread(_recovery, system.url, burst.recovery_turns, sc.client_timeout_s)
-        # the burst is sized on this run's capacity; when no level met the target here, on the lowest level
-        summary = burst_summary(
-            window,
-            capacity_rps=base,
-            offered_rps=rate,
-            duration_s=burst.duration_s,
-            budget_ms=sc.slo.budget_ms,
-            recovery=recovery,
-        )
-        summary.update(
-            system=name,
-            upscale_delay_s=burst.upscale_delay_s,
-            multiple=burst.capacity_multiple,
-            capacity_measured_in_run=cap,
-            capacity_source=source,
-            abandoned_turns=window.abandoned_turns,
-        )
-        _log(
-            f"burst: sent {summary['sent']} accepted {summary['ok']} ({summary['accepted_in_budget_share']} in budget) "
-            f"shed {summary['shed']} (without Retry-After {summary['shed_without_retry_after']}) lost {summary['lost']} "
-            f"codes {summary['status_counts']} recovery {summary['recovery_statuses']}"
-        )
-        return summary

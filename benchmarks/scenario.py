@@ -6,7 +6,7 @@ idle phase (`idle`) and an open-loop sweep after a closed-loop main sweep (`open
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,7 +53,7 @@ class Kind(Spec):
         return [[turn(c)] if not isinstance(c, list) else [turn(t) for t in c] for c in value]
 
 
-class Process(str, Enum):
+class Process(StrEnum):
     poisson = "poisson"
     gamma = "gamma"
     closed = "closed"
@@ -126,7 +126,8 @@ class SystemSpec(Spec):
         path = Path(self.serve_config)
         if path.is_absolute() or ".." in path.parts or path.suffix not in (".yaml", ".yml"):
             raise ValueError(
-                f"system {self.name!r}: serve_config must be a .yaml path inside the repository, got {self.serve_config!r}"
+                f"system {self.name!r}: serve_config must be a .yaml path inside the repository, "
+                f"got {self.serve_config!r}"
             )
         if not (ROOT / path).is_file():
             raise ValueError(f"system {self.name!r}: serve_config {self.serve_config!r} does not exist under {ROOT}")

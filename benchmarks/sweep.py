@@ -61,7 +61,8 @@ async def interleaved_sweep(
     window: Callable[..., Awaitable[Window]] = run_window,
     focus: Callable[[str], object] = lambda name: None,
 ) -> dict:
-    """Run `load` on every system of `urls` (name → base URL); returns {"runs": [...], "levels": {name: {level: summary}}}.
+    """Run `load` on every system of `urls` (name → base URL); returns
+    {"runs": [...], "levels": {name: {level: summary}}}.
 
     Raw samples go to `raw/<prefix><system>-<level>-<round>.jsonl`; the seed of a (level, round) is the same for
     every system, so each sees the same requests. `focus(name)` runs before each window (benchmarks.foreground).

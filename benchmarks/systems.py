@@ -58,7 +58,8 @@ class RunningSystem:
 
 
 def serve_config_path(spec: SystemSpec) -> Path:
-    """The Serve config a Baton system deploys: its `serve_config` (relative to the repository root) or serve_local.yaml."""
+    """The Serve config a Baton system deploys: its `serve_config` (relative to the repository root) or
+    serve_local.yaml."""
     return ROOT / spec.serve_config if spec.serve_config else SERVE_CONFIG
 
 

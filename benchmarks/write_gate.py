@@ -1,7 +1,7 @@
 """`python -m benchmarks.write_gate`: latency of a write-request create + confirm round trip over HTTP.
 
-Starts Baton (on a throwaway embedded PostgreSQL unless DATABASE_URL is set) on a free loopback port, registers one user and
-times N sequential round trips: POST /api/v1/write-requests, then POST …/decide with `confirmed`. Writes
+Starts Baton (on a throwaway embedded PostgreSQL unless DATABASE_URL is set) on a free loopback port, registers one
+user and times N sequential round trips: POST /api/v1/write-requests, then POST …/decide with `confirmed`. Writes
 JSON + markdown under benchmarks/results/.
 """
 
@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "write_gate_round_trip.md").write_text(
         "\n".join(
             [
-                f"# Write gate round trip ({args.rounds} sequential, {os.cpu_count()} cores, commit {result['git_commit'][:8]})",
+                f"# Write gate round trip ({args.rounds} sequential, {os.cpu_count()} cores, "
+                f"commit {result['git_commit'][:8]})",
                 "",
                 "| step | p50 ms | p95 ms | max ms |",
                 "|---|---|---|---|",

@@ -57,7 +57,8 @@ class Budgets(Section):
         shortest = min(self.turn_ms.values())
         if self.stages_ms["commit"] >= shortest / 2:
             raise ValueError(
-                f"stages_ms.commit ({self.stages_ms['commit']:g}) must be under half the shortest turn budget ({shortest:g})."
+                f"stages_ms.commit ({self.stages_ms['commit']:g}) must be under half the shortest turn budget"
+                f" ({shortest:g})."
             )
         return self
 
@@ -70,7 +71,8 @@ class Budgets(Section):
             want = self.stages_ms[stage] + self.turn_ms["text"]
             if self.turn_ms[modality] != want:
                 raise ValueError(
-                    f"turn_ms.{modality} is {self.turn_ms[modality]:g}; it must be stages_ms.{stage} + turn_ms.text = {want:g}."
+                    f"turn_ms.{modality} is {self.turn_ms[modality]:g}; it must be stages_ms.{stage} + turn_ms.text"
+                    f" = {want:g}."
                 )
         return self
 

@@ -17,7 +17,8 @@ class FusionConfig(Section):
     execute_threshold: float
     route_to_cloud_threshold: float
     clarify_floor: float = Field(
-        description="Below route_to_cloud a top task intent still gets a clarify question down to this score; lower is rejected."
+        description="Below route_to_cloud a top task intent still gets a clarify question down to this score;"
+        " lower is rejected."
     )
     clarify_margin: float
     classifier_execute_score: float

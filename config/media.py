@@ -1,4 +1,5 @@
-"""Settings of the media path: object store, upload limits, ASR and OCR (sections `media`, `asr`, `ocr` of baton.yaml)."""
+"""Settings of the media path: object store, upload limits, ASR and OCR (sections `media`, `asr`, `ocr` of
+baton.yaml)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ class AsrConfig(Section):
     no_speech_threshold: float = Field(
         ge=0,
         le=1,
-        description="Whisper skips a window whose no-speech probability is above this and whose log-probability is low.",
+        description="Whisper skips a window whose no-speech probability is above this"
+        " and whose log-probability is low.",
     )
     max_compression_ratio: float = Field(
         gt=0, description="A segment whose text compresses better than this (a repetition loop) is dropped."

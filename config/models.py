@@ -14,12 +14,14 @@ NLU_HEADS = ("classifier", "detector", "retriever")
 class HeadConfig(Section):
     input: Literal["shared_embedding", "text"] = Field(
         default="shared_embedding",
-        description="shared_embedding: the head reads the turn's one encoder pass; text: it reads the text with its own checkpoint.",
+        description="shared_embedding: the head reads the turn's one encoder pass;"
+        " text: it reads the text with its own checkpoint.",
     )
     checkpoint: str = Field(
         default="",
-        description="With input text: the classifier's HF sequence-classification folder (e.g. a fine-tuned bert-base-chinese); "
-        "for the detector or retriever an encoder folder (the pack's head is built on its vectors). Empty = the shared encoder.",
+        description="With input text: the classifier's HF sequence-classification folder"
+        " (e.g. a fine-tuned bert-base-chinese); for the detector or retriever an encoder folder"
+        " (the pack's head is built on its vectors). Empty = the shared encoder.",
     )
 
 
@@ -52,7 +54,7 @@ class TuneConfig(Section):
 
 
 class SelectionConfig(Section):
-    """Cross-validation on the pack's training rows (models/selection.py): what the folds choose, and their cheaper tune."""
+    """Cross-validation on the pack's training rows (models/selection.py): the folds' choices and their cheaper tune."""
 
     folds: int = Field(ge=2, description="Stratified folds; each is scored by models built without it.")
     fold_epochs: float = Field(gt=0, description="Tuning passes of each fold's encoder.")

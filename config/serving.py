@@ -20,15 +20,18 @@ class AdmissionConfig(Section):
     smoothing: float = Field(
         gt=0,
         le=1,
-        description="Weight of each finished turn in the moving averages: its depth's service time and what one turn ahead adds.",
+        description="Weight of each finished turn in the moving averages:"
+        " its depth's service time and what one turn ahead adds.",
     )
     stale_s: float = Field(
         gt=0,
-        description="A depth's average service time counts this long after its last turn; older, the depth is predicted from the ones below.",
+        description="A depth's average service time counts this long after its last turn;"
+        " older, the depth is predicted from the ones below.",
     )
     min_samples: int = Field(
         ge=1,
-        description="A depth's average counts once this many recent turns measured it; before, the depth is predicted from the ones below.",
+        description="A depth's average counts once this many recent turns measured it;"
+        " before, the depth is predicted from the ones below.",
     )
     outlier: float = Field(
         gt=1, description="A finished turn moves a moving average as if it took at most this many times that average."
@@ -65,12 +68,12 @@ class AuthConfig(Section):
     algorithm: str = "HS256"
     require_token: bool = Field(
         default=False,
-        description="true: the token-less local mode is off; chat, uploads, media reads and the WebSocket need a bearer token "
-        "(false: a request without one acts as the local user it names).",
+        description="true: the token-less local mode is off; chat, uploads, media reads and the WebSocket need"
+        " a bearer token (false: a request without one acts as the local user it names).",
     )
     generate_secret: bool = Field(
         default=True,
-        description="false: the secret must come from secret_env, so every replica on every node signs with the same one "
-        "(a cluster); true: without it one is generated once under the state dir (one machine).",
+        description="false: the secret must come from secret_env, so every replica on every node signs with the"
+        " same one (a cluster); true: without it one is generated once under the state dir (one machine).",
     )
     min_secret_chars: int = Field(default=32, ge=16, description="A shorter signing secret refuses to start.")

@@ -119,11 +119,11 @@ def load_settings(
     pack: str | None = None,
     state_dir: Path | None = None,
 ) -> Settings:
-    """Read both YAML files under `config_dir`; `overrides` (a Serve config's `args.overrides`: one deployment's devices,
-    model paths, auth posture) are merged over them key by key, `budgets` included; then the environment: `env`, or
-    this process's own when None — the one place Baton reads it (`BATON_PACK`, `BATON_STATE_DIR`, `BATON_METRICS_PORT`
-    override the YAML; `DATABASE_URL`, the signing secret, faults and the metrics folder land in `Settings.env`);
-    `pack` and `state_dir`, when given (a Serve config's `args`), win over both."""
+    """Read both YAML files under `config_dir`; `overrides` (a Serve config's `args.overrides`: one deployment's
+    devices, model paths, auth posture) are merged over them key by key, `budgets` included; then the environment:
+    `env`, or this process's own when None — the one place Baton reads it (`BATON_PACK`, `BATON_STATE_DIR`,
+    `BATON_METRICS_PORT` override the YAML; `DATABASE_URL`, the signing secret, faults and the metrics folder land in
+    `Settings.env`); `pack` and `state_dir`, when given (a Serve config's `args`), win over both."""
     env = os.environ if env is None else env
     raw = yaml.safe_load((config_dir / "baton.yaml").read_text(encoding="utf-8"))
     raw["budgets"] = yaml.safe_load((config_dir / "budgets.yaml").read_text(encoding="utf-8"))

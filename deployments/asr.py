@@ -17,7 +17,8 @@ WARMUP_AUDIO = Path(__file__).parent / "assets" / "warmup.flac"
 
 
 class SpeechRecognizer:
-    """Model path, device, compute type, beam size and language come from config (Whisper large on a GPU is a config swap)."""
+    """Model path, device, compute type, beam size and language come from config (Whisper large on a GPU is a config
+    swap)."""
 
     def __init__(self, *, model_path: Path, cfg: AsrConfig, max_audio_s: float) -> None:
         from faster_whisper import WhisperModel

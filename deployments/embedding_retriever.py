@@ -10,7 +10,7 @@ import numpy as np
 
 from config.models import ModelsConfig
 from deployments.artifacts import RETRIEVER_INDEX, RETRIEVER_ROWS, selected
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 
 class EmbeddingRetriever:
@@ -29,7 +29,7 @@ class EmbeddingRetriever:
         if not len(vectors):
             return []
         sims, ids = self._index.search(np.ascontiguousarray(vectors, dtype=np.float32), self._neighbors)
-        return [self._vote(s, i) for s, i in zip(sims, ids)]
+        return [self._vote(s, i) for s, i in zip(sims, ids, strict=True)]
 
     def _vote(self, sims: np.ndarray, ids: np.ndarray) -> list[Candidate]:
         """Softmax over neighbour similarities, summed per intent: a distribution like the classifier's."""
@@ -37,7 +37,7 @@ class EmbeddingRetriever:
         weights = np.exp((sims - sims.max()) / self._temperature)
         weights /= weights.sum()
         scores: dict[str, float] = {}
-        for w, i in zip(weights, ids):
+        for w, i in zip(weights, ids, strict=True):
             if i >= 0:
                 scores[self._intents[i]] = scores.get(self._intents[i], 0.0) + float(w)
         ranked = sorted(scores.items(), key=lambda kv: -kv[1])[: self._top_k]

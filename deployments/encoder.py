@@ -66,7 +66,7 @@ class Encoder:
         self.counts["turns"] += len(turns)
         self.counts["texts"] += len(flat)
         bounds = np.cumsum([0] + [len(texts) for texts in turns])
-        return [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        return [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def warmup(self) -> None:
         self.encode(WARMUP_TEXTS)

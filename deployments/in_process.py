@@ -1,4 +1,5 @@
-"""In-process implementation of the engine's ModelClient: the same NLU models called on a worker thread (the monolith path).
+"""In-process implementation of the engine's ModelClient: the same NLU models called on a worker thread (the monolith
+path).
 
 One unbatched pass per turn, as a single FastAPI process would run seed 003's pipeline.
 """

@@ -1,4 +1,5 @@
-"""In-process implementation of the engine's MediaClient: the ASR/OCR recognizers on worker threads (the monolith path)."""
+"""In-process implementation of the engine's MediaClient: the ASR/OCR recognizers on worker threads (the monolith
+path)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""IntentClassifier: single-label intents as top-k probabilities, from a registry of backends keyed by the head's input."""
+"""IntentClassifier: single-label intents as top-k probabilities, from a registry of backends keyed by the head's
+input."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 from config.models import ModelsConfig
 from deployments.artifacts import CLASSIFIER_HEAD, CLASSIFIER_NGRAM, LinearHead, selected, softmax
 from deployments.devices import torch_device
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 if TYPE_CHECKING:
     from sklearn.pipeline import Pipeline
@@ -154,4 +155,7 @@ class IntentClassifier:
 
     def _ranked(self, probs: np.ndarray) -> list[list[Candidate]]:
         order = np.argsort(-probs, axis=1)[:, : self._top_k]
-        return [[Candidate(intent=self.labels[j], score=float(row[j])) for j in idx] for row, idx in zip(probs, order)]
+        return [
+            [Candidate(intent=self.labels[j], score=float(row[j])) for j in idx]
+            for row, idx in zip(probs, order, strict=True)
+        ]

@@ -1,4 +1,5 @@
-"""What the ASR and OCR deployments share: read the object by key from Baton's store, check owner and kind, recognize."""
+"""What the ASR and OCR deployments share: read the object by key from Baton's store, check owner and kind,
+recognize."""
 
 from __future__ import annotations
 

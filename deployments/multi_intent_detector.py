@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from deployments.artifacts import DETECTOR_HEAD, LinearHead, sigmoid
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 
 class MultiIntentDetector:
@@ -25,7 +25,7 @@ class MultiIntentDetector:
         bounds = np.cumsum([0] + [len(v) for v in turns])
         return [
             (self._top(flat[a:b].max(axis=0)), [self._top(row) for row in flat[a + 1 : b]])
-            for a, b in zip(bounds[:-1], bounds[1:])
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
         ]
 
     def _top(self, row: np.ndarray) -> list[Candidate]:

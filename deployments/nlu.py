@@ -1,4 +1,5 @@
-"""The text models of a turn composed: one encoder pass, then the classifier, detector and retriever heads on its vectors.
+"""The text models of a turn composed: one encoder pass, then the classifier, detector and retriever heads on its
+vectors.
 
 `NluModel.analyze` is the fused layout's whole replica (and the monolith's in-process call); `encode` and
 `head` are the same work split for the Encoder and head deployments. A head configured with `input: text`
@@ -24,7 +25,7 @@ from deployments.encoder import Encoder
 from deployments.intent_classifier import IntentClassifier
 from deployments.multi_intent_detector import MultiIntentDetector
 from engine.model_client import ENCODER, HEADS
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 Scores = list[tuple[str, float]]
 
@@ -144,7 +145,7 @@ class NluModel:
                 if ENCODER in fail:
                     raise InjectedFailure(f"injected failure in {ENCODER}")
                 shared = self.encode(items, control)
-                for a, rows in zip(answers, shared):
+                for a, rows in zip(answers, shared, strict=True):
                     a.vector = rows[0].tolist()
             except PassStopped:
                 raise
@@ -166,7 +167,7 @@ class NluModel:
                         a.partial[name] = f"n-gram model only: the encoder failed ({encoder_error})"
                 else:
                     ranked = self.head(name, items, shared if reads_shared else None)
-                for a, r in zip(answers, ranked):
+                for a, r in zip(answers, ranked, strict=False):
                     a.scores[name] = r.text
                     if r.clauses:
                         a.clauses[name] = r.clauses

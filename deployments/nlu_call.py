@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from deployments.nlu import NluAnswer, Scores
 from engine.model_client import ENCODER, HEADS, NLU_STAGES, NluCall, StageError, StageOutcome
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 
 def candidates(scores: Scores) -> list[Candidate]:

@@ -1,4 +1,5 @@
-"""ImageTextRecognizer: RapidOCR (bundled PP-OCRv4 det/cls/rec on onnxruntime) from image bytes to lines in reading order."""
+"""ImageTextRecognizer: RapidOCR (bundled PP-OCRv4 det/cls/rec on onnxruntime) from image bytes to lines in reading
+order."""
 
 from __future__ import annotations
 
@@ -96,12 +97,12 @@ def _same_row(a: TextLine, b: TextLine, overlap: float) -> bool:
 
 def _rows(lines: list[TextLine], overlap: float) -> list[list[TextLine]]:
     rows: list[list[TextLine]] = []
-    for line in sorted(lines, key=lambda l: sum(_span(l)) / 2):
+    for line in sorted(lines, key=lambda tl: sum(_span(tl)) / 2):
         if rows and _same_row(rows[-1][0], line, overlap):
             rows[-1].append(line)
         else:
             rows.append([line])
-    return [sorted(row, key=lambda l: min(p[0] for p in l.box)) for row in rows]
+    return [sorted(row, key=lambda tl: min(p[0] for p in tl.box)) for row in rows]
 
 
 def reading_order(lines: list[TextLine], overlap: float) -> list[TextLine]:
@@ -110,4 +111,4 @@ def reading_order(lines: list[TextLine], overlap: float) -> list[TextLine]:
 
 
 def _rows_text(lines: list[TextLine], overlap: float) -> list[str]:
-    return [" ".join(l.text for l in row) for row in _rows(lines, overlap)]
+    return [" ".join(tl.text for tl in row) for row in _rows(lines, overlap)]

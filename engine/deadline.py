@@ -102,6 +102,7 @@ class Deadline:
             self.record(stage, start, time.time())
 
     async def run(self, stage: str, budget_s: float, call: Callable[[], Awaitable[T]], *, final: bool = False) -> T:
-        """Await `call()` for at most min(budget, time left); on expiry the call is cancelled and StageTimeout raised."""
+        """Await `call()` for at most min(budget, time left); on expiry the call is cancelled and StageTimeout
+        raised."""
         async with self.phase(stage, budget_s, final=final):
             return await call()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import abc
 
-from protocol.http_chat import Workflow, WorkflowStep
+from protocol.workflow import Workflow, WorkflowStep
 
 
 class ClientGone(Exception):
@@ -18,7 +18,7 @@ class TurnListener(abc.ABC):
     async def ack(self, reply: str, workflow: Workflow | None) -> None:
         """The turn is understood and its first plugin is about to run (sent once per turn)."""
 
-    async def planning(self, reply: str, budget_ms: float) -> None:
+    async def planning(self, reply: str, budget_ms: float) -> None:  # noqa: B027 — optional hook, by default silent
         """The turn escalated to the LLM planner and waits on it (sent once, instead of `ack`); `budget_ms` is
         its budget from arrival from now on."""
 

@@ -1,15 +1,16 @@
-"""Weighted fusion of matcher stages and the execute / clarify / route_to_cloud / reject decision (seed 003 §12.4–12.6)."""
+"""Weighted fusion of matcher stages and the execute / clarify / route_to_cloud / reject decision
+(seed 003 §12.4–12.6)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from config.engine import FusionConfig
-from protocol.http_chat import Candidate, FusionDebug, StageDebug
+from protocol.turn_debug import Candidate, FusionDebug, StageDebug
 
 
-class RouteDecision(str, Enum):
+class RouteDecision(StrEnum):
     execute = "execute"
     clarify = "clarify"
     route_to_cloud = "route_to_cloud"

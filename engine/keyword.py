@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from engine.pack import Pack
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 
 class KeywordMatcher:

@@ -12,7 +12,7 @@ import abc
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 ENCODER = "encoder"
 HEADS = ("classifier", "detector", "retriever")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +19,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Risk(str, Enum):
+class Risk(StrEnum):
     low = "low"
     medium = "medium"
     high = "high"
@@ -82,7 +82,8 @@ class Rules(Strict):
     confirm_no: list[str] = Field(default_factory=list)
     social_patterns: dict[str, list[str]] = Field(
         default_factory=dict,
-        description="Social category (greeting, thanks, bye, capability) → regexes; reply is responses['social_<category>'].",
+        description="Social category (greeting, thanks, bye, capability) → regexes;"
+        " reply is responses['social_<category>'].",
     )
     keyword_negations: list[str] = Field(
         default_factory=list,

@@ -4,8 +4,9 @@ An encoder reads 镜子贴着车门，请把它们展开 and 把镜子收起来 
 sunroof: the device dominates, the direction is a word or two. Two lexical rules read the direction instead:
 - ceasing (天窗别开着了, 座椅加热歇会儿, 声音别那么大): the words name the "on" side and ask for the "off" one. Only an
   "on" intent is turned, to its "off" opposite; ceasing never asks for the "on" side.
-- sides (展开 / 收起, 往大 / 往小, 锁上 / 解锁): the last words in the text naming a side of the top intent's pair decide
-  between the pair. Words taken back by a negation (别调大, 不是锁上) or said as a state (折起来的镜子) count for nothing.
+- sides (展开 / 收起, 往大 / 往小, 锁上 / 解锁): the last words in the text naming a side of the top intent's pair
+  decide between the pair. Words taken back by a negation (别调大, 不是锁上) or said as a state (折起来的镜子) count
+  for nothing.
 Either keeps the score and decision and changes only which of the pair is meant. The planner's clause analysis asks
 the same of each clause (`other`), so 空调没必要开 in a longer turn is no request to turn it on.
 """
@@ -16,7 +17,7 @@ import re
 
 from engine.fusion import FusionResult
 from engine.pack import Rules
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 
 class Polarity:

@@ -1,4 +1,5 @@
-"""Context rewrite of short follow-ups into explicit commands (seed 003 §11): AC up/down, next/previous track, route preferences."""
+"""Context rewrite of short follow-ups into explicit commands (seed 003 §11): AC up/down, next/previous track,
+route preferences."""
 
 from __future__ import annotations
 

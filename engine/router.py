@@ -1,4 +1,5 @@
-"""The routing step of a turn: one encoder pass feeding classifier ∥ retriever ∥ detector, keywords meanwhile, then fusion."""
+"""The routing step of a turn: one encoder pass feeding classifier ∥ retriever ∥ detector, keywords meanwhile,
+then fusion."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from engine.keyword import KeywordMatcher
 from engine.model_client import ENCODER, HEADS, ModelClient, NluCall, NluRequest, StageError
 from engine.pack import SPECIAL_INTENTS, Rules
 from engine.polarity import Polarity
-from protocol.http_chat import Candidate, StageDebug
+from protocol.turn_debug import Candidate, StageDebug
 
 MATCHERS = ("classifier", "retriever")
 
@@ -76,7 +77,7 @@ class Router:
             )
         finally:
             call.cancel()
-        results = dict(zip(HEADS, heads))
+        results = dict(zip(HEADS, heads, strict=True))
 
         cfg = self._settings.fusion
         stages = {

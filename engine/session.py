@@ -5,15 +5,15 @@ from __future__ import annotations
 import abc
 import asyncio
 import time
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from protocol.http_chat import Workflow
+from protocol.workflow import Workflow
 
 
-class SessionStatus(str, Enum):
+class SessionStatus(StrEnum):
     idle = "idle"
     waiting_slot = "waiting_slot"
     waiting_confirmation = "waiting_confirmation"

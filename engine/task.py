@@ -18,7 +18,8 @@ from engine.session import SessionState, SessionStatus
 from engine.slot_filling import SlotFiller
 from engine.turn_context import TurnContext
 from engine.workflow.executor import RunPlugin
-from protocol.http_chat import ChatResponse, StepStatus, TurnStatus, WorkflowStep
+from protocol.http_chat import ChatResponse, TurnStatus
+from protocol.workflow import StepStatus, WorkflowStep
 
 
 class SingleTask:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from engine.deadline import Deadline
 from engine.events import ClientGone, TurnListener
 from engine.plugins import TurnWorld
-from protocol.http_chat import Timings, Workflow, WorkflowStep
+from protocol.turn_debug import Timings
+from protocol.workflow import Workflow, WorkflowStep
 
 Recall = Callable[[tuple[float, ...], str], Awaitable[list[str]]]  # (vector, the turn's text) -> earlier messages
 

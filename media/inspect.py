@@ -1,4 +1,5 @@
-"""What an upload really is: the format from its leading bytes (never the file name), then a decode within the limits."""
+"""What an upload really is: the format from its leading bytes (never the file name), then a decode within the
+limits."""
 
 from __future__ import annotations
 
@@ -125,7 +126,8 @@ def decode_audio(data: bytes) -> np.ndarray:
 
 
 def probe_audio(data: bytes, max_s: float) -> float:
-    """Duration in seconds after a full decode; a container that declares a longer duration is refused before decoding."""
+    """Duration in seconds after a full decode; a container that declares a longer duration is refused before
+    decoding."""
     import av
 
     try:

@@ -1,4 +1,5 @@
-"""The upload service behind POST /api/v1/media/upload and GET /api/v1/media/{object_key}: inspect, store, serve to the owner."""
+"""The upload service behind POST /api/v1/media/upload and GET /api/v1/media/{object_key}: inspect, store, serve to
+the owner."""
 
 from __future__ import annotations
 

@@ -37,21 +37,26 @@ SHAPING_CODE = (
     "models/encoder.py",
     "models/e5_format.py",
     "deployments/embedding.py",
+    "deployments/pooled_encoder.py",
     "models/pack_models.py",
+    "models/pack_selection.py",
     "models/finetune.py",
     "models/selection.py",
+    "models/folds.py",
     "models/unmarked_plans.py",
     "engine/fusion.py",
     "engine/keyword.py",
     "engine/clauses.py",
     "engine/workflow/analysis.py",
     "engine/workflow/trigger.py",
+    "engine/workflow/planning.py",
 )
 MIN_ROWS_PER_INTENT = 2
 
 
 def rows_to_pack(rows_path: Path, name: str, settings: Settings) -> Path:
-    """Write a pack source folder from `{"text","intent"}` JSONL rows (other keys ignored), holding out a stratified test split."""
+    """Write a pack source folder from `{"text","intent"}` JSONL rows (other keys ignored), holding out a stratified
+    test split."""
     head = yaml.safe_load((settings.config_dir / "data_pack.yaml").read_text(encoding="utf-8"))
     test_share, seed = head.pop("test_share"), head.pop("split_seed")
     by_intent: dict[str, list[str]] = defaultdict(list)

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deployments.embedding import PASSAGE_PREFIX, QUERY_PREFIX
+from deployments.pooled_encoder import PASSAGE_PREFIX, QUERY_PREFIX
 from models.e5_format import MAX_SEQ_LENGTH, POSITION_OFFSET, E5File, check_tokenizer, parse_e5, state_dict
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from engine.keyword import KeywordMatcher
 from engine.pack import Pack
 
 if TYPE_CHECKING:
-    from protocol.http_chat import Candidate
+    from protocol.turn_debug import Candidate
 
 BATCH = 32
 
@@ -41,7 +41,7 @@ def held_out(pack: Pack, settings: Settings, rows: list[tuple[str, str]] | None 
         answers += nlu.analyze([NluItem(text) for text, _ in rows[start : start + BATCH]])
     classifier_hits, fusion_hits = 0, 0
     errors: Counter[tuple[str, str | None]] = Counter()
-    for (text, gold), answer in zip(rows, answers):
+    for (text, gold), answer in zip(rows, answers, strict=True):
         stages = {"keyword": stage_debug(keywords.match(text), accept["keyword"])}
         for name in ("classifier", "retriever"):
             stages[name] = stage_debug([_candidate(i, s) for i, s in answer.scores.get(name, [])], accept[name])
@@ -61,7 +61,7 @@ def held_out(pack: Pack, settings: Settings, rows: list[tuple[str, str]] | None 
 
 
 def _candidate(intent: str, score: float) -> Candidate:
-    from protocol.http_chat import Candidate
+    from protocol.turn_debug import Candidate
 
     return Candidate(intent=intent, score=score)
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from deployments.embedding import pooling_mode, query_prefix
+from deployments.pooled_encoder import pooling_mode, query_prefix
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -58,7 +58,7 @@ class Recipe:
 
 def rows_digest(texts: Sequence[str], labels: Sequence[str]) -> str:
     """What a tuned encoder saw: the sha256 of its (text, label) rows in order."""
-    return hashlib.sha256(json.dumps(list(zip(texts, labels)), ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(list(zip(texts, labels, strict=True)), ensure_ascii=False).encode()).hexdigest()
 
 
 class Base:

@@ -3,8 +3,9 @@
 With `models.finetune` the shared encoder is tuned on the rows (models/finetune.py), the classifier's temperatures
 and n-gram share, the retriever's temperature, the fusion settings and the planner's `accept_unmarked` are chosen
 by cross-validation on the same rows (models/selection.py, or taken from an earlier selection), and the heads and
-the index are trained on the tuned encoder's vectors, as the encoder deployment will compute them. Without it the encoder stays frozen and the
-same choice is made on folds that share its vectors (`models.selection.frozen`; off: the configured values).
+the index are trained on the tuned encoder's vectors, as the encoder deployment will compute them. Without it the
+encoder stays frozen and the same choice is made on folds that share its vectors (`models.selection.frozen`; off: the
+configured values).
 """
 
 from __future__ import annotations
@@ -21,14 +22,11 @@ import numpy as np
 from config.settings import Settings
 from deployments import artifacts as layout
 from deployments.embedding import SentenceEncoder
-from engine.keyword import KeywordMatcher
-from engine.pack import SPECIAL_INTENTS, Pack
+from engine.pack import Pack
+from models.pack_selection import chosen_settings, clauses_of, recipe_of, select_frozen
 
 if TYPE_CHECKING:
-    from config.models import TuneConfig
-    from models.finetune import Progress, Recipe
-    from models.selection import Clauses, OutOfFold
-    from models.train import Encode
+    from models.finetune import Progress
 
 
 def sentence_encoder(settings: Settings, path: Path) -> SentenceEncoder:
@@ -79,7 +77,7 @@ def train_models(
     embedder = sentence_encoder(settings, encoder)
     vectors = embedder.encode(texts)
     if not m.finetune and m.selection.frozen and chosen_before is None:
-        selection, report = _select_frozen(pack, texts, labels, vectors, embedder.encode, settings, progress, timings)
+        selection, report = select_frozen(pack, texts, labels, vectors, embedder.encode, settings, progress, timings)
     chosen = selection or {}
     classes = train_classifier(
         texts,
@@ -117,125 +115,6 @@ def train_models(
     }
 
 
-def _select_frozen(
-    pack: Pack,
-    texts: list[str],
-    labels: list[str],
-    vectors: np.ndarray,
-    encode: Encode,
-    settings: Settings,
-    progress: Progress,
-    timings: dict[str, float],
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """The folds' choice for a pack served on the frozen encoder: its vectors as they are, a head per fold."""
-    from models.selection import FrozenEncoder, out_of_fold
-
-    m, cv = settings.models, settings.models.selection
-    label_list = sorted(set(labels))
-    if len(texts) < cv.min_rows or len(label_list) < 2:
-        return None, {}
-    started = time.time()
-    y = np.array([label_list.index(lab) for lab in labels])
-    clauses = _clauses(pack, texts, label_list, settings)
-    if clauses is not None:  # the folds read row numbers: the rows' vectors, then the clauses'
-        vectors = np.concatenate([vectors, encode(clauses.texts)])
-        clauses.states = list(range(len(texts), len(vectors)))
-    oof = out_of_fold(
-        None,
-        texts,
-        y,
-        label_list,
-        states=list(range(len(texts))),
-        recipe=_recipe(m.tune),
-        folds=cv.folds,
-        c=m.classifier_c,
-        neighbors=m.retriever_neighbors,
-        progress=progress,
-        tune=lambda rows, ys: FrozenEncoder(vectors),
-        clauses=clauses,
-    )
-    return _chosen(oof, pack, settings, progress, timings, started)
-
-
-def _clauses(pack: Pack, texts: list[str], label_list: list[str], settings: Settings) -> Clauses | None:
-    """The clauses of the rows said in several with nothing marking several requests, for `planner.accept_unmarked`
-    (models/unmarked_plans.py); None when the selection does not choose it."""
-    from models.selection import Clauses
-    from models.unmarked_plans import UnmarkedPlans
-
-    if not settings.models.selection.accept_unmarked:
-        return None
-    plans = UnmarkedPlans(pack, settings)
-    found = [(n, clause) for n, text in enumerate(texts) for clause in plans.unmarked(text)]
-    return Clauses(
-        texts=[c for _, c in found],
-        rows=np.array([n for n, _ in found], dtype=int),
-        states=[],
-        detector_labels=[lab for lab in label_list if lab not in SPECIAL_INTENTS],
-    )
-
-
-def _chosen(
-    oof: OutOfFold, pack: Pack, settings: Settings, progress: Progress, timings: dict[str, float], started: float
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    from models.selection import select
-    from models.unmarked_plans import UnmarkedPlans
-
-    cv = settings.models.selection
-    chosen = select(
-        oof,
-        KeywordMatcher(pack),
-        settings.fusion,
-        cv,
-        top_k=settings.top_k,
-        plans=UnmarkedPlans(pack, settings) if oof.clauses is not None else None,
-    )
-    selection = {
-        "head": chosen.head,
-        "head_temperature": chosen.head_temperature,
-        "ngram_temperature": chosen.ngram_temperature,
-        "ngram_weight": chosen.ngram_weight,
-        "retriever_temperature": chosen.retriever_temperature,
-        "fusion": chosen.fusion,
-        "planner": chosen.planner,
-    }
-    report = chosen.report
-    timings["selection_s"] = round(time.time() - started, 1)
-    progress(
-        f"chosen on {cv.folds} held-out folds in {timings['selection_s']:.0f} s: the {chosen.head} head, n-gram weight "
-        f"{chosen.ngram_weight}, retriever weight {chosen.fusion['weights']['retriever']}, classifier decides at "
-        f"{chosen.fusion['classifier_decides_at']}; out-of-fold top-1: classifier {report['classifier_top1']['chosen']:.3f}, "
-        f"fusion {report['fusion_top1']:.3f}"
-    )
-    if "unmarked_plans" in report:
-        u = report["unmarked_plans"]
-        shares = ", ".join(f"{c['accept_unmarked']}: {c['planned']}" for c in u["by_accept_unmarked"])
-        progress(
-            f"a step without its own keyword in an unmarked turn needs {u['chosen']}: single commands of several "
-            f"clauses planned by threshold ({u['rows_of_unmarked_clauses']} such rows of {u['rows']}) {shares}"
-        )
-    return selection, report
-
-
-def _recipe(tune: TuneConfig) -> Recipe:
-    from models.finetune import Recipe
-
-    return Recipe(
-        epochs=tune.epochs,
-        frozen_layers=tune.frozen_layers,
-        learning_rate=tune.learning_rate,
-        head_learning_rate=tune.head_learning_rate,
-        batch_size=tune.batch_size,
-        max_tokens=tune.max_tokens,
-        seed=tune.seed,
-        label_smoothing=tune.label_smoothing,
-        min_steps=tune.min_steps,
-        max_epochs=tune.max_epochs,
-        contrastive_weight=tune.contrastive_weight,
-        contrastive_temperature=tune.contrastive_temperature,
-    )
-
-
 def _tune(
     pack: Pack,
     texts: list[str],
@@ -250,12 +129,12 @@ def _tune(
     import torch
 
     from models.finetune import Base, Recipe, TunedTop, rows_digest
-    from models.selection import out_of_fold
+    from models.folds import out_of_fold
 
     m = settings.models
     tune, cv = m.tune, m.selection
     torch.set_num_threads(tune.threads or os.cpu_count() or 1)
-    recipe = _recipe(tune)
+    recipe = recipe_of(tune)
     label_list = sorted(set(labels))
     y = np.array([label_list.index(lab) for lab in labels])
     started = time.time()
@@ -271,7 +150,7 @@ def _tune(
         started = time.time()
         fold_recipe = Recipe(**{**asdict(recipe), "epochs": cv.fold_epochs, "frozen_layers": cv.fold_frozen_layers})
         fold_states = base.deeper(states, tune.frozen_layers, cv.fold_frozen_layers)
-        clauses = _clauses(pack, texts, label_list, settings)
+        clauses = clauses_of(pack, texts, label_list, settings)
         if clauses is not None:
             clauses.states = base.deeper(
                 base.states(clauses.texts, tune.frozen_layers), tune.frozen_layers, cv.fold_frozen_layers
@@ -289,7 +168,7 @@ def _tune(
             progress=progress,
             clauses=clauses,
         )
-        selection, report = _chosen(oof, pack, settings, progress, timings, started)
+        selection, report = chosen_settings(oof, pack, settings, progress, timings, started)
     started = time.time()
     top = TunedTop(base, tune.frozen_layers).fit(
         states, y, len(label_list), recipe, progress=progress, what="tuning the encoder"

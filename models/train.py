@@ -68,7 +68,8 @@ def fit_ngram(texts: list[str], y: np.ndarray, c: float) -> Pipeline:
 
 
 def softmax_logits(lr: LogisticRegression) -> tuple[np.ndarray, np.ndarray]:
-    """(weight, bias) whose softmax is `lr.predict_proba`; two classes get ±half the binary logit (softmax = sigmoid)."""
+    """(weight, bias) whose softmax is `lr.predict_proba`; two classes get ±half the binary logit (softmax =
+    sigmoid)."""
     if lr.coef_.shape[0] == 1:
         return np.concatenate([-lr.coef_, lr.coef_]) / 2, np.concatenate([-lr.intercept_, lr.intercept_]) / 2
     return lr.coef_, lr.intercept_
@@ -156,5 +157,6 @@ def build_index(texts: list[str], labels: list[str], vectors: np.ndarray, out: P
     (out / RETRIEVER_INDEX).parent.mkdir(parents=True, exist_ok=True)
     faiss.write_index(index, str(out / RETRIEVER_INDEX))
     (out / RETRIEVER_ROWS).write_text(
-        json.dumps([{"text": t, "intent": i} for t, i in zip(texts, labels)], ensure_ascii=False), encoding="utf-8"
+        json.dumps([{"text": t, "intent": i} for t, i in zip(texts, labels, strict=True)], ensure_ascii=False),
+        encoding="utf-8",
     )

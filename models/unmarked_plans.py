@@ -28,9 +28,9 @@ from engine.slot_filling import SlotFiller
 from engine.slots import SlotLimits
 from engine.workflow.analysis import ClauseAnalyzer
 from engine.workflow.planners import TurnAnalysis
+from engine.workflow.planning import EVIDENCE_SLOTS
 from engine.workflow.trigger import PlanTrigger
-from engine.workflow.turns import EVIDENCE_SLOTS
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 
 class UnmarkedPlans:

@@ -1,18 +1,21 @@
-"""HTTP chat protocol (seed 003 §6): chat and fill-slots requests, the turn response and its debug parts."""
+"""HTTP chat protocol (seed 003 §6): chat and fill-slots requests and the turn response; its debug parts are in
+protocol.turn_debug, its workflow in protocol.workflow, the chat-stream events in protocol.chat_stream."""
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import Annotated, Any, Literal
+from enum import StrEnum
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, RootModel
+from pydantic import ConfigDict, Field
 
-from protocol.base import ErrorBody, WireModel
+from protocol.base import WireModel
 from protocol.media import FileType, InputModality, Recognition, source_url_pattern
 from protocol.strings import JsonObject, PlainStr, TurnText
+from protocol.turn_debug import Candidate, RoutingDebug, Timings
+from protocol.workflow import Workflow
 
 
-class TurnStatus(str, Enum):
+class TurnStatus(StrEnum):
     completed = "completed"
     waiting_slot = "waiting_slot"
     waiting_confirmation = "waiting_confirmation"
@@ -91,98 +94,6 @@ class FillSlotsRequest(WireModel):
     client_message_id: PlainStr | None = _client_message_id()
 
 
-class Candidate(WireModel):
-    intent: str
-    score: float
-
-
-class StageDebug(WireModel):
-    accepted: bool = False
-    selected_intent: str | None = None
-    score: float = 0.0
-    candidates: list[Candidate] = Field(default_factory=list)
-    latency_ms: float = 0.0
-    degraded: bool = False
-    error: str | None = None
-    partial: bool = Field(
-        default=False, description="Degraded but answered from part of its input (e.g. the n-gram model alone)."
-    )
-
-
-class FusionDebug(WireModel):
-    decision: str
-    reason: str
-    top_score: float = 0.0
-    margin: float = 0.0
-    ranked: list[Candidate] = Field(default_factory=list)
-
-
-class RewriteDebug(WireModel):
-    applied: bool = False
-    original_text: str = ""
-    rewritten_text: str = ""
-    reason: str = ""
-
-
-class ClauseDebug(WireModel):
-    """One clause as the planner scored it: its fused candidates and the intents it chose (several = parallel)."""
-
-    text: str
-    candidates: list[Candidate] = Field(default_factory=list)
-    selected: list[str] = Field(default_factory=list)
-
-
-class LlmPlanDebug(WireModel):
-    """What the LLM planner did: `outcome` accepted (its plan ran), rejected (it failed validation or named what the
-    words do not say, and never ran), timed_out (aborted at the deadline), error, or held (not asked: it missed its
-    budget on the last calls, so the turn kept the local decision at once); `reasons` say why not."""
-
-    outcome: Literal["accepted", "rejected", "timed_out", "error", "held"]
-    request_id: str | None = None
-    reasons: list[str] = Field(default_factory=list)
-    normalisations: list[str] = Field(default_factory=list)
-    ttft_ms: float | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-class PlannerDebug(WireModel):
-    """Why the planner ran, which planner accepted (none: the turn kept the fusion decision) and what it saw."""
-
-    trigger: str
-    accepted_by: str | None = None
-    reason: str = ""
-    clauses: list[ClauseDebug] = Field(default_factory=list)
-    detector_prior: list[Candidate] = Field(default_factory=list)
-    degraded: bool = False
-    llm: LlmPlanDebug | None = Field(
-        default=None, description="The LLM planner's call, when the local planners did not accept."
-    )
-
-
-class RoutingDebug(WireModel):
-    rewrite: RewriteDebug = Field(default_factory=RewriteDebug)
-    stages: dict[str, StageDebug] = Field(default_factory=dict)
-    fusion: FusionDebug | None = None
-    detector: StageDebug | None = None
-    planner: PlannerDebug | None = None
-
-
-class Timings(WireModel):
-    """Where a turn's time went. `total_ms` runs from the request's arrival at the ingress to the reply."""
-
-    stages: dict[str, float] = Field(default_factory=dict, description="Time per canonical stage (ms).")
-    spans_ms: dict[str, list[float]] = Field(
-        default_factory=dict, description="Each stage's [start, end] in ms from arrival; parallel stages overlap."
-    )
-    total_ms: float = 0.0
-    budget_ms: float = 0.0
-    degraded: list[str] = Field(default_factory=list)
-    escalated: bool = Field(
-        default=False, description="The turn escalated to the LLM planner: budget_ms grew to say so."
-    )
-
-
 class TimeRange(WireModel):
     start: str
     end: str
@@ -198,68 +109,6 @@ class Decision(WireModel):
     function: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     time_range: TimeRange | None = None
-
-
-class WorkflowType(str, Enum):
-    single = "single"
-    sequence = "sequence"
-    conditional = "conditional"
-
-
-class WorkflowStatus(str, Enum):
-    running = "running"
-    waiting_slot = "waiting_slot"
-    waiting_confirmation = "waiting_confirmation"
-    completed = "completed"
-    stopped = "stopped"
-
-
-class StepStatus(str, Enum):
-    pending = "pending"
-    waiting_slot = "waiting_slot"
-    waiting_confirmation = "waiting_confirmation"
-    done = "done"
-    skipped = "skipped"
-    failed = "failed"
-
-
-class StepCondition(WireModel):
-    """Run the step only if `field` of `source_step`'s result data compares true against `value` (seed 003 §21.1)."""
-
-    source_step: str
-    field: str
-    operator: Literal["equals", "not_equals", "in"]
-    value: Any
-
-
-class WorkflowStep(WireModel):
-    step: int = Field(description="1-based position in the workflow.")
-    step_id: str
-    intent_id: str
-    plugin_id: str | None = None
-    agent: str | None = None
-    action: str | None = None
-    status: StepStatus = StepStatus.pending
-    skip_reason: str | None = None
-    depends_on: list[str] = Field(default_factory=list)
-    slots: dict[str, Any] = Field(default_factory=dict)
-    condition: StepCondition | None = None
-    requires_confirmation: bool = False
-    clause: str = Field(default="", description="The words of the utterance this step came from.")
-    result: dict[str, Any] | None = Field(
-        default=None, description="The plugin's {success, message, data} once it ran."
-    )
-
-
-class Workflow(WireModel):
-    type: WorkflowType
-    status: WorkflowStatus = WorkflowStatus.running
-    steps: list[WorkflowStep]
-    step_results: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="step_id -> the plugin result's data."
-    )
-    summary: str = ""
-    planner: str = Field(default="", description="The planner that produced it (template:<id>, heuristic).")
 
 
 class ChatResponse(WireModel):
@@ -284,46 +133,6 @@ class ChatResponse(WireModel):
         default_factory=list, description="Seed 000's Router: the modules this turn runs, in order."
     )
     pipeline_description: str | None = Field(default=None, description="The pipeline in one to three sentences.")
-
-
-class AckEvent(WireModel):
-    """chat-stream: the turn is understood and its first plugin is about to run."""
-
-    event: Literal["ack"] = "ack"
-    reply: str
-    workflow: Workflow | None = None
-    escalated: bool = Field(
-        default=False,
-        description="Sent before the turn waits on the LLM planner; budget_ms is the turn's budget from then on.",
-    )
-    budget_ms: float | None = None
-
-
-class StepEvent(WireModel):
-    """chat-stream: one step finished (done, skipped or failed)."""
-
-    event: Literal["step"] = "step"
-    step: WorkflowStep
-
-
-class FinalEvent(WireModel):
-    """chat-stream: the turn's response, exactly what POST /api/v1/agent/chat would have answered."""
-
-    event: Literal["final"] = "final"
-    response: ChatResponse
-
-
-class ErrorEvent(WireModel):
-    """chat-stream: the turn failed after the stream began; the envelope's error."""
-
-    event: Literal["error"] = "error"
-    error: ErrorBody
-
-
-class ChatStreamLine(
-    RootModel[Annotated[AckEvent | StepEvent | FinalEvent | ErrorEvent, Field(discriminator="event")]]
-):
-    """One line of the chat-stream NDJSON body (for the document; the stream writes each event model itself)."""
 
 
 class HealthStatus(WireModel):

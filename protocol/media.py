@@ -22,7 +22,8 @@ OBJECT_FILE_NAME = r"[0-9a-f]{32}\.[a-z0-9]{2,5}"
 
 
 def source_url_pattern(kind: FileType, public_base_url: str = "") -> str:
-    """The source_url Baton hands out for an object of `kind`: the path, or with `public_base_url` set, that origin before it too."""
+    """The source_url Baton hands out for an object of `kind`: the path, or with `public_base_url` set, that origin
+    before it too."""
     origin = public_base_url.rstrip("/")
     prefix = f"(?:{re.escape(origin)})?" if origin else ""
     return f"^{prefix}{MEDIA_PATH}{kind}/{OBJECT_FILE_NAME}$"

@@ -11,10 +11,11 @@ from pydantic import Field, StrictStr, field_validator, model_validator
 
 from protocol.agents import AgentName, ClarificationQuestion
 from protocol.base import WireModel
-from protocol.http_chat import RoutingDebug, Timings, Workflow
 from protocol.media import InputModality
 from protocol.rest import PendingClarification
 from protocol.store import ConversationMessageDTO
+from protocol.turn_debug import RoutingDebug, Timings
+from protocol.workflow import Workflow
 
 CLIENT_TYPES = (
     "dialogue.input",
@@ -259,7 +260,7 @@ class PongPayload(WireModel):
 
 
 class SnapshotPayload(WireModel):
-    """What a client that reconnects needs: the messages after the one it saw last, the open question, the last event."""
+    """What a reconnecting client needs: the messages after the one it saw last, the open question, the last event."""
 
     messages: list[ConversationMessageDTO]
     pending_clarification: PendingClarification | None

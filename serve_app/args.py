@@ -33,8 +33,9 @@ class AppArgs(BaseModel):
     pack: str | None = Field(default=None, description="Domain pack to serve; None = baton.yaml's pack.")
     layout: Literal["fused", "split"] = Field(
         default="fused",
-        description="fused: one NLU deployment holds the encoder and the three heads (fewest hops: best on few CPU cores); "
-        "split: an Encoder deployment feeding three head deployments, each scaled on its own (GPU clusters).",
+        description="fused: one NLU deployment holds the encoder and the three heads "
+        "(fewest hops: best on few CPU cores); split: an Encoder deployment feeding three head deployments, "
+        "each scaled on its own (GPU clusters).",
     )
     media: bool = Field(
         default=True, description="Deploy ASR and OCR (false: a text-only app; voice and image turns answer 503)."
@@ -53,8 +54,8 @@ class AppArgs(BaseModel):
     )
     overrides: dict[str, Any] = Field(
         default_factory=dict,
-        description="Settings merged over baton.yaml / budgets.yaml for this deployment (e.g. models.device, asr.model_path, "
-        "auth.require_token): what a cluster changes, kept in its Serve config.",
+        description="Settings merged over baton.yaml / budgets.yaml for this deployment "
+        "(e.g. models.device, asr.model_path, auth.require_token): what a cluster changes, kept in its Serve config.",
     )
     deployment_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

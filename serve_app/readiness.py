@@ -1,4 +1,5 @@
-"""Ready means ready: the ingress reports healthy only once every deployment runs and a warm-up went through every stage.
+"""Ready means ready: the ingress reports healthy only once every deployment runs and a warm-up went through every
+stage.
 
 The warm-up is a text turn through the real path (shadow user, session lease, every model stage, commit) that
 must come back with no degraded stage, then one OCR and one ASR call on the bundled samples. Until it passes,

@@ -72,7 +72,8 @@ async def _check_feedback(
 async def _apply_feedback(
     conn: asyncpg.Connection, user_id: UUID, payload: FeedbackPayload, source_message_id: UUID | None
 ) -> UUID:
-    """Insert the feedback record (its id is the applied target) and move the item's status when the feedback ends it."""
+    """Insert the feedback record (its id is the applied target) and move the item's status when the feedback ends
+    it."""
     item = await _item(conn, user_id, payload.task_item_id, field="payload.task_item_id", lock=True)
     if item["version"] != payload.item_version:
         raise StaleVersion(
@@ -157,7 +158,8 @@ async def _apply_goal_split(
         raise NotFound("The message this goal split came from no longer exists.", field="source_message_id")
     goal = payload.goal.model_dump()
     goal_id: UUID = await conn.fetchval(
-        f"INSERT INTO long_goals (user_id, {', '.join(goal)}) VALUES ($1, {', '.join(f'${i + 2}' for i in range(len(goal)))})"
+        f"INSERT INTO long_goals (user_id, {', '.join(goal)})"
+        f" VALUES ($1, {', '.join(f'${i + 2}' for i in range(len(goal)))})"
         " RETURNING id",
         user_id,
         *goal.values(),

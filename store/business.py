@@ -17,7 +17,8 @@ _GOAL = "id, user_id, title, description, plan_overview, start_at, deadline_at, 
 async def timeline(
     conn: asyncpg.Connection, user_id: UUID, *, start_at: datetime, end_at: datetime, item_type: str | None
 ) -> list[TaskItemDTO]:
-    """Items whose time (start–end, or the due time of an unscheduled item) touches [start_at, end_at), in time order."""
+    """Items whose time (start–end, or the due time of an unscheduled item) touches [start_at, end_at), in time
+    order."""
     rows = await conn.fetch(
         f"SELECT {_ITEM} FROM task_items WHERE user_id = $1 AND NOT is_deleted AND ($4::text IS NULL OR item_type = $4)"
         " AND ((start_at IS NOT NULL AND start_at < $3 AND coalesce(end_at, start_at) >= $2)"

@@ -56,7 +56,8 @@ async def append(conn: asyncpg.Connection, user_id: UUID, messages: list[NewMess
     for offset, message in enumerate(messages, start=1):
         rows.append(
             await conn.fetchrow(
-                f"INSERT INTO conversation_messages (id, user_id, message_index, role, modality, raw_content, source_url, metadata)"
+                "INSERT INTO conversation_messages"
+                " (id, user_id, message_index, role, modality, raw_content, source_url, metadata)"
                 f" VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {_COLUMNS}",
                 message.id,
                 user_id,
@@ -94,7 +95,8 @@ async def page(
         if before is None:
             return [], False
     rows = await conn.fetch(
-        f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1 AND ($2::integer IS NULL OR message_index < $2)"
+        f"SELECT {_COLUMNS} FROM conversation_messages"
+        " WHERE user_id = $1 AND ($2::integer IS NULL OR message_index < $2)"
         f" ORDER BY message_index DESC LIMIT $3",
         user_id,
         before,
@@ -108,7 +110,8 @@ async def expire_questions(conn: asyncpg.Connection, user_id: UUID) -> int:
     """Mark open clarification questions past their expiry as expired (seed 002's rule); returns how many."""
     result = await conn.execute(
         "UPDATE conversation_messages SET metadata = jsonb_set(metadata, '{question_status}', '\"expired\"')"
-        " WHERE user_id = $1 AND metadata->>'question_status' = 'open' AND (metadata->>'expires_at')::timestamptz < now()",
+        " WHERE user_id = $1 AND metadata->>'question_status' = 'open'"
+        " AND (metadata->>'expires_at')::timestamptz < now()",
         user_id,
     )
     return int(result.split()[-1])
@@ -210,7 +213,8 @@ async def store_reply(
     response: dict[str, Any],
 ) -> None:
     await conn.execute(
-        "INSERT INTO chat_turns (user_id, client_message_id, session_id, input_message_id, response) VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO chat_turns (user_id, client_message_id, session_id, input_message_id, response)"
+        " VALUES ($1, $2, $3, $4, $5)",
         user_id,
         client_message_id,
         session_id,

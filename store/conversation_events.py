@@ -32,7 +32,8 @@ async def record(
     A second frame with the same key racing this one fails here, so its transaction writes nothing."""
     try:
         await conn.executemany(
-            "INSERT INTO conversation_events (user_id, replay_key, seq, type, payload, message_id) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO conversation_events (user_id, replay_key, seq, type, payload, message_id)"
+            " VALUES ($1, $2, $3, $4, $5, $6)",
             [
                 (user_id, replay_key, first_seq + i, kind, payload, message_id)
                 for i, (kind, payload, message_id) in enumerate(events)

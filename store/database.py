@@ -39,7 +39,8 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 class Database:
-    """One pool per process (an orchestrator replica, or a test); every use goes through `connection()`/`transaction()`."""
+    """One pool per process (an orchestrator replica, or a test); every use goes through
+    `connection()`/`transaction()`."""
 
     def __init__(self, pool: asyncpg.Pool, config: DatabaseConfig) -> None:
         self.pool = pool

@@ -58,7 +58,8 @@ async def feedbacks_in_range(
     """The user's feedback (not deleted) that occurred in the range, or that was given on an item (not deleted)
     touching the range, oldest first."""
     rows = await conn.fetch(
-        f"SELECT {_FEEDBACK} FROM feedback_records f JOIN task_items t ON t.user_id = f.user_id AND t.id = f.task_item_id"
+        f"SELECT {_FEEDBACK} FROM feedback_records f"
+        " JOIN task_items t ON t.user_id = f.user_id AND t.id = f.task_item_id"
         " WHERE f.user_id = $1 AND NOT f.is_deleted"
         f" AND ((f.occurred_at >= $2 AND f.occurred_at < $3) OR (NOT t.is_deleted AND {_touches_range('t')}))"
         " ORDER BY f.occurred_at, f.created_at",

@@ -65,7 +65,8 @@ async def acquire(
     if wait_until is not None:
         give_up = min(give_up, wait_until)
     while True:
-        # one statement: stale questions expired, the session leased, its state, open question and the user's world returned
+        # one statement: stale questions expired, the session leased, its state, open question and the user's world
+        # returned
         async with db.connection() as conn:
             row = await conn.fetchrow(
                 "SELECT * FROM baton_begin_turn($1, $2, $3, $4, $5, $6)",
@@ -106,7 +107,8 @@ async def commit(conn: asyncpg.Connection, lease: SessionLease, state: dict[str,
     Raises StaleSession when the lease lapsed and another turn has taken the session since.
     """
     version: int | None = await conn.fetchval(
-        "UPDATE sessions SET state = $3, version = version + 1, lease_token = NULL, lease_until = NULL, updated_at = now()"
+        "UPDATE sessions SET state = $3, version = version + 1, lease_token = NULL, lease_until = NULL,"
+        " updated_at = now()"
         " WHERE id = $1 AND lease_token = $2 AND version = $4 RETURNING version",
         lease.session_id,
         lease.token,

@@ -1,4 +1,5 @@
-"""Each user's simulated world (car and order book) in PostgreSQL: brought along by the session lease, saved with its commit."""
+"""Each user's simulated world (car and order book) in PostgreSQL: brought along by the session lease, saved with
+its commit."""
 
 from __future__ import annotations
 

@@ -3,46 +3,27 @@
 A request stores its payload, the payload's sha256 (computed once, here, with PostgreSQL's built-in
 `sha256()`), a preview and an expiry. Deciding it records one operation_confirmation; a confirmation
 applies the write to the business table in the same transaction, with optimistic version checks.
-The sub-agents' writes (feedback, replan, goal split) have their appliers in store.appliers.
+The sub-agents' writes (feedback, replan, goal split) have their appliers in store.appliers, the business tables'
+and the profile's are in store.table_writes.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 from uuid import UUID
 
 import asyncpg
-from pydantic import BaseModel
 
 from engine.errors import InvalidInput
-from protocol.rest import LongGoalPayload, ProfilePayload, TaskItemPayload, WriteRequestCreate, WriteRequestCreated
+from protocol.rest import ProfilePayload, WriteRequestCreate, WriteRequestCreated
 from protocol.store import WriteDecisionResult
-from store import appliers
+from store import appliers, table_writes
 from store.appliers import validated
-from store.errors import (
-    AlreadyDecided,
-    Conflict,
-    NotFound,
-    PayloadChanged,
-    RequestExpired,
-    StaleVersion,
-    UnsupportedWrite,
-)
+from store.errors import AlreadyDecided, Conflict, NotFound, PayloadChanged, RequestExpired, UnsupportedWrite
+from store.table_writes import TABLES as TABLES  # re-exported: the API document reads the tables from here
 
 PAYLOAD_HASH_SQL = "encode(sha256(convert_to({}::text, 'UTF8')), 'hex')"
-
-
-class _Table:
-    """A versioned, soft-deleted business table the gate can create, update and delete rows of."""
-
-    def __init__(self, name: str, payload: type[BaseModel]) -> None:
-        self.name = name
-        self.payload = payload
-        self.fields = tuple(payload.model_fields)
-
-
-TABLES = {"task_item": _Table("task_items", TaskItemPayload), "long_goal": _Table("long_goals", LongGoalPayload)}
 SUPPORTED = {
     ("create", "task_item"),
     ("update", "task_item"),
@@ -110,7 +91,7 @@ async def create(
     if (body.action, body.target_type) in appliers.AGENT_WRITES:
         await appliers.check(conn, user_id, body, source_message_id)
     elif body.action != "create" and body.target_type != "profile":
-        await _current(conn, TABLES[body.target_type], user_id, body.target_id, lock=False)
+        await table_writes.current_row(conn, TABLES[body.target_type], user_id, body.target_id, lock=False)
     row = await conn.fetchrow(
         "INSERT INTO write_requests (user_id, source_message_id, action, target_type, target_id, payload, payload_hash,"
         f" preview_text, idempotency_key, base_version, expires_at) VALUES ($1, $2, $3, $4, $5, $6::jsonb,"
@@ -154,7 +135,8 @@ async def decide(
     idempotency_key: str,
     payload_hash: str | None,
 ) -> WriteDecisionResult:
-    """Record a decision and, when confirmed, apply the write, all in one transaction; replays are answered from the record."""
+    """Record a decision and, when confirmed, apply the write, all in one transaction; replays are answered from the
+    record."""
     try:
         async with conn.transaction():
             return await _decide(conn, user_id, write_request_id, decision, idempotency_key, payload_hash)
@@ -170,7 +152,8 @@ async def _decide(
     conn: asyncpg.Connection, user_id: UUID, request_id: UUID, decision: str, key: str, echoed_hash: str | None
 ) -> WriteDecisionResult:
     request = await conn.fetchrow(
-        f"SELECT *, {PAYLOAD_HASH_SQL.format('payload')} = payload_hash AS hash_intact, expires_at < now() AS past_expiry"
+        f"SELECT *, {PAYLOAD_HASH_SQL.format('payload')} = payload_hash AS hash_intact,"
+        " expires_at < now() AS past_expiry"
         " FROM write_requests WHERE id = $1 AND user_id = $2 FOR UPDATE",
         request_id,
         user_id,
@@ -195,7 +178,8 @@ async def _decide(
             "The stored payload no longer matches its hash; refusing to apply it.", field="payload_hash"
         )
     await conn.execute(
-        "INSERT INTO operation_confirmations (user_id, write_request_id, decision, idempotency_key) VALUES ($1, $2, $3, $4)",
+        "INSERT INTO operation_confirmations (user_id, write_request_id, decision, idempotency_key)"
+        " VALUES ($1, $2, $3, $4)",
         user_id,
         request_id,
         decision,
@@ -203,7 +187,7 @@ async def _decide(
     )
     target_id = request["target_id"]
     if decision == "confirmed":
-        target_id = await _apply(conn, user_id, request)
+        target_id = await table_writes.apply(conn, user_id, request)
     status = "applied" if decision == "confirmed" else "rejected"
     updated = await conn.fetchrow(
         "UPDATE write_requests SET status = $2, target_id = $3, updated_at = now() WHERE id = $1 RETURNING *",
@@ -220,93 +204,3 @@ def _result(request: asyncpg.Record) -> WriteDecisionResult:
     return WriteDecisionResult(
         write_request_id=request["id"], status=status, applied_target_id=applied_id, message=MESSAGES.get(status)
     )
-
-
-async def _current(
-    conn: asyncpg.Connection, table: _Table, user_id: UUID, target_id: UUID | None, *, lock: bool
-) -> asyncpg.Record:
-    row = await conn.fetchrow(
-        f"SELECT * FROM {table.name} WHERE id = $1 AND user_id = $2 AND NOT is_deleted{' FOR UPDATE' if lock else ''}",
-        target_id,
-        user_id,
-    )
-    if row is None:
-        raise NotFound(f"No such {table.name[:-1]}.", field="target_id")
-    return row
-
-
-def _check_version(request: asyncpg.Record, current_version: int) -> None:
-    if request["base_version"] is not None and request["base_version"] != current_version:
-        raise StaleVersion(
-            f"The target is at version {current_version}, not {request['base_version']}; review and retry.",
-            field="base_version",
-        )
-
-
-async def _apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Record) -> UUID:
-    action, target = request["action"], request["target_type"]
-    if (action, target) in appliers.AGENT_WRITES:
-        return await appliers.apply(conn, user_id, request)
-    if target == "profile":
-        return await _apply_profile(conn, user_id, request)
-    table = TABLES[target]
-    if action == "create":
-        values = validated(table.payload, request["payload"]).model_dump()
-        columns = list(values)
-        try:
-            return cast(
-                UUID,
-                await conn.fetchval(
-                    f"INSERT INTO {table.name} (user_id, {', '.join(columns)}) VALUES ($1, {', '.join(f'${i + 2}' for i in range(len(columns)))})"
-                    " RETURNING id",
-                    user_id,
-                    *values.values(),
-                ),
-            )
-        except asyncpg.ForeignKeyViolationError as exc:
-            raise NotFound("The long goal this item belongs to does not exist.", field="payload.long_goal_id") from exc
-    current = await _current(conn, table, user_id, request["target_id"], lock=True)
-    _check_version(request, current["version"])
-    if action == "delete":
-        await conn.execute(
-            f"UPDATE {table.name} SET is_deleted = true, deleted_at = now(), version = version + 1,"
-            " updated_at = now() WHERE id = $1 AND version = $2",
-            current["id"],
-            current["version"],
-        )
-        return cast(UUID, current["id"])
-    merged = validated(table.payload, {**{f: current[f] for f in table.fields}, **request["payload"]}).model_dump()
-    assignments = ", ".join(f"{column} = ${i + 3}" for i, column in enumerate(merged))
-    result = await conn.execute(
-        f"UPDATE {table.name} SET {assignments}, version = version + 1, updated_at = now()"
-        " WHERE id = $1 AND version = $2",
-        current["id"],
-        current["version"],
-        *merged.values(),
-    )
-    if not result.endswith(" 1"):
-        raise StaleVersion("The target changed while the write was applied; review and retry.", field="base_version")
-    return cast(UUID, current["id"])
-
-
-async def _apply_profile(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Record) -> UUID:
-    values = validated(ProfilePayload, request["payload"]).model_dump()
-    current = await conn.fetchrow("SELECT id, version FROM user_profiles WHERE user_id = $1 FOR UPDATE", user_id)
-    if current is None:
-        if request["base_version"] is not None:
-            raise StaleVersion("The profile does not exist yet; create it without base_version.", field="base_version")
-        return cast(
-            UUID,
-            await conn.fetchval(
-                "INSERT INTO user_profiles (user_id, profile_data) VALUES ($1, $2) RETURNING id",
-                user_id,
-                values["profile_data"],
-            ),
-        )
-    _check_version(request, current["version"])
-    await conn.execute(
-        "UPDATE user_profiles SET profile_data = $2, version = version + 1, updated_at = now() WHERE id = $1",
-        current["id"],
-        values["profile_data"],
-    )
-    return cast(UUID, current["id"])

@@ -62,7 +62,8 @@ def feedback_status(text: str) -> FeedbackStatus | None:
 
 
 def duration_minutes(text: str) -> int | None:
-    """Minutes the text reports spending (用了40分钟, 一个半小时, 1.5小时, 一小时二十分); None when none or over a day."""
+    """Minutes the text reports spending (用了40分钟, 一个半小时, 1.5小时, 一小时二十分); None when none or over
+    a day."""
     match = _RE_DURATION.search(text)
     if match is None:
         return None

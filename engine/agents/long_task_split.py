@@ -246,7 +246,7 @@ def _subtasks(
     busiest = max(sum(1 for other in offsets if first <= other < first + 7) for first in offsets)
     minutes = int(hours * 60 / busiest) // 5 * 5
     subtasks = []
-    for step, offset in zip(steps, offsets):
+    for step, offset in zip(steps, offsets, strict=True):
         day = now.date() + timedelta(days=offset)
         stage = next((name for name, _, first, last in stages if first <= day <= last), stages[-1][0])
         subtasks.append(

@@ -131,7 +131,7 @@ class ReplanAgent:
             if item.id not in moving_ids and item.start_at and item.end_at
         ]
         changes = [_change(item, *_place(item, busy, inp.now, tz)) for item in moving]
-        lines = [_line(item, change, inp.now) for item, change in zip(moving, changes)]
+        lines = [_line(item, change, inp.now) for item, change in zip(moving, changes, strict=True)]
         if len(lines) > _PREVIEW_LINES:
             lines = lines[:_PREVIEW_LINES] + [f"……共 {len(moving)} 项"]
         titles = "、".join(item.title for item in moving)

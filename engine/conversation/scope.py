@@ -24,7 +24,7 @@ MOVE_MARKER = re.compile("改到|改成|推到|挪到|调到|换到|延到|提�
 
 def _bigrams(text: str) -> set[str]:
     chars = [c for c in text if not c.isspace() and c not in "，。！？、,.!?"]
-    return {a + b for a, b in zip(chars, chars[1:])} | set(chars)
+    return {a + b for a, b in zip(chars, chars[1:], strict=False)} | set(chars)
 
 
 def reference_words(raw_input: str, time_text: str | None) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.pack import Pack, SlotSpec
 from engine.workflow.analysis import ClauseScore
-from protocol.http_chat import Workflow
+from protocol.workflow import Workflow
 
 # slot types whose value is read back out of the words and compared; other types are checked as said text
 _READ_BACK = ("temperature", "order_id", "destination")

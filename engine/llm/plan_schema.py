@@ -27,7 +27,7 @@ from engine.slots import (
     parse_chinese_number,
     validate_temperature,
 )
-from protocol.http_chat import StepCondition, WorkflowType
+from protocol.workflow import StepCondition, WorkflowType
 
 # the operators the executor's condition_holds evaluates, read from the wire model so the two cannot drift
 CONDITION_OPERATORS: tuple[str, ...] = get_args(StepCondition.model_fields["operator"].annotation)

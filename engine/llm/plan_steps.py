@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.pack import Intent
-from protocol.http_chat import StepCondition, WorkflowStep
+from protocol.workflow import StepCondition, WorkflowStep
 
 STEP_REF = re.compile(r"^\s*(?:s|step)?\s*(\d+)\s*$", re.I)
 OPERATOR_ALIASES = {

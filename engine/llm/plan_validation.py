@@ -18,7 +18,7 @@ from engine.llm.plan_schema import CONDITION_OPERATORS, MAX_RAW_CHARS, PLAN_TYPE
 from engine.llm.plan_steps import OPERATOR_ALIASES, SCALARS, STEP_KEYS, Draft, canon, cycle, ref, workflow_steps
 from engine.pack import SPECIAL_INTENTS, Intent, Pack, Risk
 from engine.slots import DEFAULT_LIMITS, SlotLimits, extract_slots
-from protocol.http_chat import Workflow, WorkflowType
+from protocol.workflow import Workflow, WorkflowType
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,11 @@ class _Validation:
             return RejectedPlan(self.reasons)
         assert isinstance(steps, list)  # else a reason was given above
         keys = self._keys(steps)
-        drafts = [d for d in (self._draft(n, key, entry) for n, (key, entry) in enumerate(zip(keys, steps), 1)) if d]
+        drafts = [
+            d
+            for d in (self._draft(n, key, entry) for n, (key, entry) in enumerate(zip(keys, steps, strict=True), 1))
+            if d
+        ]
         if self.reasons:
             return RejectedPlan(self.reasons)
         kept, index = self._dedupe(drafts)

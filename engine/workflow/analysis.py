@@ -11,7 +11,7 @@ from config.engine import PlannerConfig
 from engine.keyword import KeywordMatcher
 from engine.pack import SPECIAL_INTENTS, Intent, Pack
 from engine.polarity import Polarity
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 _SKIP = re.compile(r"[\s，。！？!?,.~、吧啊呀哦了的把给我帮请一下]+")
 EVIDENCE = ("keyword", "classifier", "detector", "example", "slot")
@@ -46,7 +46,8 @@ class ClauseAnalyzer:
         self._intents = [i for i in pack.intents if i.id not in SPECIAL_INTENTS]
         self._keywords = KeywordMatcher(pack)
         self._task_ids = {i.id for i in self._intents}
-        # the training examples' character bigrams, indexed by bigram: a clause meets only the examples it shares one with
+        # the training examples' character bigrams, indexed by bigram: a clause meets only the examples it shares
+        # one with
         self._sizes: list[tuple[str, int]] = []
         self._by_gram: dict[str, list[int]] = {}
         for intent in self._intents:
@@ -136,8 +137,8 @@ class ClauseAnalyzer:
         return [top, *self.parallel_requests(clause.text, top)]
 
     def parallel_requests(self, text: str, top: str | None = None) -> list[str]:
-        """Further requests joined inside one clause (打开车窗和天窗, 关掉空调和座椅加热) after `top` (default: the first
-        part's keyword intent): each joined part naming another intent's keyword, on its own or with the first
+        """Further requests joined inside one clause (打开车窗和天窗, 关掉空调和座椅加热) after `top` (default: the
+        first part's keyword intent): each joined part naming another intent's keyword, on its own or with the first
         part's verb (打开 + 天窗). Empty when the clause holds one request."""
         pieces = [p.strip() for p in self._parallel.split(text) if p.strip()]
         if len(pieces) < 2:

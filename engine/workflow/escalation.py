@@ -4,9 +4,9 @@ It runs only when the local planners ran inside their budget and did not accept,
 (without it no head has evidence to ground a plan in, and its lateness means the machine is out of time), and
 more than the detector says there is a second request (a request said with its reason is not planned). The
 caller grows the turn's budget first (budgets.turn_ms.llm) and tells a streaming client; the LLM then gets
-min(stages_ms.planner_llm, time left). Its plan runs only once validated against the catalog (engine.llm.plan_validation) and grounded in the
-clauses' evidence (engine.llm.grounding); otherwise the turn keeps the fusion decision, and a timeout or failure
-degrades `planner`.
+min(stages_ms.planner_llm, time left). Its plan runs only once validated against the catalog
+(engine.llm.plan_validation) and grounded in the clauses' evidence (engine.llm.grounding); otherwise the turn keeps
+the fusion decision, and a timeout or failure degrades `planner`.
 
 A planner that cannot keep up (a small model on a busy CPU) would make every escalating turn wait its whole budget
 for nothing, so after `llm.hold_after_timeouts` late calls in a row escalation is held: such turns keep the local
@@ -28,7 +28,7 @@ from engine.llm.planner import NAME, PLANNER, LlmPlanOutcome, LlmWorkflowPlanner
 from engine.model_client import ENCODER
 from engine.pack import Pack
 from engine.workflow.planners import Plan
-from protocol.http_chat import LlmPlanDebug, PlannerDebug
+from protocol.turn_debug import LlmPlanDebug, PlannerDebug
 
 STAGE = "planner_llm"
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from engine.pack import Intent, Pack, SlotSpec
 from engine.plugins import PluginResult
-from protocol.http_chat import StepCondition, StepStatus, Workflow, WorkflowStatus, WorkflowStep
+from protocol.workflow import StepCondition, StepStatus, Workflow, WorkflowStatus, WorkflowStep
 
 FINISHED = frozenset({StepStatus.done, StepStatus.skipped, StepStatus.failed})
 

@@ -11,7 +11,8 @@ from engine.fusion import FusionResult, RouteDecision
 from engine.pack import ConditionalHint, Pack, Risk, StepHint
 from engine.polarity import Polarity
 from engine.workflow.analysis import ClauseScore
-from protocol.http_chat import Candidate, StepCondition, Workflow, WorkflowStep, WorkflowType
+from protocol.turn_debug import Candidate
+from protocol.workflow import StepCondition, Workflow, WorkflowStep, WorkflowType
 
 Extract = Callable[..., dict[str, Any]]  # (text, slot specs, free_text=False) -> values found
 
@@ -119,7 +120,7 @@ class TemplateWorkflowPlanner:
                 k in analysis.text for k in t.trigger_keywords
             ):
                 hints: Sequence[StepHint | None] = t.steps or [None] * len(t.intent_sequence)
-                picks = [(i, c.text, h) for (i, c), h in zip(matched, hints)]
+                picks = [(i, c.text, h) for (i, c), h in zip(matched, hints, strict=False)]
                 steps = self._builder.steps(analysis.text, picks)
                 return Plan(
                     True,

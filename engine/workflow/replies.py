@@ -6,7 +6,8 @@ from engine.pack import Pack
 from engine.replies import decision, reply
 from engine.session import SessionState, SessionStatus
 from engine.workflow.turns import Outcome, WorkflowTurns
-from protocol.http_chat import ChatResponse, StepStatus, TurnStatus
+from protocol.http_chat import ChatResponse, TurnStatus
+from protocol.workflow import StepStatus
 
 
 def workflow_response(session: SessionState, outcome: Outcome, pack: Pack, flows: WorkflowTurns) -> ChatResponse:
@@ -24,7 +25,7 @@ def workflow_response(session: SessionState, outcome: Outcome, pack: Pack, flows
     response.slots = dict(step.slots) if step is not None else {}
     response.pending_slots = outcome.pending_slots
     response.workflow = outcome.workflow.model_copy(deep=True)
-    response.pipeline, response.pipeline_description = flows.pipeline(outcome.workflow)
+    response.pipeline, response.pipeline_description = flows.wording.pipeline(outcome.workflow)
     return response
 
 

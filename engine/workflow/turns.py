@@ -1,15 +1,15 @@
-"""Workflow turns: the planner stage inside the turn's deadline, starting a planned workflow, and resuming a
-paused one from the next chat turn or /fill-slots (seed 003 §20–§22). The workflow lives in the session row,
-so the resume may land on any orchestrator replica."""
+"""Workflow turns: the planner stage inside the turn's deadline (engine.workflow.planning), starting a planned
+workflow, and resuming a paused one from the next chat turn or /fill-slots (seed 003 §20–§22). The workflow lives in
+the session row, so the resume may land on any orchestrator replica."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from config.settings import Settings
-from engine.deadline import Deadline, StageTimeout
+from engine.deadline import Deadline
 from engine.dialog_rules import DialogRules
 from engine.keyword import KeywordMatcher
 from engine.llm.planner import LlmWorkflowPlanner
@@ -18,33 +18,14 @@ from engine.responses import ResponsePolicy, render
 from engine.router import Route
 from engine.session import SessionState, SessionStatus
 from engine.slot_filling import SlotFiller
-from engine.workflow.analysis import ClauseAnalyzer
 from engine.workflow.escalation import LlmEscalation
 from engine.workflow.executor import FINISHED, OnStep, Pause, RunPlugin, WorkflowExecutor
-from engine.workflow.planners import (
-    Extract,
-    HeuristicWorkflowPlanner,
-    LocalFirstPlanner,
-    Plan,
-    StepBuilder,
-    TemplateWorkflowPlanner,
-    TurnAnalysis,
-)
-from engine.workflow.trigger import LEXICAL, PlanTrigger
-from protocol.http_chat import (
-    Candidate,
-    ClauseDebug,
-    PlannerDebug,
-    StepStatus,
-    TurnStatus,
-    Workflow,
-    WorkflowStatus,
-    WorkflowStep,
-)
-
-PLANNER = "planner"
-EVIDENCE_SLOTS = [SlotSpec(name="temperature", type="temperature"), SlotSpec(name="order_id", type="order_id")]
-Faults = Callable[[str], Awaitable[None]]
+from engine.workflow.planners import Extract, Plan
+from engine.workflow.planning import Faults, PlannerStage
+from engine.workflow.wording import WorkflowWording
+from protocol.http_chat import TurnStatus
+from protocol.turn_debug import PlannerDebug
+from protocol.workflow import StepStatus, Workflow, WorkflowStatus, WorkflowStep
 
 
 @dataclass
@@ -71,73 +52,24 @@ class WorkflowTurns:
         llm: LlmWorkflowPlanner | None = None,
     ) -> None:
         self._pack = pack
-        self._settings = settings
         self._extract = extract
-        self._analyzer = ClauseAnalyzer(pack, settings.planner, slot_values=lambda t: set(extract(t, EVIDENCE_SLOTS)))
-        self._trigger = PlanTrigger(settings.planner, keywords, self._analyzer)
-        builder = StepBuilder(pack, extract)
-        self._planner = LocalFirstPlanner(
-            [
-                TemplateWorkflowPlanner(pack, builder),
-                HeuristicWorkflowPlanner(pack, builder, max_steps=settings.planner.max_steps),
-            ]
-        )
+        self._planning = PlannerStage(pack=pack, settings=settings, keywords=keywords, extract=extract, faults=faults)
+        self._say = ResponsePolicy(pack)
+        self.wording = WorkflowWording(pack, self._say)
         self._executor = WorkflowExecutor(
             pack,
             invalid_slot=invalid_slot,
-            skip_reason=self._skip_reason,
+            skip_reason=self.wording.skip_reason,
             own_words=lambda intent, slots: render(intent.reply, **slots),
         )
         self._rules = DialogRules(pack.rules)
-        self._say = ResponsePolicy(pack)
-        self._faults = faults
         self.escalation = (
             LlmEscalation(llm, pack=pack, settings=settings, extract=extract) if llm and settings.llm.enabled else None
         )
 
-    # ---- planning -----------------------------------------------------------------------------
-
     async def plan(self, text: str, route: Route, deadline: Deadline) -> tuple[Plan, PlannerDebug] | None:
-        """The planner stage, when the trigger says so, over the clauses the router embedded; a late or failed
-        planner degrades (`planner`) and the turn keeps the fusion decision."""
-        clauses = list(route.clauses) or [text]
-        trigger = self._trigger.reason(text, clauses, route) if self._settings.planner.enabled else None
-        if trigger is None:
-            return None
-        try:
-            async with deadline.phase(PLANNER, self._settings.budgets.stage_s(PLANNER)):
-                if self._faults is not None:
-                    await self._faults(PLANNER)
-                analysis = self._analysis(text, route, marked=trigger in LEXICAL)
-                plan = self._planner.plan(analysis)
-        except (StageTimeout, Exception) as exc:  # noqa: BLE001 — a planner failure is a declared degradation
-            deadline.degrade(PLANNER)
-            reason = str(exc) if isinstance(exc, StageTimeout) else f"{type(exc).__name__}: {exc}"
-            return Plan(False, "", reason), PlannerDebug(trigger=trigger, reason=reason, degraded=True)
-        debug = PlannerDebug(
-            trigger=trigger,
-            accepted_by=plan.planner or None,
-            reason=plan.reason,
-            clauses=[ClauseDebug(text=c.text, candidates=c.ranked(3), selected=c.selected) for c in analysis.clauses],
-            detector_prior=route.detected,
-        )
-        plan.analysis = analysis
-        return plan, debug
-
-    def _analysis(self, text: str, route: Route, *, marked: bool) -> TurnAnalysis:
-        """Each clause scored with what the served heads said of it (one pass embedded them all); a single clause
-        with what they said of the whole text."""
-        if route.clauses:
-            clauses = list(route.clauses)
-            none: tuple[list[Candidate], ...] = ([],) * len(route.clauses)
-            cls, det = route.clause_scores.get("classifier", none), route.clause_scores.get("detector", none)
-        else:
-            clauses, cls, det = [text], (route.stages["classifier"].candidates,), (route.detector.candidates,)
-        scored = [
-            self._analyzer.analyze(c, classifier=list(k), detector=list(d), marked=marked)
-            for c, k, d in zip(clauses, cls, det)
-        ]
-        return TurnAnalysis(text=text, clauses=scored, detector_prior=route.detected)
+        """The planner stage (engine.workflow.planning): None when the trigger does not call for it."""
+        return await self._planning.plan(text, route, deadline)
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -226,7 +158,7 @@ class WorkflowTurns:
         return self._finished(session, wf, ran_now)
 
     def _paused(self, session: SessionState, wf: Workflow, pause: Pause, ran_now: list[WorkflowStep]) -> Outcome:
-        said = self._report(ran_now)
+        said = self.wording.report(ran_now)
         if pause.kind == "ask_slot":
             assert pause.slot is not None
             return self._outcome(
@@ -239,10 +171,10 @@ class WorkflowTurns:
 
     def _finished(self, session: SessionState, wf: Workflow, ran_now: list[WorkflowStep]) -> Outcome:
         agent_steps = [s for s in wf.steps if s.status == StepStatus.pending]
-        wf.summary = self._report(ran_now, summary=True)
+        wf.summary = self.wording.report(ran_now, summary=True)
         if agent_steps:  # decisions for their agents (seed 002's agents act on them), said after what was done
             wf.summary += self._say.decided(
-                None, [self._label(s) for s in agent_steps], [s.agent for s in agent_steps if s.agent]
+                None, [self.wording.label(s) for s in agent_steps], [s.agent for s in agent_steps if s.agent]
             )
         status = TurnStatus.decided if agent_steps else TurnStatus.completed
         session.status = SessionStatus.decided if agent_steps else SessionStatus.completed
@@ -285,53 +217,6 @@ class WorkflowTurns:
             )
         pending = [s for s in intent.slots if s.required and s.name not in step.slots]
         return self._outcome(session, wf, TurnStatus.waiting_slot, self._say.ask_slot(pending[0]), step)
-
-    # ---- words --------------------------------------------------------------------------------
-
-    def _report(self, steps: list[WorkflowStep], *, summary: bool = False) -> str:
-        own = [s.result["message"] for s in steps if s.status == StepStatus.done and s.result and self._own_words(s)]
-        done = [
-            s.result["message"] for s in steps if s.status == StepStatus.done and s.result and not self._own_words(s)
-        ]
-        notes = [s.skip_reason for s in steps if s.status == StepStatus.skipped and s.skip_reason]
-        notes += [
-            self._say.simple("step_failed", label=self._label(s), message=(s.result or {}).get("message", ""))
-            for s in steps
-            if s.status == StepStatus.failed
-        ]
-        text = "".join(own) + self._say.workflow_summary(done, notes)
-        return text if summary or not text else text + " "
-
-    def pipeline(self, wf: Workflow) -> tuple[list[str], str | None]:
-        """Seed 000's Router fields for this workflow: the modules in order and a one-sentence description."""
-        modules = self._pack.workflows.modules
-        order: list[str] = []
-        for step in wf.steps:
-            name = modules.get(step.intent_id)
-            if name and name not in order:
-                order.append(name)
-        if not order:
-            return [], None
-        return order, self._say.pipeline_description([self._label(s) for s in wf.steps])
-
-    def _own_words(self, step: WorkflowStep) -> bool:
-        intent = self._pack.intent(step.intent_id)
-        return intent is not None and intent.plugin is None and intent.agent is None
-
-    def _skip_reason(self, step: WorkflowStep, kind: str, values: dict[str, Any]) -> str:
-        label = self._label(step)
-        if kind == "condition":
-            value = values.get("value")
-            said = self._pack.workflows.value_labels.get(str(value), f"条件不满足（{value}）")
-            return self._say.simple("step_skipped_condition", value=said, label=label)
-        if kind == "dependency":
-            previous = self._pack.intent(values.get("previous", ""))
-            return self._say.simple("step_skipped_dependency", previous=previous.label if previous else "", label=label)
-        return self._say.simple("step_declined", label=label)
-
-    def _label(self, step: WorkflowStep) -> str:
-        intent = self._pack.intent(step.intent_id)
-        return render(intent.label, **step.slots) if intent else step.intent_id
 
     @staticmethod
     def _remember(session: SessionState, step: WorkflowStep) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from protocol.http_chat import ChatRequest, ChatResponse, ChatStreamLine, ErrorEvent, FillSlotsRequest, HealthStatus
+from protocol.chat_stream import ChatStreamLine, ErrorEvent
+from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest, HealthStatus
 from serve_app.apidocs.openapi import TOKEN_OPTIONAL, Authorization, errors
 from serve_app.http.chat_stream import ChatStream
 from serve_app.http.deps import ArrivedDep, StateDep

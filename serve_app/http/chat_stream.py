@@ -14,7 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from engine.errors import BatonError
 from engine.events import TurnListener
 from protocol.base import ErrorBody
-from protocol.http_chat import AckEvent, ChatResponse, ErrorEvent, FinalEvent, StepEvent, Workflow, WorkflowStep
+from protocol.chat_stream import AckEvent, ErrorEvent, FinalEvent, StepEvent
+from protocol.http_chat import ChatResponse
+from protocol.workflow import Workflow, WorkflowStep
 
 Event = AckEvent | StepEvent | FinalEvent | ErrorEvent
 _RUNNING: set[asyncio.Task[None]] = set()  # a turn outlives a client that left: hold it until it has committed

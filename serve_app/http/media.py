@@ -1,5 +1,5 @@
-"""Media routes (seed 002): POST /api/v1/media/upload (multipart: file, file_type, user_id) and GET /api/v1/media/{object_key}
-(an object key is `{kind}/{file_name}`)."""
+"""Media routes (seed 002): POST /api/v1/media/upload (multipart: file, file_type, user_id) and
+GET /api/v1/media/{object_key} (an object key is `{kind}/{file_name}`)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,9 @@ UPLOAD_FORM = {
                         "file": {
                             "type": "string",
                             "format": "binary",
-                            "description": "The image (PNG, JPEG, WebP, ...) or audio (WAV, MP3, ...) file; it must decode.",
+                            "description": (
+                                "The image (PNG, JPEG, WebP, ...) or audio (WAV, MP3, ...) file; it must decode."
+                            ),
                         },
                         "file_type": {"type": "string", "enum": ["image", "audio"]},
                         "user_id": {
@@ -54,7 +56,9 @@ UPLOAD_FORM = {
                             "minLength": 1,
                             "maxLength": 128,
                             "pattern": NO_NUL,
-                            "description": "Local mode (no token): the owner. With a token, absent or the token's user.",
+                            "description": (
+                                "Local mode (no token): the owner. With a token, absent or the token's user."
+                            ),
                         },
                     },
                 }

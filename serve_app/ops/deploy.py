@@ -1,4 +1,4 @@
-"""`python -m serve_app.ops.deploy kuberay --config config/serve_gpu.yaml`: render the KubeRay RayService of a Serve config.
+"""`python -m serve_app.ops.deploy kuberay --config config/serve_gpu.yaml`: render a Serve config's KubeRay RayService.
 
 `kuberay` writes deploy/kuberay/rayservice.yaml (or `--out`, `-` for stdout) from the Serve config and the cluster
 spec (deploy/kuberay/cluster.yaml); `--check` writes nothing and fails when the committed file differs from a fresh
@@ -32,7 +32,8 @@ def rayservice(config: Path, cluster: Path = CLUSTER) -> str:
     header = (
         f"# KubeRay {KUBERAY_VERSION} RayService rendered from {_shown(config)} and {_shown(cluster)} by\n"
         f"#   python -m serve_app.ops.deploy kuberay --config {_shown(config)}\n"
-        f"# Do not edit: change the sources and render again (tests/serve_app/ops/test_kuberay.py keeps this in sync).\n"
+        "# Do not edit: change the sources and render again "
+        "(tests/serve_app/ops/test_kuberay.py keeps this in sync).\n"
     )
     # the environment plays no part: the manifest is the same wherever it is rendered, and holds no secret
     return render(load_serve_config(config, {}), spec, header=header)

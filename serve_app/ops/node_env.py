@@ -77,6 +77,7 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
                             "RAY_SERVE_FALLBACK_PROXY_GRPC_PORT",
                         ),
                         map(str, free_ports_in(4, HAPROXY_PORT_RANGE)),
+                        strict=True,
                     )
                 ),
                 # the ports replicas serve HTTP on: a block of this run's own, so two Batons on one machine never
@@ -85,12 +86,14 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
                     zip(
                         ("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"),
                         map(str, free_block(REPLICA_PORTS)),
+                        strict=True,
                     )
                 ),
                 **dict(
                     zip(
                         ("RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT", "RAY_SERVE_DIRECT_INGRESS_MAX_GRPC_PORT"),
                         map(str, free_block(REPLICA_PORTS, REPLICA_GRPC_PORT_RANGE)),
+                        strict=True,
                     )
                 ),
             }

@@ -123,7 +123,7 @@ class MicroBatcher:
         started = time.perf_counter()
         try:
             results = await loop.run_in_executor(self._executor, self._run_batch, [e.item for e in batch], control)
-            for entry, result in zip(batch, results):
+            for entry, result in zip(batch, results, strict=False):
                 if not entry.future.done():
                     entry.future.set_result(result)
             self._observe(time.perf_counter() - started, len(batch))

@@ -2,7 +2,8 @@
 
 Each request carries its stage deadline (epoch seconds): work that can no longer finish is dropped before it
 starts, queued work is checked again before its batch runs, and a batch nobody waits for any more is stopped.
-Fault injection (`BATON_FAULTS` and the run's faults file, from the settings, or `user_config: {faults: ...}` flipped at run time) delays or fails stages.
+Fault injection (`BATON_FAULTS` and the run's faults file, from the settings, or `user_config: {faults: ...}` flipped at
+run time) delays or fails stages.
 The constructor returns only once the replica's own models answered a warm-up through this same path.
 """
 

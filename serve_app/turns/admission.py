@@ -14,8 +14,8 @@ would otherwise shut every deeper queue for `stale_s`), and only while it is rec
 moves an average as if it took at most `outlier` x that average: a stall that makes the turns in flight take
 seconds cannot lift a depth past its threshold on its own. A queue that sheds at depth n measures nothing there,
 so after `stale_s` depth n is predicted again from the depths below and one turn probes it. Q_m counts only while recent
-too: a queue forming after a quiet spell is not judged by what a turn ahead cost in a burst long past. A turn is shed (503 +
-Retry-After) when the prediction exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its turn
+too: a queue forming after a quiet spell is not judged by what a turn ahead cost in a burst long past. A turn is shed
+(503 + Retry-After) when the prediction exceeds `headroom` × the time it may take (`Budgets.admission_ms`: its turn
 budget, or less, the model stage budgets it queues under — a turn admitted to wait past its encoder's budget
 would only come back degraded), or when the hard cap of turns in flight is reached. With nothing in flight a
 turn is always admitted, and with nothing measured beyond the recent depths only the cap applies.

@@ -26,10 +26,11 @@ from engine.events import TurnListener
 from engine.plugins import TurnWorld, World
 from engine.session import SessionState, StaleSession
 from engine.turn import TurnEngine
-from engine.turn_context import Recall, TurnContext, timings_of
+from engine.turn_context import TurnContext, timings_of
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.media import InputModality
-from store import conversation, memory, sessions, turn_log, worlds
+from serve_app.turns.turn_memory import recaller, remember
+from store import conversation, sessions, turn_log, worlds
 from store.database import Database
 from store.errors import SessionBusy
 from store.ids import new_id
@@ -40,7 +41,6 @@ RELEASE_TIMEOUT_S = 2.0
 LEASE_SLACK_S = 0.1
 DERIVED_SESSIONS = uuid.UUID("6f1c2a4e-8d3b-4e59-9a7c-0b5d1e2f3a4c")
 logger = logging.getLogger(__name__)
-_REMEMBERING: set[asyncio.Task[None]] = set()  # vectors being kept after their turn answered
 
 
 def derived_session_id(user_id: UUID, client_message_id: str) -> str:
@@ -160,41 +160,6 @@ class StoredChat:
         except Exception:  # the turn is answered 503 either way; a lease not handed back lapses on its own
             logger.warning("could not hand back the lease of session %s", session_id, exc_info=True)
 
-    def _recaller(self, user_id: UUID) -> Recall | None:
-        """Semantic memory for this user's turn: their earlier messages near a vector (store/memory.py)."""
-        llm = self._settings.llm
-        if llm.memory_k == 0:
-            return None
-
-        async def recall(vector: tuple[float, ...], text: str) -> list[str]:
-            async with self._db.connection() as conn:
-                found = await memory.recall(
-                    conn,
-                    user_id=user_id,
-                    vector=vector,
-                    k=llm.memory_k,
-                    min_score=llm.memory_min_score,
-                    exclude=(text,),
-                )
-            return [t for t, _ in found]
-
-        return recall
-
-    def _remember(self, user_id: UUID, message_id: UUID, vector: tuple[float, ...]) -> None:
-        """Keep the logged message's vector, after the reply and off its path: memory is an aid, not part of the
-        turn (a failure is logged, never the turn's)."""
-
-        async def remember() -> None:
-            try:
-                async with self._db.connection() as conn:
-                    await memory.remember(conn, user_id=user_id, message_id=message_id, vector=vector)
-            except Exception:  # noqa: BLE001
-                logger.warning("could not keep the vector of message %s", message_id, exc_info=True)
-
-        task = asyncio.ensure_future(remember())
-        _REMEMBERING.add(task)
-        task.add_done_callback(_REMEMBERING.discard)
-
     async def _stored(self, user_id: UUID, client_message_id: str | None, deadline: Deadline) -> ChatResponse | None:
         """The reply an earlier turn with this client_message_id got (a `store` phase), or None."""
         if client_message_id is None:
@@ -236,7 +201,10 @@ class LeasedTurn:
         # the lease brought the world along; a turn without a lease (fill-slots on an unknown session) reads it
         self._world = TurnWorld(self._load_world, at_hand=self._lease is not None)
         self._ctx = TurnContext(
-            deadline=self._deadline, world=self._world, listener=listener, recall=self._chat._recaller(self._user_id)
+            deadline=self._deadline,
+            world=self._world,
+            listener=listener,
+            recall=recaller(self._chat._db, self._chat._settings.llm, self._user_id),
         )
         return self._ctx
 
@@ -297,7 +265,7 @@ class LeasedTurn:
                     response=response.model_dump(mode="json"),
                 )
         if self._ctx is not None and self._ctx.vector is not None:
-            chat._remember(self._user_id, asked_id, self._ctx.vector)
+            remember(chat._db, self._user_id, asked_id, self._ctx.vector)
         self.committed = self._lease is not None and state is not None
         response.timings = timings_of(deadline)
         return response

@@ -15,8 +15,9 @@ from config.budgets import Budgets
 from engine.deadline import Deadline, StageTimeout
 from engine.errors import Overloaded
 from protocol.agents import CandidateItem, FeedbackFact
-from protocol.http_chat import ChatResponse, Timings
+from protocol.http_chat import ChatResponse
 from protocol.store import ConversationMessageDTO
+from protocol.turn_debug import Timings
 from protocol.ws import TurnSummary
 from store import conversation, facts
 from store.database import Database

@@ -18,8 +18,8 @@ import asyncpg
 
 from engine.events import TurnListener
 from protocol.base import WireModel
-from protocol.http_chat import Workflow, WorkflowStep
 from protocol.store import ConversationMessageMetadata, MessageRole
+from protocol.workflow import Workflow, WorkflowStep
 from protocol.ws import ProcessingPayload, WsEnvelope, envelope
 from store import conversation, conversation_events
 from store.conversation import NewMessage

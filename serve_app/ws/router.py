@@ -45,17 +45,16 @@ from protocol.ws import (
 from serve_app.apidocs.asyncapi import asyncapi_document
 from serve_app.errors import error_event
 from serve_app.state import AppState, state_of
-from serve_app.ws import frames
+from serve_app.ws import dialogue, frames
 from serve_app.ws.agent import ConversationAgent
 from serve_app.ws.context import Caller, ExecutionError
 
 log = logging.getLogger(__name__)
 EXECUTION_FRAMES = frozenset({"selection.submit", "selection.cancel", "write.decide"})
 UNAUTHORIZED = 1008
+# frames outlive a client that left: hold them until they have committed
 _RUNNING: set[asyncio.Task[None]] = set()
-Queued = tuple[
-    str, WireModel, float
-]  # a frame's type, its payload and when it arrived  # frames outlive a client that left: hold them until they have committed
+Queued = tuple[str, WireModel, float]  # a frame's type, its payload and when it arrived
 
 
 class FrameError(BatonError):
@@ -152,8 +151,7 @@ class ConversationSocket:
                 if isinstance(payload, PingPayload):
                     await self.send(envelope("transport.pong", PongPayload(nonce=payload.nonce, server_time=utc_now())))
                 elif isinstance(payload, ResumePayload):
-                    resume = payload
-                    await self._guarded(frame.type, lambda: self._resume(caller, resume))
+                    await self._guarded(frame.type, functools.partial(self._resume, caller, payload))
                 else:
                     queue.put_nowait((frame.type, payload, arrived))
         except WebSocketDisconnect:
@@ -185,7 +183,8 @@ class ConversationSocket:
         agent, send = self._agent, self.send
         if isinstance(payload, DialogueInputPayload):
             said = payload
-            return lambda: agent.dialogue(
+            return lambda: dialogue.user_input(
+                agent,
                 caller,
                 client_message_id=said.client_message_id,
                 modality=said.modality,
@@ -196,7 +195,7 @@ class ConversationSocket:
             )
         if isinstance(payload, DialogueAnswerPayload):
             answer = payload
-            return lambda: agent.answer(caller, answer, arrived, send)
+            return lambda: dialogue.answer(agent, caller, answer, arrived, send)
         if isinstance(payload, SelectionSubmitPayload):
             submitted = payload
             return lambda: frames.submit(agent, caller, submitted, arrived, send)

@@ -10,7 +10,7 @@ from benchmarks.arrivals import arrival_times, expected_count
 
 
 def _gaps(times: list[float]) -> list[float]:
-    return [b - a for a, b in zip(times, times[1:])]
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
 
 
 @pytest.mark.parametrize("process,cv", [("poisson", 1.0), ("gamma", 2.0), ("gamma", 0.5)])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.conversation_ws import figure, markdown
+from benchmarks.conversation_ws_report import figure, markdown
 
 
 def dist(p50: float, p99: float, n: int = 10) -> dict:

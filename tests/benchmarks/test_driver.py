@@ -1,4 +1,5 @@
-"""The driver against a tiny fake server (no Ray): follow-ups carry the session, a shed ends the conversation, warm-up is marked."""
+"""The driver against a tiny fake server (no Ray): follow-ups carry the session, a shed ends the conversation,
+warm-up is marked."""
 
 from __future__ import annotations
 

@@ -13,7 +13,10 @@ import pytest
 from benchmarks.foreground import Foreground, tree
 
 # a parent that starts a child and both sleep: a system's process tree in small
-FAMILY = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+FAMILY = (
+    "import subprocess, sys, time; "
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+)
 
 
 def test_a_tree_is_the_root_and_its_descendants_only():

@@ -85,8 +85,8 @@ def test_each_set_of_fresh_phrasings_gets_its_figure_and_error_line():
     text = report(_result(_pack([first, second])))
     assert "| 0.902 | 0.927 | 0.927 | 0.960 (173) / 0.972 (176) | 27 s |" in text
     assert (
-        "(`benchmarks/data/phrasings_timeflow.jsonl`, 173 rows): served top-1 0.960; errors: review → schedule_query ×2."
-        in text
+        "(`benchmarks/data/phrasings_timeflow.jsonl`, 173 rows): served top-1 0.960; "
+        "errors: review → schedule_query ×2." in text
     )
     assert "(`benchmarks/data/phrasings_timeflow_2.jsonl`, 176 rows): served top-1 0.972; errors: none." in text
 
@@ -110,7 +110,8 @@ def test_the_shipped_phrasing_sets_cover_their_pack_and_are_near_none_of_its_row
             # a later set lost the rows near a pack row or an earlier set's row: the short commands everyone says
             assert len(rows) >= 100, path
             assert not near_pairs([text for text, _ in rows], written), (
-                f"{path.name}: a phrasing at or above difflib 0.75 to a pack row measures that row, not a fresh phrasing"
+                f"{path.name}: a phrasing at or above difflib 0.75 to a pack row measures that row, "
+                "not a fresh phrasing"
             )
         assert covered == ids
     assert near_pairs(["把空调关了吧"], ["把空调关了", "打开车窗"]) == [("把空调关了吧", "把空调关了")]

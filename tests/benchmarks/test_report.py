@@ -1,4 +1,5 @@
-"""Report maths on hand-made samples: goodput counts 200s within budget, degraded apart; capacity; ratios; finiteness."""
+"""Report maths on hand-made samples: goodput counts 200s within budget, degraded apart; capacity; ratios;
+finiteness."""
 
 from __future__ import annotations
 

@@ -12,8 +12,9 @@ import yaml
 
 from benchmarks import markdown, plots, sweep
 from benchmarks import runner as runner_module
+from benchmarks.burst import burst_base
 from benchmarks.report import non_finite
-from benchmarks.runner import Runner, burst_base
+from benchmarks.runner import Runner
 from benchmarks.scenario import Mix, Scenario
 from benchmarks.schema import Result
 from benchmarks.stats import distribution

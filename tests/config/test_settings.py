@@ -1,4 +1,5 @@
-"""Settings validated at load: the session lease outlasts every turn, every stage has a budget, the commit leaves room."""
+"""Settings validated at load: the session lease outlasts every turn, every stage has a budget, the commit leaves
+room."""
 
 from __future__ import annotations
 

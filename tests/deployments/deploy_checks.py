@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 # Own phrasings (none copied from the pack), each naming one cockpit intent plainly.
 CLEAR = {
@@ -34,7 +34,7 @@ def assert_ranked(cands: list[Candidate], *, top_k: int) -> None:
 def assert_same_results(batch: list[list[Candidate]], single: list[list[Candidate]]) -> None:
     """Batched and one-by-one calls rank the same intents with the same scores (up to float noise from padding)."""
     assert len(batch) == len(single)
-    for b, s in zip(batch, single):
+    for b, s in zip(batch, single, strict=True):
         assert [c.intent for c in b] == [c.intent for c in s]
         assert [c.score for c in b] == pytest.approx([c.score for c in s], abs=1e-4)
 

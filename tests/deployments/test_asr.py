@@ -32,7 +32,7 @@ def test_english_word_error_rate_is_at_most_30_percent(english):
     results = [english.transcribe(wav) for _, _, wav in samples]
     rate = wer([p for p, _, _ in samples], [r.recognized_text for r in results])
     print(f"ASR WER {rate:.4f} over {len(samples)} espeak-ng phrases")
-    for (phrase, voice, _), r in zip(samples, results):
+    for (phrase, voice, _), r in zip(samples, results, strict=True):
         print(f"   {voice:10s} {phrase!r} -> {r.recognized_text!r}")
     # Whisper base on synthetic voices: measured 0.20 on an AVX-512 machine and 0.22-0.33 on an AVX2 one (its int8
     # kernels round differently); a broken decode path scores near 1.0

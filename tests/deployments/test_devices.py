@@ -85,7 +85,9 @@ def test_the_encoder_loads_where_models_device_says(cockpit):
     for runtime, backend in (("torch", "torch"), ("onnx", "onnx")):
         cfg = settings.models.model_copy(update={"device": "cuda", "encoder_runtime": runtime})
         _expect_device(
-            lambda: Encoder(path=settings.encoder_path, cfg=cfg, state_dir=settings.state_dir), backend, "models.device"
+            lambda cfg=cfg: Encoder(path=settings.encoder_path, cfg=cfg, state_dir=settings.state_dir),
+            backend,
+            "models.device",
         )
 
 

@@ -44,7 +44,7 @@ def train_intents(cockpit) -> set[str]:
 def test_votes_form_a_distribution(retriever, cockpit, train_intents):
     """Neighbour weights are a softmax summed per intent: with every voted intent returned they sum to 1."""
     _, settings = cockpit
-    for text, cands in zip(MIXED, retriever.retrieve_batch(MIXED)):
+    for text, cands in zip(MIXED, retriever.retrieve_batch(MIXED), strict=True):
         assert_ranked(cands, top_k=settings.models.retriever_neighbors)
         assert {c.intent for c in cands} <= train_intents
         assert all(c.score > 0 for c in cands), text
@@ -54,7 +54,7 @@ def test_votes_form_a_distribution(retriever, cockpit, train_intents):
 def test_top_k_cuts_without_renormalising(retriever, short_retriever):
     """A cut-off ranking keeps the full distribution's scores (sum <= 1), so fusion compares like with like."""
     full, short = retriever.retrieve_batch(MIXED), short_retriever.retrieve_batch(MIXED)
-    for text, f, s in zip(MIXED, full, short):
+    for text, f, s in zip(MIXED, full, short, strict=True):
         assert_ranked(s, top_k=2)
         assert len(s) == min(2, len(f)), text
         assert [c.intent for c in s] == [c.intent for c in f[: len(s)]], text
@@ -63,7 +63,7 @@ def test_top_k_cuts_without_renormalising(retriever, short_retriever):
 
 
 def test_nearest_intent_for_clear_commands(retriever):
-    got = {t: c[0].intent for t, c in zip(CLEAR, retriever.retrieve_batch(list(CLEAR)))}
+    got = {t: c[0].intent for t, c in zip(CLEAR, retriever.retrieve_batch(list(CLEAR)), strict=True)}
     assert got == CLEAR
 
 

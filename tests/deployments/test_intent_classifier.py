@@ -54,7 +54,7 @@ def test_top_k_sorted_probabilities(classifier, cockpit):
 
 
 def test_full_distribution_sums_to_one(full_classifier):
-    for text, cands in zip(MIXED, full_classifier.classify_batch(MIXED)):
+    for text, cands in zip(MIXED, full_classifier.classify_batch(MIXED), strict=True):
         assert len(cands) == len(full_classifier.labels)
         assert {c.intent for c in cands} == set(full_classifier.labels)
         assert_ranked(cands, top_k=len(full_classifier.labels))
@@ -63,13 +63,13 @@ def test_full_distribution_sums_to_one(full_classifier):
 
 def test_top_k_is_a_prefix_of_the_full_ranking(classifier, full_classifier):
     short, full = classifier.classify_batch(MIXED), full_classifier.classify_batch(MIXED)
-    for s, f in zip(short, full):
+    for s, f in zip(short, full, strict=True):
         assert [c.intent for c in s] == [c.intent for c in f[: len(s)]]
         assert [c.score for c in s] == pytest.approx([c.score for c in f[: len(s)]], abs=1e-6)
 
 
 def test_clear_commands_rank_their_intent_first(classifier):
-    got = {t: c[0].intent for t, c in zip(CLEAR, classifier.classify_batch(list(CLEAR)))}
+    got = {t: c[0].intent for t, c in zip(CLEAR, classifier.classify_batch(list(CLEAR)), strict=True)}
     assert got == CLEAR
 
 
@@ -100,7 +100,7 @@ def test_registry_names_match_the_config_docs():
 def test_without_the_embedding_the_ngram_model_still_ranks(classifier):
     """What the classifier can say when the encoder failed: its text-reading part alone."""
     ranked = classifier.head.classify_text_only(list(CLEAR))
-    assert sum(c[0].intent == gold for c, gold in zip(ranked, CLEAR.values())) >= len(CLEAR) - 1
+    assert sum(c[0].intent == gold for c, gold in zip(ranked, CLEAR.values(), strict=True)) >= len(CLEAR) - 1
     for cands in ranked:
         assert sum(c.score for c in cands) <= 1.0 + 1e-6
 
@@ -159,12 +159,12 @@ def test_hf_sequence_classification_backend(cockpit, tiny_bert):
     model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True).eval()
     with torch.inference_mode():
         probs = torch.softmax(model(**tok(texts, padding=True, return_tensors="pt")).logits, dim=-1).numpy()
-    for row, cands in zip(probs, results):
+    for row, cands in zip(probs, results, strict=True):
         expected = {id2label[j]: float(row[j]) for j in range(len(id2label))}
         assert {c.intent: c.score for c in cands} == pytest.approx(expected, abs=1e-5)
 
     top1 = make(settings, top_k=1, checkpoint=str(path))
-    for row, cands in zip(probs, top1.classify_batch(texts)):
+    for row, cands in zip(probs, top1.classify_batch(texts), strict=True):
         assert [c.intent for c in cands] == [id2label[int(np.argmax(row))]]
 
 

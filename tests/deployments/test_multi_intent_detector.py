@@ -72,7 +72,7 @@ def test_two_clause_utterances_carry_both_labels(pair_results, cockpit):
     _, settings = cockpit
     threshold = settings.detector.threshold
     report, hits = [], 0
-    for (text, gold), cands in zip(PAIRS, pair_results):
+    for (text, gold), cands in zip(PAIRS, pair_results, strict=True):
         top3 = {c.intent: c.score for c in cands[:3]}
         ok = all(g in top3 and top3[g] >= threshold for g in gold)
         hits += ok
@@ -94,7 +94,9 @@ def test_whole_text_score_is_at_least_each_clause_alone(detector, cockpit):
 def test_chitchat_detects_no_task(detector, cockpit):
     _, settings = cockpit
     for text, cands in zip(
-        ["晚上好啊", "帮我写一首关于秋天的诗"], detector.detect_batch(["晚上好啊", "帮我写一首关于秋天的诗"])
+        ["晚上好啊", "帮我写一首关于秋天的诗"],
+        detector.detect_batch(["晚上好啊", "帮我写一首关于秋天的诗"]),
+        strict=True,
     ):
         assert cands[0].score < settings.detector.threshold, (text, cands[:3])
 

@@ -22,7 +22,7 @@ def test_a_batch_of_turns_is_one_encoder_pass_and_every_head_answers(nlu):
     assert nlu.encoder.counts["passes"] - before["passes"] == 1
     assert nlu.encoder.counts["turns"] - before["turns"] == len(ITEMS)
     assert nlu.encoder.counts["texts"] - before["texts"] == len(ITEMS) + 2  # the clauses ride in the same pass
-    for answer, gold in zip(answers, CLEAR.values()):
+    for answer, gold in zip(answers, CLEAR.values(), strict=False):
         assert answer.errors == {} and answer.partial == {}
         assert answer.scores["classifier"][0][0] == gold and answer.scores["retriever"][0][0] == gold
         assert set(answer.ms) == {"encoder", "classifier", "detector", "retriever"}
@@ -35,7 +35,7 @@ def test_the_split_parts_answer_what_the_fused_model_answers(nlu):
     vectors = nlu.encode(ITEMS)
     for head in ("classifier", "detector", "retriever"):
         split = nlu.head(head, ITEMS, vectors)
-        for f, s in zip(fused, split):
+        for f, s in zip(fused, split, strict=True):
             assert [i for i, _ in f.scores[head]] == [i for i, _ in s.text]
             assert [[i for i, _ in c] for c in f.clauses.get(head, ())] == [[i for i, _ in c] for c in s.clauses]
 
@@ -46,7 +46,7 @@ def test_each_answer_carries_its_texts_vector_from_the_same_pass(nlu):
 
     fused = nlu.analyze(ITEMS)
     vectors = nlu.encode(ITEMS)
-    for answer, rows in zip(fused, vectors):
+    for answer, rows in zip(fused, vectors, strict=True):
         assert len(answer.vector) == rows.shape[1]
         assert np.allclose(answer.vector, rows[0], atol=1e-5)
     (failed,) = nlu.analyze([NluItem("打开车窗")], fail={"encoder"})

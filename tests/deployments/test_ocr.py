@@ -30,7 +30,7 @@ def test_character_error_rate_on_rendered_images_is_at_most_5_percent(ocr):
     hyps = [r.recognized_text for r in results]
     rate = cer([s.text for s in samples], hyps)
     print(f"OCR CER {rate:.4f} over {len(samples)} images")
-    for s, h in zip(samples, hyps):
+    for s, h in zip(samples, hyps, strict=True):
         if h != s.text:
             print("  ", s.text, "->", h, s.font, s.size, s.angle, s.blur, s.noise)
     assert rate <= 0.05
@@ -52,7 +52,7 @@ def test_lines_come_in_reading_order_with_boxes_and_confidences(ocr):
     page.save(out, format="PNG")
     result = ocr.recognize(out.getvalue())
     assert result.status == "ok"
-    assert [l.text for l in result.lines] == ["关闭天窗", "锁上车门", "下一首歌", "音量调大"]
+    assert [line.text for line in result.lines] == ["关闭天窗", "锁上车门", "下一首歌", "音量调大"]
     assert result.recognized_text == "关闭天窗 锁上车门\n下一首歌 音量调大"
     for line in result.lines:
         assert len(line.box) == 4 and 0.5 <= line.confidence <= 1.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.fusion import RouteDecision, fuse, stage_debug
-from protocol.http_chat import Candidate, StageDebug
+from protocol.turn_debug import Candidate, StageDebug
 from tests.support.fakes import base_settings
 
 CFG = base_settings().fusion

@@ -8,7 +8,8 @@ import pytest
 from engine.fusion import FusionResult, RouteDecision
 from engine.pack import Pack, Rules
 from engine.polarity import Polarity
-from protocol.http_chat import Candidate, ChatRequest, TurnStatus
+from protocol.http_chat import ChatRequest, TurnStatus
+from protocol.turn_debug import Candidate
 from tests.support.fakes import FakeModelClient, Rig, pack
 
 

@@ -8,7 +8,8 @@ import json
 import time
 
 from engine.events import TurnListener
-from protocol.http_chat import ChatRequest, TurnStatus, WorkflowStep
+from protocol.http_chat import ChatRequest, TurnStatus
+from protocol.workflow import WorkflowStep
 from tests.support.fakes import FakeLm, FakeModelClient, Rig, base_settings
 
 # two requests said without the packs' keywords: the clause analysis sees them, but not surely enough to plan

@@ -9,7 +9,7 @@ from engine.keyword import KeywordMatcher
 from engine.workflow.analysis import ClauseAnalyzer
 from engine.workflow.executor import condition_holds
 from engine.workflow.trigger import PlanTrigger
-from protocol.http_chat import StepCondition
+from protocol.workflow import StepCondition
 from tests.support.fakes import base_settings, pack
 
 
@@ -92,7 +92,7 @@ def test_parallel_requests_in_one_clause_borrow_the_first_verb():
 
 def test_a_bare_verb_acts_on_the_clause_before_and_is_no_step_of_its_own():
     analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
-    from protocol.http_chat import Candidate
+    from protocol.turn_debug import Candidate
 
     scored = analyzer.analyze("关掉", classifier=[Candidate(intent="cabin_ac_off", score=0.95)], detector=[])
     assert scored.selected == []
@@ -100,7 +100,7 @@ def test_a_bare_verb_acts_on_the_clause_before_and_is_no_step_of_its_own():
 
 def test_a_clause_reporting_a_state_is_the_reason_and_no_step_of_its_own():
     analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
-    from protocol.http_chat import Candidate
+    from protocol.turn_debug import Candidate
 
     for clause, read in [
         ("窗户开着呢", "cabin_window_open"),
@@ -130,7 +130,7 @@ def test_a_clause_reporting_a_state_is_the_reason_and_no_step_of_its_own():
 )
 def test_a_clause_is_a_step_for_the_side_its_words_ask_for(clause, on, selected):
     analyzer = ClauseAnalyzer(pack("cockpit"), base_settings().planner)
-    from protocol.http_chat import Candidate
+    from protocol.turn_debug import Candidate
 
     assert analyzer.analyze(clause, classifier=[Candidate(intent=on, score=0.97)], detector=[]).selected == [selected]
 

@@ -63,7 +63,8 @@ async def test_no_single_command_of_the_held_out_split_becomes_a_workflow(reques
             if resp.workflow is not None:
                 planned.append((text, [s.intent_id for s in resp.workflow.steps]))
         print(
-            f"\n{name}: the planner stage ran for {reached} of {len(engine.pack.test_rows())} (detector or fusion asked); "
+            f"\n{name}: the planner stage ran for {reached} of {len(engine.pack.test_rows())} "
+            "(detector or fusion asked); "
             f"{len(planned)} became workflows"
         )
         assert planned == []

@@ -10,7 +10,8 @@ from engine.events import TurnListener
 from engine.plugins import PluginRegistry
 from engine.session import SessionStatus
 from engine.turn import TurnEngine
-from protocol.http_chat import ChatRequest, FillSlotsRequest, TurnStatus, WorkflowStep
+from protocol.http_chat import ChatRequest, FillSlotsRequest, TurnStatus
+from protocol.workflow import WorkflowStep
 from tests.support.fakes import FakeModelClient, Rig, with_budgets
 
 PENDING, SHIPPED = "A12345", "B7788"  # sha256(id) % 3: pending_shipment, shipped

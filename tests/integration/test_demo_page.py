@@ -51,11 +51,14 @@ def demo(browser, serve_app, tmp_path):
 
 def drawn_rows(demo: DemoPage) -> dict[str, dict]:
     """Each waterfall row as drawn: its bar's left edge and width, and whether it is marked degraded."""
-    return demo.page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('#waterfall g.row')].map((g) => {
-        const r = g.querySelector('rect');
-        return [g.dataset.stage, {x: +r.getAttribute('x'), w: +r.getAttribute('width'), degraded: g.dataset.degraded === 'true',
-                                  label: g.querySelector('text').textContent}];
-    }))""")
+    return demo.page.evaluate("""() => Object.fromEntries(
+        [...document.querySelectorAll('#waterfall g.row')].map((g) => {
+            const r = g.querySelector('rect');
+            return [g.dataset.stage, {
+                x: +r.getAttribute('x'), w: +r.getAttribute('width'),
+                degraded: g.dataset.degraded === 'true', label: g.querySelector('text').textContent,
+            }];
+        }))""")
 
 
 def test_a_typed_command_shows_its_reply_status_waterfall_and_routing(demo):

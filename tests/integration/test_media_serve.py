@@ -1,4 +1,5 @@
-"""Media through the real Serve app: upload over HTTP, the ASR/OCR deployments read the object from the store themselves."""
+"""Media through the real Serve app: upload over HTTP, the ASR/OCR deployments read the object from the store
+themselves."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A burst far above capacity: only 200/503 (with Retry-After), nothing hangs past its deadline, and the app recovers."""
+"""A burst far above capacity: only 200/503 (with Retry-After), nothing hangs past its deadline, and the app
+recovers."""
 
 from __future__ import annotations
 

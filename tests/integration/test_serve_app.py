@@ -53,11 +53,11 @@ def test_served_top1_accuracy_on_the_test_split(client, cockpit):
     pack, _ = cockpit
     rows = pack.test_rows()
     answers = [chat(client, text, user_id="eval") for text, _ in rows]
-    hits = sum(a["intent"] == gold for a, (_, gold) in zip(answers, rows))
+    hits = sum(a["intent"] == gold for a, (_, gold) in zip(answers, rows, strict=True))
     degraded = sum(bool(a["timings"]["degraded"]) for a in answers)
     accuracy = hits / len(rows)
     print(f"served cockpit test-split accuracy: {accuracy:.3f} over {len(rows)} rows ({degraded} degraded turns)")
-    for a, (text, gold) in zip(answers, rows):
+    for a, (text, gold) in zip(answers, rows, strict=True):
         if a["intent"] != gold:
             print(
                 "  miss:",

@@ -15,7 +15,8 @@ SHORT_TUNE = ROOT / "tests" / "data" / "short_tune.yaml"
 
 
 def tmp_state(state_dir: Path, encoder: Path) -> Path:
-    """A fresh BATON_STATE_DIR whose default encoder folder is a link to the already bootstrapped one (no re-bootstrap)."""
+    """A fresh BATON_STATE_DIR whose default encoder folder is a link to the already bootstrapped one
+    (no re-bootstrap)."""
     (state_dir / "encoder").mkdir(parents=True, exist_ok=True)
     link = state_dir / "encoder" / "multilingual-e5-small"
     if not link.exists():

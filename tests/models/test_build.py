@@ -384,7 +384,8 @@ def test_held_out_accuracy_of_shipped_packs(shipped):
     pack, settings = shipped
     accuracy = held_out(pack, settings)["classifier_top1"]
     print(
-        f"\n{pack.name}: classifier top-1 accuracy on the held-out split = {accuracy:.3f} ({len(pack.test_rows())} rows)"
+        f"\n{pack.name}: classifier top-1 accuracy on the held-out split = {accuracy:.3f} "
+        f"({len(pack.test_rows())} rows)"
     )
     assert accuracy >= MIN_HELD_OUT_ACCURACY
 

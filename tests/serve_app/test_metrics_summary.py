@@ -8,7 +8,8 @@ import math
 import pytest
 from prometheus_client import CollectorRegistry
 
-from protocol.http_chat import ChatResponse, Timings, TurnStatus
+from protocol.http_chat import ChatResponse, TurnStatus
+from protocol.turn_debug import Timings
 from serve_app.metrics import LATENCY_BUCKETS_MS, TurnMetrics
 from serve_app.metrics_summary import LiveSummary, Sample, quantile, read_sample, summarize
 
@@ -114,11 +115,14 @@ def test_the_first_read_has_an_empty_window():
 
 
 REPLICA = """
-from protocol.http_chat import ChatResponse, Timings
+from protocol.http_chat import ChatResponse
+from protocol.turn_debug import Timings
 from serve_app.metrics import TurnMetrics
 metrics = TurnMetrics()
 for ms in {latencies}:
-    metrics.observe(ChatResponse(session_id="s", reply="r", status="completed", timings=Timings(total_ms=ms, degraded={degraded})))
+    metrics.observe(
+        ChatResponse(session_id="s", reply="r", status="completed", timings=Timings(total_ms=ms, degraded={degraded}))
+    )
 metrics.shed.inc({shed})
 """
 

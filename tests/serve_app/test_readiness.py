@@ -6,7 +6,8 @@ import time
 from dataclasses import dataclass, field
 
 from engine.deadline import Deadline
-from protocol.http_chat import ChatResponse, Timings, TurnStatus
+from protocol.http_chat import ChatResponse, TurnStatus
+from protocol.turn_debug import Timings
 from serve_app.readiness import AppReadiness, Readiness
 
 ALL = {"encoder": 9.0, "classifier": 1.0, "detector": 1.0, "retriever": 1.0, "keyword": 0.1}

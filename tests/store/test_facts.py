@@ -34,8 +34,8 @@ async def _item(
 ):
     async with db.connection() as conn:
         return await conn.fetchval(
-            "INSERT INTO task_items (user_id, item_type, title, start_at, end_at, due_at, status, is_deleted, deleted_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8 THEN now() END) RETURNING id",
+            "INSERT INTO task_items (user_id, item_type, title, start_at, end_at, due_at, status, is_deleted, "
+            "deleted_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8 THEN now() END) RETURNING id",
             user_id,
             item_type,
             title,
@@ -51,7 +51,8 @@ async def _feedback(db, user_id, item_id, occurred_at, *, note="反馈", deleted
     async with db.connection() as conn:
         return await conn.fetchval(
             "INSERT INTO feedback_records (user_id, task_item_id, feedback_status, normalized_feedback, occurred_at,"
-            " is_deleted, deleted_at) VALUES ($1, $2, 'completed', $3, $4, $5, CASE WHEN $5 THEN now() END) RETURNING id",
+            " is_deleted, deleted_at) VALUES ($1, $2, 'completed', $3, $4, $5, CASE WHEN $5 THEN now() END)"
+            " RETURNING id",
             user_id,
             item_id,
             note,

@@ -22,7 +22,7 @@ async def test_recall_returns_the_users_nearest_messages_best_first(db):
     theirs = await _append(db, other, [_input("别人的车窗")])
     vectors = [unit(1, 0, 0), unit(0.9, 0.1, 0), unit(0, 1, 0), unit(0.5, 0, 0.5)]
     async with db.connection() as conn:
-        for message, vector in zip(mine, vectors):
+        for message, vector in zip(mine, vectors, strict=True):
             await memory.remember(conn, user_id=me, message_id=message.id, vector=vector)
         await memory.remember(conn, user_id=me, message_id=mine[0].id, vector=unit(0, 0, 1))  # a repeat changes nothing
         await memory.remember(conn, user_id=other, message_id=theirs[0].id, vector=unit(1, 0, 0))

@@ -108,13 +108,15 @@ async def _user(conn) -> uuid.UUID:
             "conversation_messages_metadata_rules",
         ),
         (
-            "INSERT INTO conversation_messages (user_id, message_index, role, raw_content, metadata) VALUES ($1, 1, 'assistant', 'x',"
+            "INSERT INTO conversation_messages (user_id, message_index, role, raw_content, metadata)"
+            " VALUES ($1, 1, 'assistant', 'x',"
             ' \'{"schema_version": 1, "message_kind": "clarification_question", "question_status": "open"}\'::jsonb)',
             "conversation_messages_metadata_rules",
         ),
         (
             "INSERT INTO conversation_messages (user_id, message_index, role, modality, raw_content, metadata)"
-            " VALUES ($1, 1, 'user', 'voice_asr', 'x', '{\"schema_version\": 1, \"message_kind\": \"system_notice\"}'::jsonb)",
+            " VALUES ($1, 1, 'user', 'voice_asr', 'x',"
+            ' \'{"schema_version": 1, "message_kind": "system_notice"}\'::jsonb)',
             "conversation_messages_source_url_check",
         ),
     ],

@@ -40,11 +40,11 @@ async def test_racing_first_uses_of_one_local_user_id_all_get_the_one_user(db):
     for _ in range(200):
         name = uuid.uuid4().hex
 
-        async def first_use():
+        async def first_use(name: str):
             async with db.connection() as conn:
                 return await users.shadow(conn, name)
 
-        made = await asyncio.gather(*(first_use() for _ in range(6)))
+        made = await asyncio.gather(*(first_use(name) for _ in range(6)))
         assert len({user.id for user in made}) == 1
     async with db.connection() as conn:
         assert (

@@ -1,4 +1,5 @@
-"""Shared test doubles and builders for the engine unit tests: a scripted fake ModelClient plus the real packs/settings."""
+"""Shared test doubles and builders for the engine unit tests: a scripted fake ModelClient plus the real
+packs/settings."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from engine.pack import Pack, load_pack
 from engine.plugins import InMemoryWorlds, PluginRegistry
 from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "config"

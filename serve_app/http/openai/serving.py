@@ -62,7 +62,8 @@ def answer_schema(
 
 class OpenAiServing:
     def __init__(self, llm: Any, cfg: LlmConfig, *, created: int | None = None) -> None:
-        """`llm`: the Planner as a LanguageModel with `stream` (serve_app.replicas.llm_client); None when none is deployed."""
+        """`llm`: the Planner as a LanguageModel with `stream` (serve_app.replicas.llm_client); None when none is
+        deployed."""
         self._llm = llm
         self._cfg = cfg
         self._created = created or int(time.time())

@@ -171,7 +171,7 @@ async def test_subtasks_respect_the_weekly_hours_and_the_deadline(raw: str, para
     assert all(NOW < due <= min(deadline, NOW + timedelta(days=14)) for due in dues)
     offsets = [(due.date() - NOW.date()).days for due in dues]
     for first in range(1, 15):
-        week = [s for s, offset in zip(subtasks, offsets) if first <= offset < first + 7]
+        week = [s for s, offset in zip(subtasks, offsets, strict=True) if first <= offset < first + 7]
         assert sum(_minutes(s) for s in week) <= hours * 60
 
 

@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 
 from engine.agents import AgentRegistry
-from engine.agents.schedule_todo import derive_title
+from engine.agents.schedule_words import derive_title
 from protocol.rest import TaskItemPayload
 from tests.engine.agents.agent_inputs import NOW, at, checked_action, item, make_input
 

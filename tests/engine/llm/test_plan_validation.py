@@ -23,7 +23,7 @@ from engine.slot_filling import SlotFiller
 from engine.slots import SlotLimits
 from engine.workflow.analysis import ClauseAnalyzer, ClauseScore
 from engine.workflow.planners import HeuristicWorkflowPlanner, StepBuilder, TurnAnalysis
-from protocol.http_chat import StepCondition, Workflow, WorkflowStep, WorkflowType
+from protocol.workflow import StepCondition, Workflow, WorkflowStep, WorkflowType
 
 ROOT = Path(__file__).resolve().parents[3]
 STATE_DIR = Path(os.environ.get("BATON_STATE_DIR") or ROOT / "var").resolve()

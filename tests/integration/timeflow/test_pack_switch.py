@@ -87,11 +87,13 @@ def test_timeflow_served_accuracy(timeflow_client, timeflow):
     answers = [
         timeflow_client.post("/api/v1/agent/chat", json={"user_id": "tf-eval", "text": t}).json() for t, _ in rows
     ]
-    accuracy = sum(a["intent"] == gold for a, (_, gold) in zip(answers, rows)) / len(rows)
+    accuracy = sum(a["intent"] == gold for a, (_, gold) in zip(answers, rows, strict=True)) / len(rows)
     # a stage that missed its budget on a busy machine changes the answer by design; judge the models on the
     # turns that ran every stage, and bound how many did not. An escalation the LLM planner could not finish in
     # time keeps the local decision (the intent is the models' own), so it is judged, and bounded by its budget.
-    whole = [(a, gold) for a, (_, gold) in zip(answers, rows) if set(a["timings"]["degraded"]) <= {"planner"}]
+    whole = [
+        (a, gold) for a, (_, gold) in zip(answers, rows, strict=True) if set(a["timings"]["degraded"]) <= {"planner"}
+    ]
     llm_budget_ms = settings_for("timeflow").budgets.turn_ms["llm"]
     assert all(a["timings"]["total_ms"] <= llm_budget_ms for a in answers if a["timings"].get("escalated"))
     whole_accuracy = sum(a["intent"] == gold for a, gold in whole) / len(whole)

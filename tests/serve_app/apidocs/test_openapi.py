@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from engine.media_keys import key_from_source_url, new_key
-from protocol.http_chat import ChatStreamLine
+from protocol.chat_stream import ChatStreamLine
 from protocol.media import source_url_pattern
 from protocol.rest import EMAIL_SHAPE, RegisterRequest
 from protocol.strings import NOT_BLANK, WHITESPACE

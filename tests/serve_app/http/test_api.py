@@ -8,7 +8,8 @@ import time
 import httpx
 
 from engine.deadline import Deadline
-from protocol.http_chat import ChatResponse, Timings, TurnStatus
+from protocol.http_chat import ChatResponse, TurnStatus
+from protocol.turn_debug import Timings
 from serve_app.metrics import TurnMetrics
 from serve_app.state import state_of
 from serve_app.turns.admission import Admission

@@ -18,7 +18,7 @@ from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from media.store import LocalStore
 from media.uploads import MediaUploads
-from protocol.http_chat import Candidate
+from protocol.turn_debug import Candidate
 from serve_app.state import state_of
 from serve_app.turns.admission import Admission
 from tests.support.fakes import api_for
@@ -234,7 +234,10 @@ async def test_someone_elses_object_wrong_kind_and_foreign_urls_are_refused(clie
     models = rig[1]
     before = len(models.texts)
     image = (await upload(client, _png(), "image", user_id="owner")).json()["source_url"]
-    chat = lambda body: client.post(CHAT, json={"user_id": "intruder", **body})
+
+    def chat(body: dict):
+        return client.post(CHAT, json={"user_id": "intruder", **body})
+
     assert_error(await chat({"modality": "image_ocr", "source_url": image}), 403, "media_forbidden", "source_url")
     assert_error(
         await client.post(CHAT, json={"user_id": "owner", "modality": "voice_asr", "source_url": image}),

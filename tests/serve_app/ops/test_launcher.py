@@ -1,4 +1,5 @@
-"""The launcher's config handling (no Ray): absolute paths, pack/state selection, what replicas inherit, faults, port."""
+"""The launcher's config handling (no Ray): absolute paths, pack/state selection, what replicas inherit, faults,
+port."""
 
 from __future__ import annotations
 
@@ -141,7 +142,7 @@ def test_per_run_ports_come_from_blocks_no_other_socket_takes_meanwhile():
     assert all(r.stop <= low for r in ranges)
     assert all(
         a.stop <= b.start
-        for a, b in zip(sorted(ranges, key=lambda r: r.start), sorted(ranges, key=lambda r: r.start)[1:])
+        for a, b in zip(sorted(ranges, key=lambda r: r.start), sorted(ranges, key=lambda r: r.start)[1:], strict=False)
     )
     for _ in range(40):
         first, last = ports.free_block(ports.REPLICA_PORTS, ports.REPLICA_GRPC_PORT_RANGE)

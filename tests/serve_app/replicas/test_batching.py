@@ -1,4 +1,5 @@
-"""The replica batcher (no Ray): an idle replica never waits, a busy one gathers, deadlines are checked, abandoned work stops."""
+"""The replica batcher (no Ray): an idle replica never waits, a busy one gathers, deadlines are checked, abandoned
+work stops."""
 
 from __future__ import annotations
 

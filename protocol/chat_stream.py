@@ -1,0 +1,51 @@
+"""The chat-stream NDJSON events (POST /api/v1/agent/chat-stream): ack, step, final and error."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, RootModel
+
+from protocol.base import ErrorBody, WireModel
+from protocol.http_chat import ChatResponse
+from protocol.workflow import Workflow, WorkflowStep
+
+
+class AckEvent(WireModel):
+    """chat-stream: the turn is understood and its first plugin is about to run."""
+
+    event: Literal["ack"] = "ack"
+    reply: str
+    workflow: Workflow | None = None
+    escalated: bool = Field(
+        default=False,
+        description="Sent before the turn waits on the LLM planner; budget_ms is the turn's budget from then on.",
+    )
+    budget_ms: float | None = None
+
+
+class StepEvent(WireModel):
+    """chat-stream: one step finished (done, skipped or failed)."""
+
+    event: Literal["step"] = "step"
+    step: WorkflowStep
+
+
+class FinalEvent(WireModel):
+    """chat-stream: the turn's response, exactly what POST /api/v1/agent/chat would have answered."""
+
+    event: Literal["final"] = "final"
+    response: ChatResponse
+
+
+class ErrorEvent(WireModel):
+    """chat-stream: the turn failed after the stream began; the envelope's error."""
+
+    event: Literal["error"] = "error"
+    error: ErrorBody
+
+
+class ChatStreamLine(
+    RootModel[Annotated[AckEvent | StepEvent | FinalEvent | ErrorEvent, Field(discriminator="event")]]
+):
+    """One line of the chat-stream NDJSON body (for the document; the stream writes each event model itself)."""

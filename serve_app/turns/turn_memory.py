@@ -1,0 +1,47 @@
+"""Semantic memory around a turn (store/memory.py): the user's earlier messages near the turn's vector, recalled
+for the engine, and the logged message's vector kept after the reply, off its path."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from uuid import UUID
+
+from config.llm import LlmConfig
+from engine.turn_context import Recall
+from store import memory
+from store.database import Database
+
+logger = logging.getLogger(__name__)
+_REMEMBERING: set[asyncio.Task[None]] = set()  # vectors being kept after their turn answered
+
+
+def recaller(db: Database, llm: LlmConfig, user_id: UUID) -> Recall | None:
+    """Semantic memory for this user's turn: their earlier messages near a vector (store/memory.py)."""
+    if llm.memory_k == 0:
+        return None
+
+    async def recall(vector: tuple[float, ...], text: str) -> list[str]:
+        async with db.connection() as conn:
+            found = await memory.recall(
+                conn, user_id=user_id, vector=vector, k=llm.memory_k, min_score=llm.memory_min_score, exclude=(text,)
+            )
+        return [t for t, _ in found]
+
+    return recall
+
+
+def remember(db: Database, user_id: UUID, message_id: UUID, vector: tuple[float, ...]) -> None:
+    """Keep the logged message's vector, after the reply and off its path: memory is an aid, not part of the
+    turn (a failure is logged, never the turn's)."""
+
+    async def keep() -> None:
+        try:
+            async with db.connection() as conn:
+                await memory.remember(conn, user_id=user_id, message_id=message_id, vector=vector)
+        except Exception:  # noqa: BLE001
+            logger.warning("could not keep the vector of message %s", message_id, exc_info=True)
+
+    task = asyncio.ensure_future(keep())
+    _REMEMBERING.add(task)
+    task.add_done_callback(_REMEMBERING.discard)
