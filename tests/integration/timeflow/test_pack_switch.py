@@ -72,12 +72,16 @@ def user_rows_pack(tmp_path_factory):
         ),
         encoding="utf-8",
     )
-    settings = settings_in(STATE_DIR, "it_user_rows")  # the product's build with a short tune
-    rows_to_pack(rows, "it_user_rows", settings)
+    settings = settings_in(STATE_DIR, "it_user_rows")
+    source = rows_to_pack(rows, "it_user_rows", settings)
+    # served here, not scored: the frozen encoder (a pack's own `finetune`); tests/models builds tuned packs from rows
+    head = source / "pack.yaml"
+    head.write_text(head.read_text(encoding="utf-8").replace("finetune: true", "finetune: false"), encoding="utf-8")
     pack = load_pack(find_pack("it_user_rows", shipped_dir=settings.packs_dir, state_dir=STATE_DIR))
+    assert pack.finetune is False
     build(pack, settings)
     yield pack
-    # its two builds (held-out and served, each with a tuned encoder) are about 2 GB: not left in the state dir
+    # its two builds (held-out and served) are not left in the state dir
     shutil.rmtree(STATE_DIR / "packs" / "it_user_rows", ignore_errors=True)
 
 
