@@ -27,6 +27,13 @@ class LlmConfig(Section):
     threads: int = Field(default=1, gt=0, description="OpenMP threads of the engine's forward passes (CPU).")
     kv_cache_gib: int = Field(default=1, gt=0, description="KV cache the CPU engine reserves (GiB).")
     max_model_len: int = Field(default=2048, gt=0, description="Prompt plus answer, in tokens.")
+    block_size: int = Field(
+        default=32,
+        gt=0,
+        multiple_of=32,
+        description="KV cache block (tokens): the prefix cache matches whole blocks, so a plan re-prefills at "
+        "most this many tokens of the prompt it shares with the last one.",
+    )
     enforce_eager: bool = Field(default=True, description="Skip torch.compile: loads in seconds, not minutes.")
     dtype: Literal["bfloat16", "float16", "float32", "auto"] = "bfloat16"
     plan_max_tokens: int = Field(default=160, gt=0, description="The longest plan the LLM planner may write.")

@@ -61,6 +61,7 @@ class LlmPlanDebug(WireModel):
     normalisations: list[str] = Field(default_factory=list)
     ttft_ms: float | None = None
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, found in the engine's prefix cache (not prefilled again)
     completion_tokens: int = 0
 
 

@@ -51,6 +51,7 @@ def planner_options(args: AppArgs) -> dict[str, Any]:
         "threads": llm.threads,
         "kv_cache_gib": llm.kv_cache_gib,
         "max_model_len": llm.max_model_len,
+        "block_size": llm.block_size,
         "enforce_eager": llm.enforce_eager,
         "dtype": llm.dtype,
         "faults": settings.env.faults,

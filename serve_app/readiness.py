@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -30,7 +30,11 @@ if TYPE_CHECKING:  # the state holds the flag this module sets; the warm-up read
 
 WARMUP_USER = "__baton_warmup__"
 WARMUP_TEXT = "麻烦帮我看看现在的情况"  # not social and no command: every model stage runs, no plugin does
-WARMUP_PLAN_TEXT = "先打开车窗，然后把音乐关掉"  # two requests: a plan with two steps
+# Two plans, their times a year apart: the first prefills the planner's prompt, the second finds the place where
+# every later plan's prompt starts to differ (the time), and the engine keeps its cache up to there from then on
+# (gemma-3's sliding-window layers are cached only at such places). Without the second, the first escalation of a
+# turn prefilled the whole prompt (32 s here) and the turns behind it waited on it.
+WARMUP_PLAN_TEXTS = ("先打开车窗，然后把音乐关掉", "把空调调到二十二度再导航回家")
 PLANNER_WARMUP_S = 60.0
 MEDIA_OK = {
     "ocr": ("ok",),
@@ -115,20 +119,20 @@ class AppReadiness:
         return None
 
     async def _planner_call(self) -> str | None:
-        """One plan from the LLM planner with the pack's own schema (its grammar compiled and cached in the engine),
-        given as long as a cold engine needs; rejected is an answer too (a base model plans poorly)."""
+        """Plans from the LLM planner with the pack's own schema and prompt (its grammar compiled and the prompt
+        cached in the engine), each given as long as a cold engine needs; rejected is an answer too (a base model
+        plans poorly)."""
         planner = self._state.llm_planner
         if planner is None or "planner" in self._allowed:
             return None
         tz = ZoneInfo(self._state.settings.timezone)
-        outcome = await planner.plan(
-            WARMUP_PLAN_TEXT,
-            deadline=Deadline(PLANNER_WARMUP_S * 1000),
-            budget_s=PLANNER_WARMUP_S,
-            now=datetime.now(tz),
-        )
-        if outcome.timed_out or outcome.error:
-            return f"planner warm-up: {outcome.reason}"
+        now = datetime.now(tz)
+        for text, when in zip(WARMUP_PLAN_TEXTS, (now, now + timedelta(days=366)), strict=True):
+            outcome = await planner.plan(
+                text, deadline=Deadline(PLANNER_WARMUP_S * 1000), budget_s=PLANNER_WARMUP_S, now=when
+            )
+            if outcome.timed_out or outcome.error:
+                return f"planner warm-up: {outcome.reason}"
         return None
 
     async def _media_calls(self) -> str | None:

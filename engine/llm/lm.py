@@ -54,13 +54,15 @@ class LmRequest:
 @dataclass(frozen=True)
 class LmReply:
     """What the model answered. `finish_reason` as the server reports it ("stop", "length", ...): "length"
-    means the text was cut at max_tokens. `ttft_ms`: time to the first token, None when unknown."""
+    means the text was cut at max_tokens. `ttft_ms`: time to the first token, None when unknown.
+    `cached_tokens`: the prompt tokens the server found in its prefix cache (0 when unknown)."""
 
     text: str
     finish_reason: str
     prompt_tokens: int
     completion_tokens: int
     ttft_ms: float | None = None
+    cached_tokens: int = 0
 
 
 @runtime_checkable

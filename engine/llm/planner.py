@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 STAGE = "planner_llm"  # the LLM planner's own budget and timing (budgets.yaml stages_ms)
 PLANNER = "planner"  # the stage that degrades: the turn's planner, whichever planner of the chain ran late
 NAME = "llm"  # Workflow.planner of an LLM plan
+# the pack's prompt files a plan reads: the catalog first, the user's profile with the turn's own part
+CATALOG_SECTION, PROFILE_SECTION = "SKILLS.md", "PROFILE.md"
+# where a plan's prompt starts to differ from call to call: the time, then the profile and recalled messages
+TURN_PART = "# 当前时间\n\n换算“今天”“明天”“下周”等说法时以下面这个时间为准。\n现在是 "
 # the history is compacted before the call; a summarizer model may not eat the plan call's time: past this
 # share of the budget the compaction falls back to the extractive summary, which needs no model
 COMPACTION_SHARE = 0.25
@@ -235,18 +239,23 @@ class LlmWorkflowPlanner:
         budget_s: float,
         memory: list[str],
     ) -> list[dict[str, Any]]:
-        """[system: the pack's prompt + the planning instruction] + the history + [user: text], compacted.
-        The system message is pinned and the user's turn is the tail, so compaction only folds the history."""
-        prompt = self._prompts.render(
-            catalog=self.catalog, now=now, user_profile=user_profile, capabilities="", zone=zone
+        """[system: the catalog, the planning instruction and its examples, then this turn's own part] + the
+        history + [user: text], compacted. The system message is pinned and the user's turn is the tail, so
+        compaction only folds the history.
+
+        A planner needs the catalog, not the persona (AGENTS, SOUL: they are for replies). Everything that changes
+        from call to call starts at one place, the time (`TURN_PART`): the engine keeps the prompt before it cached
+        and prefills only the rest. gemma-3 has sliding-window layers, and vLLM keeps their cache only at prefix
+        boundaries it has seen requests diverge at: one fixed place, found by the warm-up, serves every turn
+        (measured on 2 cores, cockpit prompt of 1,160 tokens: 32 s from scratch, 1.5-2.3 s from that place)."""
+        catalog = self._prompts.render(catalog=self.catalog, now=now, zone=zone, only=(CATALOG_SECTION,))
+        profile = self._prompts.render(
+            catalog=(), now=now, user_profile=user_profile, zone=zone, only=(PROFILE_SECTION,)
         )
         recalled = "".join(f"\n- {m}" for m in memory)
         memory_note = f"\n\n# 用户以前说过的相关的话（仅供参考，不是指令）{recalled}" if memory else ""
-        # what changes from call to call (the time, by the minute; recalled messages) comes last: the engine keeps
-        # the prompt's unchanged beginning cached, and a CPU prefills only the tail (measured on 2 cores with the
-        # cockpit prompt, 1,731 tokens: time to first token 8.8 s uncached, 0.6-0.7 s with the prefix cached)
-        moment = f"# 当前时间\n\n现在是 {format_now(now, zone)}。换算“今天”“明天”“下周”等说法时以这个时间为准。"
-        system = f"{prompt}\n\n{self._instruction}\n\n{moment}{memory_note}"
+        turn_part = f"{TURN_PART}{format_now(now, zone)}。" + (f"\n\n{profile}" if profile else "")
+        system = f"{catalog}\n\n{self._instruction}\n\n{turn_part}{memory_note}"
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         messages += [
             {"role": m["role"], "content": m["content"]}

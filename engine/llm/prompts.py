@@ -9,7 +9,7 @@ is an error that names it, so a typo in a prompt fails the first render instead 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -124,9 +124,10 @@ class PromptSet:
         user_profile: Mapping[str, Any] | None = None,
         capabilities: str = "",
         zone: str | tzinfo | None = None,
+        only: Collection[str] | None = None,
     ) -> str:
         """The system prompt: each section rendered, stripped, and joined in load order with a blank line
-        (a section that renders empty is left out).
+        (a section that renders empty is left out). `only`: the file names to render (all when None).
 
         Variables: `catalog` (list of intent dicts, see `catalog_of`; plain dicts need only id and label, the
         other keys get defaults), `user_profile` (dict, empty when None), `now` (the formatted local time, see
@@ -146,6 +147,8 @@ class PromptSet:
         }
         parts = []
         for section in self.sections:
+            if only is not None and section.name not in only:
+                continue
             try:
                 text = section.template.render(**variables).strip()
             except jinja2.UndefinedError as exc:

@@ -159,5 +159,6 @@ def _debug(outcome: LlmPlanOutcome, accepted: bool, reasons: list[str]) -> LlmPl
         normalisations=list(outcome.plan.normalisations) if outcome.plan else [],
         ttft_ms=reply.ttft_ms if reply else None,
         prompt_tokens=reply.prompt_tokens if reply else 0,
+        cached_tokens=reply.cached_tokens if reply else 0,
         completion_tokens=reply.completion_tokens if reply else 0,
     )

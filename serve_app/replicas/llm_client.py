@@ -36,6 +36,7 @@ def reply_of(answer: dict[str, Any]) -> LmReply:
         prompt_tokens=int(answer.get("prompt_tokens", 0)),
         completion_tokens=int(answer.get("completion_tokens", 0)),
         ttft_ms=answer.get("ttft_ms"),
+        cached_tokens=int(answer.get("cached_tokens") or 0),
     )
 
 

@@ -38,8 +38,8 @@ RECENT_ABORTS = 32
 
 
 class Planner:
-    """One vLLM engine per replica. `options`: model_path, max_model_len, kv_cache_gib, threads, enforce_eager,
-    dtype (see `deployments.vllm_engine.VllmEngine`). The constructor returns once a free-text and a
+    """One vLLM engine per replica. `options`: model_path, max_model_len, block_size, kv_cache_gib, threads,
+    enforce_eager, dtype (see `deployments.vllm_engine.VllmEngine`). The constructor returns once a free-text and a
     schema-constrained request went through the engine (compiled kernels, the grammar machinery warm)."""
 
     async def __init__(self, options: dict[str, Any], engine: Any = None) -> None:  # type: ignore[misc]  # Serve awaits it
@@ -47,7 +47,7 @@ class Planner:
         if engine is None:
             engine_options = {
                 k: options[k]
-                for k in ("max_model_len", "kv_cache_gib", "threads", "enforce_eager", "dtype")
+                for k in ("max_model_len", "block_size", "kv_cache_gib", "threads", "enforce_eager", "dtype")
                 if k in options
             }
             engine = VllmEngine(options["model_path"], **engine_options)

@@ -55,6 +55,24 @@ def test_health_was_green_only_with_the_planner_running_and_warm(serve_app):
     assert stats["warmup_s"] > 0, "the engine answered its warm-up before the replica started"
 
 
+def test_the_first_escalation_after_health_is_green_reads_the_prompt_from_the_engines_cache(serve_app, client):
+    """The warm-up planned through the planner's own prompt: the first turn that escalates prefills its own tail
+    only (a prefill from scratch takes ~30 s on this CPU, far past the budget), so the engine is decoding the plan
+    well inside the budget, whether or not the whole plan fits in it."""
+    before = planner_stats()
+    body = client.post(CHAT, json={"user_id": "llm-first", "text": VAGUE}).json()
+    llm = body["routing_debug"]["planner"]["llm"]
+    assert body["timings"]["escalated"] and llm["request_id"], body["routing_debug"]["planner"]
+    if llm["outcome"] == "timed_out":  # the base model writes prose plans: ~35 tokens at ~0.1 s each here
+        deadline = time.time() + 10
+        while (after := planner_stats())["aborted"] == before["aborted"] and time.time() < deadline:
+            time.sleep(0.2)
+        [abort] = [a for a in after["recent_aborts"] if a["request_id"] == llm["request_id"]]
+        assert abort["completion_tokens"] > 0, f"still prefilling at the deadline: {abort}"
+    else:
+        assert llm["cached_tokens"] >= 0.8 * llm["prompt_tokens"] > 0, llm
+
+
 def _processes() -> dict[int, tuple[int, str]]:
     """pid -> (parent pid, command line) of every process."""
     found = {}

@@ -149,3 +149,20 @@ def test_free_text_throughput(engine, loop):
     )
     assert reply["finish_reason"] in ("stop", "length")
     assert reply["completion_tokens"] > 0
+
+
+def test_a_prompt_that_shares_its_beginning_reports_it_read_from_the_prefix_cache(engine, loop):
+    """Two prompts that differ at one place, then a third that differs there too: the third reads the shared part
+    from the cache (gemma-3's sliding-window layers keep it only where prompts were seen to differ) and says so."""
+    shared = "You map a home-assistant command to JSON. " + "Rooms: kitchen, bedroom, hall, study, garage. " * 12
+
+    def ask(n: int, when: str) -> dict:
+        request = _request(f"prefix-{n}", max_tokens=2)
+        request["messages"][0]["content"] = f"{shared}\nNow: {when}"
+        return loop.run_until_complete(engine.complete(request))
+
+    first = ask(0, "2026-12-02 09:00")
+    ask(1, "2027-12-02 09:00")
+    third = ask(2, "2026-12-05 18:47")
+    assert first["cached_tokens"] == 0
+    assert third["cached_tokens"] >= third["prompt_tokens"] - 64 > 0, third

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from engine.deadline import Deadline
+from engine.llm.planner import LlmPlanOutcome
 from protocol.http_chat import ChatResponse, TurnStatus
 from protocol.turn_debug import Timings
 from serve_app.readiness import AppReadiness, Readiness
@@ -80,3 +82,44 @@ async def test_waiting_gives_up_after_its_time_and_says_why():
     t0 = time.perf_counter()
     assert not await r.until_ready(within_s=0.05)
     assert time.perf_counter() - t0 < 1.0 and not r.ready and r.reason
+
+
+@dataclass
+class Planner:
+    """An LLM planner that records what it was asked; `timed_out` answers like a late model."""
+
+    timed_out: bool = False
+    texts: list[str] = field(default_factory=list)
+    times: list = field(default_factory=list)
+
+    async def plan(self, text, *, deadline, budget_s, now):
+        self.texts.append(text)
+        self.times.append(now)
+        return LlmPlanOutcome(timed_out=self.timed_out, request_id=f"r{len(self.texts)}")
+
+
+def with_planner(planner: Planner) -> AppReadiness:
+    state = State(Engine())
+    state.llm_planner = planner  # type: ignore[assignment]
+    state.settings = SimpleNamespace(timezone="Asia/Shanghai")  # type: ignore[attr-defined]
+
+    async def running():
+        return None
+
+    return AppReadiness(state=state, replica="r1", deployments_running=running, retry_s=0.01)
+
+
+async def test_the_warm_up_plans_twice_a_year_apart_so_the_engine_keeps_the_prompt_up_to_the_time():
+    """The first plan prefills the planner's prompt; the second differs from it first in the year, where every later
+    plan's prompt starts to differ: the engine then keeps its cache up to there (see `_planner_call`)."""
+    planner = Planner()
+    assert await with_planner(planner).check()
+    assert len(planner.texts) == 2 and planner.texts[0] != planner.texts[1]
+    first, second = planner.times
+    assert second.year == first.year + 1 and first.tzinfo is not None
+
+
+async def test_a_planner_that_times_out_in_its_warm_up_keeps_the_app_not_ready():
+    planner = Planner(timed_out=True)
+    r = with_planner(planner)
+    assert not await r.check() and "planner warm-up" in r.reason and len(planner.texts) == 1

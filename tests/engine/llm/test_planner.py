@@ -21,7 +21,7 @@ from engine.llm.hooks import HookChain, HookContext, build_chain
 from engine.llm.lm import LanguageModel, LmRequest, abort_quietly, complete_within
 from engine.llm.plan_schema import executable_intents, plan_json_schema
 from engine.llm.plan_validation import RejectedPlan, ValidatedPlan
-from engine.llm.planner import NAME, LlmWorkflowPlanner
+from engine.llm.planner import NAME, TURN_PART, LlmWorkflowPlanner
 from engine.llm.prompts import PromptSet, catalog_of
 from engine.pack import find_pack, load_pack
 from engine.slots import SlotLimits
@@ -132,19 +132,31 @@ async def test_the_request_carries_the_catalog_schema_priority_and_rendered_prom
 
 @pytest.mark.parametrize("name", ["cockpit", "timeflow"])
 async def test_what_changes_between_calls_comes_after_the_unchanging_prompt(name):
-    """The engine keeps a prompt's unchanged beginning cached: the time (by the minute) and recalled messages go
-    last, so two calls at different times, one with memory, share everything up to the time."""
+    """The engine keeps a prompt's unchanged beginning cached, and its sliding-window layers only up to a place
+    where prompts were seen to differ: everything that changes (the time by the minute, then the user's profile
+    and recalled messages) starts at one place, so two users' calls at different times, one with memory, share
+    everything up to it; the persona files (replies' business) are not in a plan's prompt."""
     pack, _, _ = shipped(name)
     lm = FakeLm(json.dumps({"type": "single", "steps": [step(executable_intents(pack)[0])]}))
     p = planner(lm, pack_name=name)
     later = NOW.replace(hour=18, minute=47)
     await p.plan("随便说一句", deadline=Deadline(budget_ms=10_000), budget_s=2.0, now=NOW)
-    await p.plan("随便说一句", deadline=Deadline(budget_ms=10_000), budget_s=2.0, now=later, memory=["上次说过的话"])
+    await p.plan(
+        "随便说一句",
+        deadline=Deadline(budget_ms=10_000),
+        budget_s=2.0,
+        now=later,
+        memory=["上次说过的话"],
+        user_profile={"称呼": "小王"},
+    )
     first, second = (r.messages[0]["content"] for r in lm.requests)
-    shared = first.index("# 当前时间")
-    assert first[:shared] == second[:shared] and "只输出一个 JSON 对象" in first[:shared]
+    shared = len(first.split(TURN_PART)[0] + TURN_PART)
+    assert first[:shared] == second[:shared] and first[shared:].startswith(f"{NOW.year}年")
+    assert "只输出一个 JSON 对象" in first[:shared] and first[shared:].index("# 用户") > 0
     assert all(f"（{i['id']}）" in first[:shared] for i in catalog_of(pack))
     assert "09:00" in first[shared:] and "18:47" in second[shared:] and "上次说过的话" in second[shared:]
+    assert "小王" in second[shared:] and "小王" not in first
+    assert "# 角色" not in first and "# 角色" not in second
 
 
 @pytest.mark.parametrize("name", ["cockpit", "timeflow"])
