@@ -1,11 +1,12 @@
 """`python -m benchmarks.encoder_alone`: the encoder timed alone — batch-1 latency and the cost per sentence of a batch.
 
-sentence-transformers on torch with `torch.set_num_threads(threads)` called before the model loads, in the
-measuring process only: the harness calls `measure_in_subprocess`, which runs this module as a child and parses
-the one JSON object it prints (`benchmarks.schema.EncoderMeasurement`). The encoder is the bundled folder
-(`settings.encoder_path`), loaded with `models.encoder.load_encoder`, encoded with the e5 "query: " prefix and
-normalized embeddings as the serving path does. The ceiling, 1000 / (batch cost per sentence in ms), is the
-turns/s one encoder process could sustain if every turn were one sentence in a full batch and nothing else ran.
+The runtime Baton serves (`models.encoder_runtime`: onnxruntime here, its session of `threads` intra-op threads,
+the export Baton made under the state dir), in the measuring process only: the harness calls
+`measure_in_subprocess`, which runs this module as a child and parses the one JSON object it prints
+(`benchmarks.schema.EncoderMeasurement`). The encoder is the bundled folder (`settings.encoder_path`), loaded with
+the serving path's own `SentenceEncoder`, with the e5 "query: " prefix and normalized embeddings. The ceiling,
+1000 / (batch cost per sentence in ms), is the turns/s one encoder process could sustain if every turn were one
+sentence in a full batch and nothing else ran.
 """
 
 from __future__ import annotations
@@ -26,33 +27,30 @@ DEFAULT_SCENARIO = ROOT / "benchmarks" / "scenarios" / "encode_once.yaml"
 TIMEOUT_S = 600.0
 
 
-def _default_encoder_path() -> Path:
-    from config.settings import load_settings
-
-    return load_settings(ROOT / "config", os.environ).encoder_path
-
-
 def measure(
-    path: Path, texts: list[str], *, threads: int, batch1_turns: int, batch_size: int, rounds: int, warmup: int
+    path: Path | None, texts: list[str], *, threads: int, batch1_turns: int, batch_size: int, rounds: int, warmup: int
 ) -> dict:
-    """Load the encoder in this process with `threads` torch threads and time it; returns an EncoderMeasurement dict."""
+    """Load the encoder in this process as Baton serves it (its runtime, `threads` intra-op threads) and time it;
+    returns an EncoderMeasurement dict."""
     import torch
 
     torch.set_num_threads(threads)
-    from deployments.pooled_encoder import QUERY_PREFIX
-    from models.encoder import load_encoder
+    from config.settings import load_settings
+    from deployments.embedding import SentenceEncoder
 
     if not texts:
         raise ValueError("no texts to encode")
+    settings = load_settings(ROOT / "config")
+    path = path or settings.encoder_path
+    runtime = settings.models.encoder_runtime
     t0 = time.perf_counter()
-    model = load_encoder(path)
+    model = SentenceEncoder(path, runtime=runtime, threads=threads, batch_size=batch_size, state_dir=settings.state_dir)
     load_s = time.perf_counter() - t0
-    prefix = QUERY_PREFIX if "e5" in str(path).lower() else ""
-    queries = [prefix + t for t in texts]
+    queries = list(texts)
 
     def encode(batch: list[str]) -> float:
         start = time.perf_counter()
-        model.encode(batch, batch_size=len(batch), normalize_embeddings=True, show_progress_bar=False)
+        model.encode(batch)
         return (time.perf_counter() - start) * 1000.0
 
     def rotated(offset: int, n: int) -> list[str]:
@@ -66,8 +64,8 @@ def measure(
     batches = [round(encode(rotated(r * batch_size, batch_size)), 3) for r in range(rounds)]
     per_sentence = statistics.median(batches) / batch_size
     return {
-        "runtime": "torch",
-        "threads": torch.get_num_threads(),
+        "runtime": runtime,
+        "threads": threads,
         "torch_version": torch.__version__,
         "encoder_path": str(path),
         "texts": len(texts),
@@ -108,7 +106,7 @@ def measure_in_subprocess(
     warmup: int,
     timeout_s: float = TIMEOUT_S,
 ) -> dict:
-    """Run `measure` in a child Python (torch threads set there only) on `texts`; returns its parsed measurement."""
+    """Run `measure` in a child Python (its threads set there only) on `texts`; returns its parsed measurement."""
     cmd = [
         sys.executable,
         "-m",
@@ -194,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         key: getattr(args, key) if getattr(args, key) is not None else getattr(spec, key)
         for key in ("threads", "batch1_turns", "batch_size", "rounds", "warmup")
     }
-    result = measure(args.path or _default_encoder_path(), texts, **options)
+    result = measure(args.path, texts, **options)
     print(json.dumps(result, ensure_ascii=False), flush=True)
     return 0
 

@@ -70,8 +70,11 @@ def deployment_names(config: dict[str, Any]) -> list[str]:
 
 def model_deployments(spec: SystemSpec) -> list[str]:
     """The deployments of the system's layout that serve the text path's models (all but Orchestrator, ASR, OCR and the
-    LLM Planner, which a burst does not scale)."""
+    LLM Planner, which a burst does not scale); in the `inline` layout, the Orchestrator, which runs them."""
     config = yaml.safe_load(serve_config_path(spec).read_text(encoding="utf-8"))
+    layout = {**config["applications"][0].get("args", {}), **spec.app_args}.get("layout")
+    if layout == "inline":
+        return ["Orchestrator"]
     return [name for name in deployment_names(config) if name not in NOT_MODEL_DEPLOYMENTS]
 
 

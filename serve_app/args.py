@@ -31,11 +31,12 @@ class AppArgs(BaseModel):
     config_dir: str = Field(default="config", description="Folder holding baton.yaml, budgets.yaml and domains/.")
     state_dir: str = Field(default="var", description="Built packs, models, the embedded database and the media store.")
     pack: str | None = Field(default=None, description="Domain pack to serve; None = baton.yaml's pack.")
-    layout: Literal["fused", "split"] = Field(
+    layout: Literal["inline", "fused", "split"] = Field(
         default="fused",
-        description="fused: one NLU deployment holds the encoder and the three heads "
-        "(fewest hops: best on few CPU cores); split: an Encoder deployment feeding three head deployments, "
-        "each scaled on its own (GPU clusters).",
+        description="inline: the encoder and the three heads run inside each Orchestrator replica (no hop: fastest "
+        "where the models share a few CPU cores with the orchestrator, e.g. a laptop); fused: one NLU deployment holds "
+        "them (scaled on its own, one hop); split: an Encoder deployment feeding three head deployments, each scaled "
+        "on its own (GPU clusters).",
     )
     media: bool = Field(
         default=True, description="Deploy ASR and OCR (false: a text-only app; voice and image turns answer 503)."
@@ -65,7 +66,8 @@ class AppArgs(BaseModel):
 
     def model_kinds(self) -> dict[str, str]:
         """kind → deployment name of the model deployments of this layout."""
-        return {**(FUSED if self.layout == "fused" else SPLIT), **(MEDIA if self.media else {})}
+        text = {"inline": {}, "fused": FUSED, "split": SPLIT}[self.layout]
+        return {**text, **(MEDIA if self.media else {})}
 
     def deployment_names(self) -> list[str]:
         return [INGRESS, *self.model_kinds().values(), *([PLANNER] if self.planner != "none" else [])]

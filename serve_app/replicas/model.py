@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from config.settings import Settings
 from deployments.embedding import RunControl
 from deployments.faults import FaultFile, FaultSet, InjectedFault
 from engine.model_client import HEADS
@@ -110,23 +111,30 @@ class ReplicaBody:
         }
 
 
+async def warm_body(kind: str, settings: Settings) -> ReplicaBody:
+    """The replica body of a model of kind `kind` (a key of `serve_app.replicas.work.WORKS`), its models loaded and
+    warmed up through the whole path: what a model deployment's replica runs, and, in the `inline` layout, what the
+    Orchestrator runs itself."""
+    work = WORKS[kind](settings)
+    budget_s = settings.budgets.stage_s(work.stage)
+    body = ReplicaBody(
+        work,
+        max_wait_s=budget_s * settings.budgets.batch_wait_share,
+        max_concurrent=settings.models.max_concurrent_batches if work.max_batch_size > 1 else 1,
+        env_faults=settings.env.faults,
+        faults_file=settings.env.faults_file,
+        metrics=ModelMetrics(),
+    )
+    await body.warm_up()
+    return body
+
+
 class ModelReplica:
     """A model deployment of kind `kind` (a key of `serve_app.replicas.work.WORKS`)."""
 
     async def __init__(self, kind: str, args: dict[str, Any]) -> None:  # type: ignore[misc]  # Serve awaits it
-        settings = AppArgs.model_validate(args).settings()
-        work = WORKS[kind](settings)
         self._pairs = kind in HEADS  # a head's item travels with the vectors it reads
-        budget_s = settings.budgets.stage_s(work.stage)
-        self._body = ReplicaBody(
-            work,
-            max_wait_s=budget_s * settings.budgets.batch_wait_share,
-            max_concurrent=settings.models.max_concurrent_batches if work.max_batch_size > 1 else 1,
-            env_faults=settings.env.faults,
-            faults_file=settings.env.faults_file,
-            metrics=ModelMetrics(),
-        )
-        await self._body.warm_up()
+        self._body = await warm_body(kind, AppArgs.model_validate(args).settings())
 
     def reconfigure(self, user_config: dict) -> None:
         self._body.reconfigure(user_config)

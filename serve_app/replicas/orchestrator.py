@@ -4,6 +4,7 @@ model deployments' handles. It builds the app state once, warms up, and hands Se
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -23,6 +24,7 @@ from serve_app.metrics import LlmMetrics
 from serve_app.readiness import AppReadiness, Readiness
 from serve_app.replicas.clients import FusedHandleModels, SplitHandleModels
 from serve_app.replicas.heap import freeze_startup_heap
+from serve_app.replicas.inline import InlineModels
 from serve_app.replicas.llm_client import HandleLanguageModel
 from serve_app.replicas.media_client import HandleMedia
 from serve_app.state import ModelClients, attach, build_state
@@ -52,7 +54,8 @@ class Orchestrator:
         if settings.env.database_url is None:
             raise RuntimeError("DATABASE_URL is not set: start Baton with `make run` (embedded PostgreSQL) or set it.")
         llm_metrics = LlmMetrics()
-        clients = model_clients(app_args, settings, dict(models), media, llm_metrics)
+        self._inline = await InlineModels.start(settings) if app_args.layout == "inline" else None
+        clients = model_clients(app_args, settings, dict(models), media, llm_metrics, inline=self._inline)
         db = await connect(settings.env.database_url.get_secret_value(), settings.database)  # migrates under a lock
         self.state = build_state(
             settings, clients, db, readiness=Readiness(ready=False, reason="warming up"), llm_metrics=llm_metrics
@@ -80,6 +83,12 @@ class Orchestrator:
     def __serve_build_asgi_app__(self) -> FastAPI:
         return attach(create_api(replica=self._replica), self.state)
 
+    async def stats(self) -> dict[str, Any]:
+        """The text models' counters in this replica (the `inline` layout; a model deployment answers its own), and
+        `pid` to tell replicas apart, since a handle reaches one of them per call."""
+        body = self._inline.body.stats() if self._inline is not None else {}
+        return {**body, "pid": os.getpid()}
+
     def check_health(self) -> None:
         """This replica's own state only; the other deployments' readiness is /health's business."""
 
@@ -90,11 +99,14 @@ def model_clients(
     models: dict[str, DeploymentHandle],
     media: dict[str, DeploymentHandle],
     llm_metrics: LlmMetrics,
+    *,
+    inline: ModelClient | None = None,
 ) -> ModelClients:
-    """The engine's clients over this app's handles: the layout's text models, ASR and OCR, the language model."""
+    """The engine's clients over this app's handles: the layout's text models (`inline`: already in this replica),
+    ASR and OCR, the language model."""
     planner = models.pop("planner", None)
     return ModelClients(
-        nlu=model_client(models, settings),
+        nlu=inline or model_client(models, settings),
         media=HandleMedia(asr=media["asr"], ocr=media["ocr"]) if {"asr", "ocr"} <= media.keys() else None,
         llm=language_model(args, planner, llm_metrics) if planner is not None else None,
     )

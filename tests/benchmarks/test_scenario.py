@@ -43,12 +43,15 @@ def test_a_stale_settings_override_is_refused(tmp_path):
 
 def test_encode_once_measures_every_phase():
     scenario, mix = load_scenario(SCENARIOS / "encode_once.yaml")
-    assert [s.name for s in scenario.systems] == ["baton", "baton_split", "baton_noop", "monolith"]
-    split = scenario.systems[1]
-    assert split.serve_config == "config/serve_local_split.yaml"
+    assert [s.name for s in scenario.systems] == ["baton", "baton_fused", "baton_split", "baton_noop", "monolith"]
+    inline, fused, split = scenario.systems[:3]
+    assert (fused.serve_config, split.serve_config) == (
+        "config/serve_local_fused.yaml",
+        "config/serve_local_split.yaml",
+    )
     assert model_deployments(split) == ["Encoder", "IntentClassifier", "MultiIntentDetector", "EmbeddingRetriever"]
-    assert model_deployments(scenario.systems[0]) == ["NLU"]
-    assert scenario.systems[2].settings == {"models.noop": True}
+    assert model_deployments(fused) == ["NLU"] and model_deployments(inline) == ["Orchestrator"]  # runs the models
+    assert scenario.systems[3].settings == {"models.noop": True}
     assert scenario.arrival.process.value == "closed" and scenario.open_loop.arrival.process.value == "poisson"
     assert scenario.idle and scenario.encoder_alone.threads == 2 and scenario.burst.systems == ["baton"]
     assert len(kind_texts(mix, scenario.idle.kind)) >= 20

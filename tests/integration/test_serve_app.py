@@ -173,25 +173,31 @@ def test_a_failing_classifier_head_degrades_alone(serve_app, client):
     time.sleep(0.5)
 
 
-def _cancelled_by_replica(handle) -> dict[int, int]:
-    """Each running NLU replica's cancellation count: a handle call reaches one replica, so ask until all answered."""
+def _models_deployment(serve_app) -> str:
+    """The deployment whose replicas run the encoder: the Orchestrator itself in the `inline` layout, else NLU."""
+    return "Orchestrator" if serve_app["config"]["applications"][0]["args"]["layout"] == "inline" else "NLU"
+
+
+def _cancelled_by_replica(handle, deployment: str) -> dict[int, int]:
+    """Each running replica's cancellation count: a handle call reaches one replica, so ask until all answered."""
     from ray import serve
 
-    running = serve.status().applications[launcher.APP_NAME].deployments["NLU"].replica_states.get("RUNNING", 0)
+    running = serve.status().applications[launcher.APP_NAME].deployments[deployment].replica_states.get("RUNNING", 0)
     seen: dict[int, int] = {}
     deadline = time.time() + 20
     while len(seen) < running and time.time() < deadline:
         stats = handle.stats.remote().result(timeout_s=10)
         seen[stats["pid"]] = stats["cancelled"]
-    assert len(seen) >= running, f"{len(seen)} of {running} NLU replicas answered"
+    assert len(seen) >= running, f"{len(seen)} of {running} {deployment} replicas answered"
     return seen
 
 
 def test_a_slow_encoder_degrades_every_head_inside_the_budget_and_is_cancelled(serve_app, client):
     from ray import serve
 
-    handle = serve.get_deployment_handle("NLU", app_name=launcher.APP_NAME)
-    before = _cancelled_by_replica(handle)
+    deployment = _models_deployment(serve_app)
+    handle = serve.get_deployment_handle(deployment, app_name=launcher.APP_NAME)
+    before = _cancelled_by_replica(handle, deployment)
     launcher.set_faults(serve_app["config"], "encoder:delay_ms=800")
     try:
         body, wall_ms = _wait_for_degraded(client, ["encoder", "classifier", "detector", "retriever"])
@@ -202,7 +208,7 @@ def test_a_slow_encoder_degrades_every_head_inside_the_budget_and_is_cancelled(s
         assert body["status"] == "clarify" and body["intent"] == "cabin_window_open"
         assert body["routing_debug"]["stages"]["encoder"]["degraded"] is True
         time.sleep(0.2)  # the cancellation reaches the replica asynchronously
-        after = _cancelled_by_replica(handle)
+        after = _cancelled_by_replica(handle, deployment)
         assert any(after[pid] > before.get(pid, 0) for pid in after), (before, after)
     finally:
         launcher.set_faults(serve_app["config"], "")

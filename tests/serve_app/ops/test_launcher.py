@@ -96,9 +96,16 @@ def test_every_deployment_of_the_layout_is_configured_bounded_and_fractional(pat
     assert deployments["Orchestrator"]["autoscaling_config"]["max_replicas"] >= 2  # sessions live in PostgreSQL
 
 
-def test_the_local_layout_is_fused_and_the_split_one_split():
-    assert yaml.safe_load(SERVE_LOCAL.read_text())["applications"][0]["args"]["layout"] == "fused"
-    assert yaml.safe_load(SERVE_SPLIT.read_text())["applications"][0]["args"]["layout"] == "split"
+def test_the_local_layout_is_inline_and_the_others_are_what_their_names_say():
+    layouts = {
+        path.name: yaml.safe_load(path.read_text())["applications"][0]["args"]["layout"]
+        for path in (SERVE_LOCAL, SERVE_LOCAL.with_name("serve_local_fused.yaml"), SERVE_SPLIT)
+    }
+    assert layouts == {
+        "serve_local.yaml": "inline",
+        "serve_local_fused.yaml": "fused",
+        "serve_local_split.yaml": "split",
+    }
 
 
 @pytest.mark.parametrize("bad", [{"config_dir": "config", "unknown": 1}, {"pack": 3}, {"layout": "sideways"}])

@@ -62,6 +62,7 @@ def test_the_shipped_serve_configs_are_all_here():
     assert [p.name for p in CONFIGS] == [
         "serve_gpu.yaml",
         "serve_local.yaml",
+        "serve_local_fused.yaml",
         "serve_local_split.yaml",
         "serve_multinode.yaml",
     ]
@@ -77,6 +78,21 @@ def test_each_config_passes_serves_schema_and_builds_without_a_gpu(path):
     assert set(deployments) == set(args.deployment_names())
     configured = {d["name"] for d in raw["applications"][0]["deployments"]}
     assert configured == set(deployments), "every deployment of the layout is configured, and nothing else"
+
+
+def test_the_laptops_three_layouts_differ_in_their_layout_and_its_model_deployments_alone():
+    """One machine's configs (inline for `make run`, fused and split for the benchmark) cannot drift apart: everything
+    but the layout and the deployments of its text models is the same."""
+
+    def rest(name: str) -> dict:
+        raw = yaml.safe_load((ROOT / "config" / name).read_text(encoding="utf-8"))
+        app = raw["applications"][0]
+        layout = app["args"].pop("layout")
+        text = set(AppArgs.model_validate({"layout": layout, "media": False}).model_kinds().values())
+        app["deployments"] = [d for d in app["deployments"] if d["name"] not in text]
+        return raw
+
+    assert rest("serve_local.yaml") == rest("serve_local_fused.yaml") == rest("serve_local_split.yaml")
 
 
 def test_the_gpu_config_puts_models_on_gpus_and_turns_production_posture_on(llm_configs):
