@@ -18,9 +18,10 @@ def _encoder(result: dict) -> list[str]:
     lines = [
         "## Encoder alone",
         "",
-        f"sentence-transformers on {start['runtime']} {start['torch_version']}, {start['threads']} threads, its own "
-        f"process, `{start['encoder_path']}` with the e5 query prefix; batch 1 over {len(start['batch1_samples_ms'])} "
-        f"single-intent utterances, batch {start['batch_size']} over {len(start['batch_rounds_ms'])} rounds. Ceiling = "
+        f"The runtime Baton serves ({start['runtime']}; torch {start['torch_version']}), {start['threads']} "
+        f"threads, its own process, `{start['encoder_path']}` with the e5 query prefix; batch 1 over "
+        f"{len(start['batch1_samples_ms'])} single-intent utterances, batch {start['batch_size']} over "
+        f"{len(start['batch_rounds_ms'])} rounds. Ceiling = "
         "1000 / (batch cost per sentence): the turns/s one encoder process could sustain with nothing else running.",
         "",
         f"| when | batch-1 p50 ms | p90 | batch-{start['batch_size']} ms per sentence | ceiling turns/s | load avg |",

@@ -108,7 +108,7 @@ class Runner:
 
     def _encoder_alone(self, when: str) -> dict:
         spec = self.scenario.encoder_alone
-        _log(f"encoder alone ({when}): torch, {spec.threads} threads")
+        _log(f"encoder alone ({when}): the served runtime, {spec.threads} threads")
         result = encoder_alone.measure_in_subprocess(
             kind_texts(self.mix, spec.kind),
             threads=spec.threads,

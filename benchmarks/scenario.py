@@ -168,9 +168,9 @@ class Idle(Spec):
 
 
 class EncoderAlone(Spec):
-    """The encoder timed alone in its own process (torch, sentence-transformers), at the start and end of the run."""
+    """The encoder timed alone in its own process (the runtime Baton serves), at the start and end of the run."""
 
-    threads: int = Field(default=2, gt=0, description="torch.set_num_threads in the measuring process.")
+    threads: int = Field(default=2, gt=0, description="Intra-op threads of the encoder in the measuring process.")
     batch1_turns: int = Field(default=100, gt=0, description="Single-utterance encodes timed for the batch-1 latency.")
     batch_size: int = Field(default=32, gt=1, description="Batch size of the throughput rounds.")
     rounds: int = Field(
