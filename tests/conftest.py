@@ -1,5 +1,6 @@
 """Every tier: the environment the packaged models need, a marker per tier from what a test uses, and the fixtures
-several tiers share (the shipped packs built once, PostgreSQL). Each tier's own fixtures live in its conftest."""
+several tiers share (the shipped packs built once, PostgreSQL, the served app). Each tier's own fixtures live in its
+conftest."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ for name, value in {
 
 from tests.support.database import postgres  # noqa: E402,F401 — fixtures
 from tests.support.packs import cockpit, module_dir, timeflow  # noqa: E402,F401
+from tests.support.served import serve_app, served, switch_pack  # noqa: E402,F401
 
 # the tier a fixture or a folder puts a test in (`make test-fast` runs those without `ray`); a test that asks for a
 # fixture by name at run time says its tier with a marker of its own
@@ -34,6 +36,9 @@ TIER_OF_FOLDER = {"integration": "ray", "models": "models", "deployments": "mode
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # the modules that switch the session's app to another pack run last, wherever they sit: every module before them
+    # finds the cockpit pack already served (each switch is a redeploy: minutes here)
+    items.sort(key=lambda item: "switch_pack" in getattr(item, "fixturenames", ()))
     for item in items:
         folder = item.path.relative_to(item.config.rootpath / "tests").parts[0]
         tiers = {TIER_OF_FIXTURE[f] for f in set(getattr(item, "fixturenames", ())) & TIER_OF_FIXTURE.keys()}
