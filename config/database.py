@@ -13,6 +13,12 @@ class DatabaseConfig(Section):
     )
     pool_min: int = Field(ge=0, description="Connections each orchestrator replica keeps open.")
     pool_max: int = Field(gt=0, description="Connections each orchestrator replica may open.")
+    connection_margin: int = Field(
+        ge=0,
+        description="Connections of the server kept for everything but the Orchestrators' pools (migrations, "
+        "a rolling update's extra replica, operators, monitoring): at start, pool_max x the Orchestrator's "
+        "max_replicas must fit max_connections less the reserved connections and this margin.",
+    )
     connect_timeout_s: float = Field(gt=0)
     pool_acquire_timeout_s: float = Field(
         gt=0, description="Waiting longer for a free connection sheds the request (503 overloaded)."

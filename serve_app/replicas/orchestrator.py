@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from fastapi import FastAPI
 from ray import serve
+from ray.serve.context import ReplicaContext
 from ray.serve.handle import DeploymentHandle
 
 from config.settings import Settings
@@ -28,6 +29,7 @@ from serve_app.replicas.inline import InlineModels
 from serve_app.replicas.llm_client import HandleLanguageModel
 from serve_app.replicas.media_client import HandleMedia
 from serve_app.state import ModelClients, attach, build_state
+from store.capacity import ensure_pool_fits
 from store.database import Database
 
 # A replica warms up before its constructor returns, so Serve (and HAProxy) never route to it cold — on a first
@@ -53,16 +55,19 @@ class Orchestrator:
         settings = served_settings(app_args.settings())  # with the fusion values the built pack chose
         if settings.env.database_url is None:
             raise RuntimeError("DATABASE_URL is not set: start Baton with `make run` (embedded PostgreSQL) or set it.")
+        context = serve.get_replica_context()
+        dsn = settings.env.database_url.get_secret_value()
+        # every replica's pool must fit the server: refuse to start, naming the figures, rather than fail turns later
+        await ensure_pool_fits(dsn, settings.database, replicas=max_replicas(context))
         llm_metrics = LlmMetrics()
         self._inline = await InlineModels.start(settings) if app_args.layout == "inline" else None
         clients = model_clients(app_args, settings, dict(models), media, llm_metrics, inline=self._inline)
-        db = await connect(settings.env.database_url.get_secret_value(), settings.database)  # migrates under a lock
+        db = await connect(dsn, settings.database)  # migrates under a lock
         self.state = build_state(
             settings, clients, db, readiness=Readiness(ready=False, reason="warming up"), llm_metrics=llm_metrics
         )
         if settings.serving.metrics_port:
             self.state.metrics.serve(settings.serving.metrics_port, host=settings.serving.metrics_host)
-        context = serve.get_replica_context()
         self._replica = context.replica_id.unique_id
         others = [d for d in app_args.deployment_names() if d != context.deployment]
         readiness = AppReadiness(
@@ -91,6 +96,13 @@ class Orchestrator:
 
     def check_health(self) -> None:
         """This replica's own state only; the other deployments' readiness is /health's business."""
+
+
+def max_replicas(context: ReplicaContext) -> int:
+    """The most replicas Serve may run of this deployment: its autoscaling max_replicas, else num_replicas."""
+    config = context._deployment_config
+    auto = config.autoscaling_config
+    return int(auto.max_replicas) if auto is not None else int(config.num_replicas or 1)
 
 
 def model_clients(

@@ -43,3 +43,21 @@ def test_an_unknown_transport_is_refused_at_load(cockpit):
     _, settings = cockpit
     with pytest.raises(ValueError, match="model_calls"):
         type(settings.serving).model_validate({**settings.serving.model_dump(), "model_calls": "http"})
+
+
+@pytest.mark.parametrize(
+    "options, replicas",
+    [
+        ({"autoscaling_config": {"min_replicas": 2, "max_replicas": 8}}, 8),
+        ({"num_replicas": 3}, 3),
+    ],
+)
+def test_the_pool_check_counts_the_most_replicas_serve_may_run(options, replicas):
+    from types import SimpleNamespace
+
+    from ray.serve._private.config import DeploymentConfig
+
+    from serve_app.replicas.orchestrator import max_replicas
+
+    context = SimpleNamespace(_deployment_config=DeploymentConfig(**options))
+    assert max_replicas(context) == replicas  # type: ignore[arg-type]
