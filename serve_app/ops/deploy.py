@@ -1,10 +1,11 @@
 """`python -m serve_app.ops.deploy kuberay --config config/serve_gpu.yaml`: render a Serve config's KubeRay RayService.
 
-`kuberay` writes deploy/kuberay/rayservice.yaml (or `--out`, `-` for stdout) from the Serve config and the cluster
-spec (deploy/kuberay/cluster.yaml); `--check` writes nothing and fails when the committed file differs from a fresh
-render. `kubectl apply -f deploy/kuberay/rayservice.yaml` deploys it beside its Secret. `env` prints, as `export`
-lines, Ray Serve's switches a config needs in the environment of every `ray start` of a cluster of your own
-(no secret among them). README, "Laptop → multi-node → KubeRay".
+`kuberay` writes deploy/kuberay/rayservice.yaml (or `--out`, `-` for stdout) and, beside it, networkpolicy.yaml
+(who may reach the pods) from the Serve config and the cluster spec (deploy/kuberay/cluster.yaml); `--check` writes
+nothing and fails when a committed file differs from a fresh render. `kubectl apply -f deploy/kuberay/rayservice.yaml
+-f deploy/kuberay/networkpolicy.yaml` deploys them beside their Secrets. `env` prints, as `export`
+lines, Ray Serve's switches a config needs in the environment of every `ray start` of a cluster of your own and
+Ray's token authentication (`RAY_AUTH_MODE=token`; no secret among them). README, "Laptop → multi-node → KubeRay".
 """
 
 from __future__ import annotations
@@ -17,26 +18,36 @@ from pathlib import Path
 import yaml
 
 from serve_app.args import AppArgs
-from serve_app.ops.kuberay import KUBERAY_VERSION, ClusterSpec, render
+from serve_app.ops.kuberay import KUBERAY_VERSION, ClusterSpec, render, render_network
 from serve_app.ops.launcher import load_serve_config
 from serve_app.ops.node_env import serve_switches
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "deploy" / "kuberay" / "cluster.yaml"
 OUT = ROOT / "deploy" / "kuberay" / "rayservice.yaml"
+NETWORK = "networkpolicy.yaml"  # beside the RayService's file
 
 
 def rayservice(config: Path, cluster: Path = CLUSTER) -> str:
     """The manifest text for `config` on `cluster`, with a header naming its sources and the command."""
     spec = ClusterSpec.model_validate(yaml.safe_load(cluster.read_text(encoding="utf-8")))
-    header = (
-        f"# KubeRay {KUBERAY_VERSION} RayService rendered from {_shown(config)} and {_shown(cluster)} by\n"
+    # the environment plays no part: the manifest is the same wherever it is rendered, and holds no secret
+    return render(load_serve_config(config, {}), spec, header=_header("RayService", config, cluster))
+
+
+def network_policies(config: Path, cluster: Path = CLUSTER) -> str:
+    """The NetworkPolicies' text for the RayService of `config` on `cluster`."""
+    spec = ClusterSpec.model_validate(yaml.safe_load(cluster.read_text(encoding="utf-8")))
+    return render_network(load_serve_config(config, {}), spec, header=_header("NetworkPolicies", config, cluster))
+
+
+def _header(what: str, config: Path, cluster: Path) -> str:
+    return (
+        f"# KubeRay {KUBERAY_VERSION} {what} rendered from {_shown(config)} and {_shown(cluster)} by\n"
         f"#   python -m serve_app.ops.deploy kuberay --config {_shown(config)}\n"
         "# Do not edit: change the sources and render again "
         "(tests/serve_app/ops/test_kuberay.py keeps this in sync).\n"
     )
-    # the environment plays no part: the manifest is the same wherever it is rendered, and holds no secret
-    return render(load_serve_config(config, {}), spec, header=header)
 
 
 def _shown(path: Path) -> str:
@@ -60,29 +71,33 @@ def main(argv: list[str] | None = None) -> int:
         settings = AppArgs.model_validate(load_serve_config(args.config, {})["applications"][0]["args"]).settings(
             environ={}
         )
-        for name, value in serve_switches(settings).items():
+        # Ray's token authentication on every node: the token itself is each node's ~/.ray/auth_token (0600), never
+        # printed here (docs/deployment.md, "Multi-node")
+        for name, value in {**serve_switches(settings), "RAY_AUTH_MODE": "token"}.items():
             print(f"export {name}={shlex.quote(value)}")
         return 0
     try:
-        text = rayservice(args.config, args.cluster)
+        text, network = rayservice(args.config, args.cluster), network_policies(args.config, args.cluster)
     except (ValueError, OSError) as exc:
         print(f"cannot render: {exc}", file=sys.stderr)
         return 2
+    if args.out == "-":
+        sys.stdout.write(text + "---\n" + network)
+        return 0
+    files = {Path(args.out): text, Path(args.out).parent / NETWORK: network}
     if args.check:
-        current = Path(args.out).read_text(encoding="utf-8") if Path(args.out).exists() else ""
-        if current != text:
+        stale = [str(p) for p, t in files.items() if (p.read_text(encoding="utf-8") if p.exists() else "") != t]
+        if stale:
             print(
-                f"{args.out} is out of date: run python -m serve_app.ops.deploy kuberay --config {args.config}",
+                f"{', '.join(stale)} out of date: run python -m serve_app.ops.deploy kuberay --config {args.config}",
                 file=sys.stderr,
             )
             return 1
-        print(f"{args.out} is up to date")
+        print(f"{args.out} and {NETWORK} are up to date")
         return 0
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(f"wrote {args.out}")
+    for path, content in files.items():
+        path.write_text(content, encoding="utf-8")
+        print(f"wrote {path}")
     return 0
 
 

@@ -1,11 +1,13 @@
 """The KubeRay RayService for a Serve config (KubeRay v1.7.0, `ray.io/v1`).
 
 One source: the Serve config (deployments, GPU shares, accelerator types, node labels, autoscaling, the settings
-overrides) is embedded as `serveConfigV2`; the cluster it runs on (image, Secret, the head and each worker group's
-pods and labels) comes from a small cluster spec (deploy/kuberay/cluster.yaml). Every pod gets Ray Serve's switches
-(serve_app/node_env.py) and the secrets as references to a Kubernetes Secret, never their values: this module reads
-no environment. Rendering refuses a deployment that no worker group can place (its labels, its GPU share, its
-accelerator type)."""
+overrides) is embedded as `serveConfigV2`; the cluster it runs on (image, Secrets, the head and each worker group's
+pods and labels, who may reach them) comes from a small cluster spec (deploy/kuberay/cluster.yaml). Every pod gets
+Ray Serve's switches (serve_app/node_env.py), Ray's token authentication and a restrictive security context
+(serve_app/ops/kuberay_posture.py); Baton's secrets go to the worker groups that run the Orchestrator only, as
+references to a Kubernetes Secret, never their values: this module reads no environment. Rendering refuses a
+deployment that no worker group can place (its labels, its GPU share, its accelerator type) and one that could land
+in a group holding the secrets."""
 
 from __future__ import annotations
 
@@ -16,14 +18,28 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from serve_app.args import AppArgs
+from config.settings import Settings
+from serve_app.args import INGRESS, AppArgs
+from serve_app.ops.kuberay_posture import (
+    DASHBOARD_PORT,
+    HEAD_GROUP,
+    RAY_TOKEN_KEY,
+    NetworkSpec,
+    PodUser,
+    autoscaler_options,
+    network_policies,
+    pod_template,
+    ray_auth_env,
+)
 from serve_app.ops.node_env import SECRET_ENV, serve_switches
 
 KUBERAY_VERSION = "v1.7.0"
 API_VERSION = "ray.io/v1"
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set on GPU nodes by NVIDIA's GPU feature discovery
-HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
+# no Ray Client port: nothing here uses it; the dashboard's is the operator's way in (kuberay_posture.py)
+HEAD_PORTS = {"gcs-server": 6379, "dashboard": DASHBOARD_PORT}
+STATIC_CLOUD_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 SERVE_PORT_NAME = "serve"
 
 
@@ -50,6 +66,11 @@ class WorkerGroup(_Spec):
     gpu_product: str = Field(
         default="", description="Node label value of nvidia.com/gpu.product the pods are placed on."
     )
+    service_account: str = Field(
+        default="",
+        description="The pods' Kubernetes ServiceAccount, bound to a cloud role by workload identity (IRSA, GKE): "
+        "how the group reaches the media bucket without static keys. Empty: no account token is mounted.",
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> WorkerGroup:
@@ -61,7 +82,7 @@ class WorkerGroup(_Spec):
 
 
 class SecretRef(_Spec):
-    name: str = Field(description="The Kubernetes Secret every pod reads.")
+    name: str = Field(description="The Kubernetes Secret the Orchestrator's pods read (and no other pod).")
     keys: dict[str, str] = Field(description="Environment variable -> key in the Secret.")
 
     @model_validator(mode="after")
@@ -69,6 +90,12 @@ class SecretRef(_Spec):
         missing = [name for name in SECRET_ENV if name not in self.keys]
         if missing:
             raise ValueError(f"secret.keys must map {', '.join(missing)}: replicas read them from their environment")
+        static = [name for name in STATIC_CLOUD_KEYS if name in self.keys]
+        if static:
+            raise ValueError(
+                f"secret.keys maps {', '.join(static)}: give the groups that read the media bucket a service_account "
+                "bound to a role by workload identity (IRSA, GKE workload identity) instead of static keys"
+            )
         return self
 
 
@@ -82,6 +109,11 @@ class ClusterSpec(_Spec):
         default=True, description="KubeRay's in-tree autoscaler sizes the worker groups to Serve's demand."
     )
     secret: SecretRef
+    ray_token_secret: str = Field(
+        description=f"The Secret holding Ray's cluster token under key `{RAY_TOKEN_KEY}` (authOptions.secretName)."
+    )
+    network: NetworkSpec
+    pod_user: PodUser = PodUser()
     head: PodSize
     workers: list[WorkerGroup] = Field(min_length=1)
 
@@ -89,44 +121,43 @@ class ClusterSpec(_Spec):
 def render(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = "") -> str:
     """The RayService manifest as YAML text. `serve_config` has the launcher's absolute local paths (its settings
     are read from them); the embedded copy points at the image's `app_root` instead."""
-    apps = serve_config["applications"]
-    settings = AppArgs.model_validate(apps[0]["args"]).settings(environ={})
-    placements = {d["name"]: _place(d, cluster.workers) for app in apps for d in app.get("deployments", [])}
-    ingress_groups = placements.get("Orchestrator", set())
-    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in serve_switches(settings).items()]
-    env += [
+    settings, placements = _placements(serve_config, cluster)
+    secret_groups = _secret_groups(placements)
+    switches = [{"name": k, "value": v} for k, v in serve_switches(settings).items()]
+    env = [*switches, *ray_auth_env(cluster.ray_token_secret)]
+    secrets = [
         {"name": var, "valueFrom": {"secretKeyRef": {"name": cluster.secret.name, "key": key}}}
         for var, key in cluster.secret.keys.items()
     ]
-    serve_port = {"containerPort": int(serve_config.get("http_options", {}).get("port", 8000)), "name": SERVE_PORT_NAME}
+    serve_port = {"containerPort": _serve_port(serve_config), "name": SERVE_PORT_NAME}
     metrics_port = (
         {"containerPort": settings.serving.metrics_port, "name": "metrics"} if settings.serving.metrics_port else None
     )
+    user = cluster.pod_user
 
+    head_ports = [*({"containerPort": p, "name": n} for n, p in HEAD_PORTS.items()), serve_port]
     head = {
-        "rayStartParams": {"num-cpus": "0", "dashboard-host": "0.0.0.0"},  # no replica on the head: it holds GCS
-        "template": {
-            "spec": {
-                "containers": [
-                    _container(
-                        "ray-head",
-                        cluster,
-                        cluster.head,
-                        env,
-                        [*({"containerPort": p, "name": n} for n, p in HEAD_PORTS.items()), serve_port],
-                    )
-                ]
-            }
-        },
+        # no replica on the head (it holds GCS); the dashboard listens where the operator reaches it, and only the
+        # operator may (the NetworkPolicy), with Ray's token (authOptions)
+        "rayStartParams": {"num-cpus": "0", "dashboard-host": "0.0.0.0"},
+        "template": pod_template(
+            cluster.name, HEAD_GROUP, user, _container("ray-head", cluster, cluster.head, env, head_ports)
+        ),
     }
     workers = []
     for group in cluster.workers:
-        ports = [serve_port, *([metrics_port] if metrics_port and group.name in ingress_groups else [])]
-        spec: dict[str, Any] = {"containers": [_container("ray-worker", cluster, group.size, env, ports)]}
+        holds_secrets = group.name in secret_groups
+        ports = [serve_port, *([metrics_port] if metrics_port and holds_secrets else [])]
+        container = _container("ray-worker", cluster, group.size, [*env, *(secrets if holds_secrets else [])], ports)
+        template = pod_template(cluster.name, group.name, user, container)
+        spec: dict[str, Any] = template["spec"]
         if group.size.gpus:
             spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
         if group.gpu_product:
             spec["nodeSelector"] = {GPU_PRODUCT_LABEL: group.gpu_product}
+        if group.service_account:
+            spec["serviceAccountName"] = group.service_account
+        spec["automountServiceAccountToken"] = False  # no Kubernetes API here; workload identity mounts its own token
         workers.append(
             {
                 "groupName": group.name,
@@ -135,9 +166,16 @@ def render(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = 
                 "maxReplicas": group.max_replicas,
                 **({"labels": dict(group.labels)} if group.labels else {}),
                 "rayStartParams": {},
-                "template": {"spec": spec},
+                "template": template,
             }
         )
+    cluster_config: dict[str, Any] = {
+        "rayVersion": cluster.ray_version,
+        "authOptions": {"mode": "token", "secretName": cluster.ray_token_secret},
+        "enableInTreeAutoscaling": cluster.autoscaling,
+    }
+    if cluster.autoscaling:
+        cluster_config["autoscalerOptions"] = autoscaler_options(user)
     manifest = {
         "apiVersion": API_VERSION,
         "kind": "RayService",
@@ -150,15 +188,49 @@ def render(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = 
             "serveConfigV2": _literal(
                 yaml.safe_dump(in_image(serve_config, cluster.app_root), sort_keys=False, allow_unicode=True, width=120)
             ),
-            "rayClusterConfig": {
-                "rayVersion": cluster.ray_version,
-                "enableInTreeAutoscaling": cluster.autoscaling,
-                "headGroupSpec": head,
-                "workerGroupSpecs": workers,
-            },
+            "rayClusterConfig": {**cluster_config, "headGroupSpec": head, "workerGroupSpecs": workers},
         },
     }
     return header + yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+def render_network(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = "") -> str:
+    """The NetworkPolicies of the RayService's pods (kubectl applies them beside it), as YAML documents."""
+    settings, placements = _placements(serve_config, cluster)
+    metrics = settings.serving.metrics_port
+    policies = network_policies(
+        cluster.name,
+        cluster.namespace,
+        cluster.network,
+        serve_port=_serve_port(serve_config),
+        metrics=(metrics, sorted(_secret_groups(placements))) if metrics else None,
+    )
+    return header + yaml.dump_all(policies, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+def _placements(serve_config: dict[str, Any], cluster: ClusterSpec) -> tuple[Settings, dict[str, set[str]]]:
+    apps = serve_config["applications"]
+    settings = AppArgs.model_validate(apps[0]["args"]).settings(environ={})
+    placements = {d["name"]: _place(d, cluster.workers) for app in apps for d in app.get("deployments", [])}
+    return settings, placements
+
+
+def _secret_groups(placements: dict[str, set[str]]) -> set[str]:
+    """The groups the Orchestrator can run in: they alone get Baton's secrets, so nothing else may run there (the
+    models parse untrusted audio, images and prompts)."""
+    groups = placements.get(INGRESS, set())
+    for name, fits in placements.items():
+        shared = fits & groups if name != INGRESS else set()
+        if shared:
+            raise ValueError(
+                f"{name} could run in worker group {', '.join(sorted(shared))}, which holds the secrets the "
+                f"{INGRESS} needs: give {name} a label_selector that group does not carry"
+            )
+    return groups
+
+
+def _serve_port(serve_config: dict[str, Any]) -> int:
+    return int(serve_config.get("http_options", {}).get("port", 8000))
 
 
 def in_image(serve_config: dict[str, Any], app_root: str) -> dict[str, Any]:
