@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from serve_app.args import AppArgs
-from serve_app.ops.kuberay import KUBERAY_VERSION, ClusterSpec, render, render_network
+from serve_app.ops.kuberay import KUBERAY_VERSION, ClusterSpec, pool_demand, render, render_network
 from serve_app.ops.launcher import load_serve_config
 from serve_app.ops.node_env import serve_switches
 
@@ -32,7 +32,14 @@ def rayservice(config: Path, cluster: Path = CLUSTER) -> str:
     """The manifest text for `config` on `cluster`, with a header naming its sources and the command."""
     spec = ClusterSpec.model_validate(yaml.safe_load(cluster.read_text(encoding="utf-8")))
     # the environment plays no part: the manifest is the same wherever it is rendered, and holds no secret
-    return render(load_serve_config(config, {}), spec, header=_header("RayService", config, cluster))
+    serve_config = load_serve_config(config, {})
+    pool, replicas, margin = pool_demand(serve_config)
+    sizing = (
+        f"# PostgreSQL: the Orchestrators' pools open up to {pool} x {replicas} = {pool * replicas} connections, so "
+        f"the\n# server needs max_connections >= {pool * replicas + margin} + its reserved connections (checked at "
+        "start)\n"
+    )
+    return render(serve_config, spec, header=_header("RayService", config, cluster) + sizing)
 
 
 def network_policies(config: Path, cluster: Path = CLUSTER) -> str:
