@@ -24,7 +24,9 @@ CLUSTER_LABEL = "baton.dev/ray-cluster"  # on every Ray pod of the RayService: t
 GROUP_LABEL = "baton.dev/group"  # `head` or the worker group's name
 HEAD_GROUP = "head"
 DASHBOARD_PORT = 8265
-WRITABLE = {"tmp": "/tmp", "cache": "/home/ray/.cache"}  # Ray's session dir and HAProxy's files; torch/HF caches
+# what still writes under a read-only root: Ray's session folder and Serve's HAProxy files (/tmp), torch, Hugging
+# Face and vLLM caches (~/.cache), Triton's kernels (~/.triton)
+WRITABLE = {"tmp": "/tmp", "cache": "/home/ray/.cache", "triton": "/home/ray/.triton"}
 
 
 class _Spec(BaseModel):
