@@ -5,10 +5,10 @@ Ray's control plane (GCS, raylets, the dashboard's job and Serve APIs) runs what
 - `RAY_AUTH_MODE=token` with `RAY_AUTH_TOKEN` from a Secret of its own on every Ray container, and the same Secret in
   `authOptions` so that the operator's own dashboard calls (it deploys `serveConfigV2` through the dashboard) carry
   the token (KubeRay reads `authOptions.secretName`, key `auth_token`);
-- the dashboard is reached by the KubeRay operator alone: it must listen where the operator reaches it (the head's
-  Service: a dashboard on 127.0.0.1 leaves a RayService never deployed), so a NetworkPolicy admits its port from
-  the operator's pods only (and the head's Serve port, which the operator health-checks), and the token guards
-  every call;
+- the dashboard is reached, outside Ray's own pods, by the KubeRay operator alone: it must listen where the
+  operator reaches it (the head's Service: a dashboard on 127.0.0.1 leaves a RayService never deployed), so a
+  NetworkPolicy admits its port from the operator's pods only (and the head's Serve port, which the operator
+  health-checks), and the token guards every call;
 - the Serve port is open to the ingress controller only; Ray's ports (GCS, raylets, object managers, workers, the
   direct-ingress replicas behind HAProxy) between Ray pods only; the metrics port to the cluster's Prometheus only.
 """
