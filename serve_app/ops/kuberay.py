@@ -69,7 +69,7 @@ class WorkerGroup(_Spec):
     service_account: str = Field(
         default="",
         description="The pods' Kubernetes ServiceAccount, bound to a cloud role by workload identity (IRSA, GKE): "
-        "how the group reaches the media bucket without static keys. Empty: no account token is mounted.",
+        "how the group reaches the media bucket without static keys. No worker pod mounts a Kubernetes API token.",
     )
 
     @model_validator(mode="after")
