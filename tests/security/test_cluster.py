@@ -200,3 +200,22 @@ async def test_the_start_check_refuses_pools_the_server_cannot_hold_and_accepts_
         assert str(figure) in message
     for setting in ("database.pool_max", "max_replicas", "max_connections"):
         assert setting in message
+
+
+@pytest.mark.parametrize("name", ["serve_local.yaml", "serve_gpu.yaml", "serve_multinode.yaml"])
+def test_every_shipped_serve_config_fits_a_stock_postgresql(name):
+    """What the start check would say against a stock server (max_connections 100, 3 reserved): each shipped config's
+    pool_max x the Orchestrator's max_replicas fits, so none of them refuses to start there."""
+    from config.settings import merged
+    from store.capacity import ServerCapacity, check_pool
+
+    config = yaml.safe_load((CONFIG_DIR / name).read_text(encoding="utf-8"))
+    app = config["applications"][0]
+    database = load_settings(CONFIG_DIR, {}, merged(app["args"].get("overrides", {}), {})).database
+    orchestrator = next(d for d in app["deployments"] if d["name"] == "Orchestrator")
+    replicas = orchestrator.get("autoscaling_config", {}).get("max_replicas") or orchestrator.get("num_replicas", 1)
+    check_pool(
+        ServerCapacity(max_connections=100, reserved=3, margin=database.connection_margin),
+        pool_max=database.pool_max,
+        replicas=replicas,
+    )
