@@ -30,7 +30,7 @@ import yaml
 
 from config.environment import METRICS_DIR_ENV
 from deployments.faults import FaultSet
-from serve_app.ops.node_env import faults_file, haproxy_dir, replica_environment, selected_labels
+from serve_app.ops.node_env import faults_file, forget_haproxy_dir, haproxy_dir, replica_environment, selected_labels
 from serve_app.ops.ports import (  # noqa: F401 — free_ports re-exported for tests and benchmarks
     HAPROXY_PORT_RANGE,
     REPLICA_GRPC_PORT_RANGE,
@@ -204,6 +204,8 @@ def start_reaper(port: int, session_file: Path, database: EmbeddedPostgres | Non
         str(os.getpid()),
         "--marker",
         str(haproxy_dir(port)),
+        "--remove",
+        str(haproxy_dir(port)),
         "--session-file",
         str(session_file),
     ]
@@ -234,6 +236,7 @@ def stop(port: int | None = None) -> None:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+        forget_haproxy_dir(port)
 
 
 def _shutdown_serve(timeout_s: float) -> None:
