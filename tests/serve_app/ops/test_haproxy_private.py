@@ -6,6 +6,7 @@ query string in the request log. Also: the token-less local mode refuses a non-l
 from __future__ import annotations
 
 import re
+import signal
 import stat
 import subprocess
 from pathlib import Path
@@ -106,3 +107,20 @@ def test_the_local_mode_refuses_to_start_on_a_non_loopback_bind(tmp_path, host):
         config["http_options"]["host"] = loopback
         replica_environment(config, {})
     node_env.forget_haproxy_dir(8132)
+
+
+def test_the_reaper_removes_the_private_folder_once_the_launcher_is_gone(tmp_path):
+    from serve_app.ops import reaper
+
+    folder = tmp_path / "baton-8133-private"
+    (folder / "node").mkdir(parents=True)
+    (folder / "node" / "haproxy.cfg").write_text("global\n", encoding="utf-8")
+    launcher = subprocess.Popen(["true"])
+    launcher.wait()
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        assert reaper.main(["--launcher", str(launcher.pid), "--remove", str(folder)]) == 0
+    finally:
+        for sig, handler in kept.items():  # the reaper ignores stop signals on purpose; this process must not
+            signal.signal(sig, handler)
+    assert not folder.exists() and tmp_path.exists()
