@@ -5,8 +5,10 @@ DATABASE_URL and the signing secret from their own environment (the launcher's, 
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -60,11 +62,20 @@ def haproxy_dir(port: int) -> Path:
     return folder
 
 
-def forget_haproxy_dir(port: int) -> None:
-    """Remove the run's private HAProxy folder (its HAProxy is stopped)."""
+def stop_haproxy(port: int) -> None:
+    """Stop an HAProxy of the run on `port` that outlived its manager (known by its folder in its command line, by
+    PID), then remove the run's private folder."""
+    from serve_app.ops.reaper import pids_naming
+
     folder = _HAPROXY_DIRS.pop(port, None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    if folder is None:
+        return
+    for pid in pids_naming([str(folder)], exclude=os.getpid()):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def check_local_mode(config: dict[str, Any], settings: Settings) -> None:

@@ -63,7 +63,7 @@ def test_every_haproxy_path_is_in_a_private_folder_of_the_run(tmp_path):
     assert (
         replica_environment(config, {})["RAY_SERVE_HAPROXY_SOCKET_PATH"] == inherited["RAY_SERVE_HAPROXY_SOCKET_PATH"]
     )
-    node_env.forget_haproxy_dir(8131)
+    node_env.stop_haproxy(8131)
     assert not folder.exists()
 
 
@@ -106,7 +106,7 @@ def test_the_local_mode_refuses_to_start_on_a_non_loopback_bind(tmp_path, host):
         config["applications"][0]["args"]["overrides"]["auth"] = {"require_token": False}
         config["http_options"]["host"] = loopback
         replica_environment(config, {})
-    node_env.forget_haproxy_dir(8132)
+    node_env.stop_haproxy(8132)
 
 
 def test_the_reaper_removes_the_private_folder_once_the_launcher_is_gone(tmp_path):
