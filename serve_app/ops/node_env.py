@@ -5,6 +5,7 @@ DATABASE_URL and the signing secret from their own environment (the launcher's, 
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import shutil
@@ -58,8 +59,15 @@ def haproxy_dir(port: int) -> Path:
     and Ray adds the node's 56-character id."""
     folder = _HAPROXY_DIRS.get(port)
     if folder is None or not folder.is_dir():
+        if not _HAPROXY_DIRS:
+            atexit.register(_remove_haproxy_dirs)  # whatever the stop did not remove goes with this process
         folder = _HAPROXY_DIRS[port] = Path(tempfile.mkdtemp(prefix=f"baton-{port}-"))
     return folder
+
+
+def _remove_haproxy_dirs() -> None:
+    for folder in _HAPROXY_DIRS.values():
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def stop_haproxy(port: int) -> None:
