@@ -65,11 +65,29 @@ class AuthConfig(Section):
     secret_env: str = Field(
         description="Env var holding the token signing secret; unset = one generated under the state dir."
     )
-    algorithm: str = "HS256"
+    algorithm: Literal["HS256", "HS384", "HS512"] = Field(
+        default="HS256", description="HMAC algorithm tokens are signed with; nothing else is accepted on the way in."
+    )
+    issuer: str = Field(
+        default="baton", min_length=1, description="`iss` of every token; a token without it is refused."
+    )
+    audience: str = Field(
+        default="baton-api", min_length=1, description="`aud` of every token; a token for another audience is refused."
+    )
     require_token: bool = Field(
         default=False,
         description="true: the token-less local mode is off; chat, uploads, media reads and the WebSocket need"
-        " a bearer token (false: a request without one acts as the local user it names).",
+        " a bearer token (false: a request without one acts as the local user it names; loopback binds only).",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header names the app answers besides its bind address and loopback (e.g. a DNS name it is"
+        " reached by); any other Host is refused (421), so a rebound DNS name cannot reach it.",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins (scheme://host[:port]) besides the app's own that may open the WebSocket or send"
+        " state-changing requests from a browser; a request with no Origin (curl, SDKs) is not a browser's.",
     )
     generate_secret: bool = Field(
         default=True,

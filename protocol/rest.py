@@ -175,3 +175,8 @@ class LongGoalPayload(WireModel):
 
 class ProfilePayload(WireModel):
     profile_data: JsonObject
+
+
+class PasswordChangeRequest(WireModel):
+    current_password: StrictStr = Field(min_length=1, max_length=256)
+    new_password: StrictStr = Field(min_length=8, max_length=256)

@@ -1,11 +1,13 @@
-"""Who is asking: argon2 password hashes, signed expiring bearer tokens (JWT, HS256 by default), and the caller of a
-turn, an upload or a REST request (`Callers`): the token's user or, in the token-less local mode, a shadow user."""
+"""Who is asking: argon2 password hashes, signed expiring bearer tokens (JWT, HMAC only, with Baton's issuer and
+audience and the account's token version), and the caller of a turn, an upload or a REST request (`Callers`): the
+token's user or, in the token-less local mode, a shadow user."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import secrets
+import stat
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -57,10 +59,27 @@ def signing_secret(config: AuthConfig, state_dir: Path, given: str | None) -> st
             pass  # another replica linked its secret first; everyone uses that one
         finally:
             draft.unlink()
+    _private_to_us(path, config)
     secret = path.read_text(encoding="ascii").strip()
     if not secret:
         raise RuntimeError(f"{path} is empty: delete it (a new secret is generated) or set {config.secret_env}.")
     return _long_enough(secret, config, str(path))
+
+
+def _private_to_us(path: Path, config: AuthConfig) -> None:
+    """Refuses a secret file another account owns or that its group or others may read or write: whoever can read it
+    can sign tokens for every user, and whoever can write it can choose the key."""
+    info = path.stat()
+    if info.st_uid != os.geteuid():
+        raise RuntimeError(
+            f"{path} belongs to uid {info.st_uid}, not to this process (uid {os.geteuid()}): a signing secret someone"
+            f" else controls is not trusted. Remove it (a new one is generated) or set {config.secret_env}."
+        )
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise RuntimeError(
+            f"{path} has mode {stat.S_IMODE(info.st_mode):04o}: other accounts may read the signing secret. Run"
+            f" `chmod 600 {path}` (or remove it: a new one is generated), or set {config.secret_env}."
+        )
 
 
 def _long_enough(secret: str, config: AuthConfig, source: str) -> str:
@@ -100,18 +119,39 @@ class Auth:
             return False
         return ok and password_hash is not None
 
-    def issue(self, user_id: UUID, *, now: float | None = None) -> str:
+    def issue(self, user_id: UUID, *, version: int = 0, now: float | None = None) -> str:
+        """A token for `user_id` under the account's token `version` (`User.token_version`)."""
         now = time.time() if now is None else now
-        claims = {"sub": str(user_id), "iat": int(now), "exp": int(now) + self._config.token_ttl_s}
+        claims = {
+            "sub": str(user_id),
+            "iss": self._config.issuer,
+            "aud": self._config.audience,
+            "iat": int(now),
+            "exp": int(now) + self._config.token_ttl_s,
+            "ver": version,
+        }
         return jwt.encode(claims, self._secret, algorithm=self._config.algorithm)
 
     def verify(self, token: str) -> UUID:
         """The user id a token was issued to; Unauthorized if it is forged, expired or malformed."""
+        return self.claims(token)[0]
+
+    def claims(self, token: str) -> tuple[UUID, int]:
+        """The user id and token version of a token signed with the configured algorithm alone, for this issuer and
+        audience; Unauthorized if it is forged, expired, malformed or meant for someone else."""
         try:
             claims = jwt.decode(
-                token, self._secret, algorithms=[self._config.algorithm], options={"require": ["sub", "exp"]}
+                token,
+                self._secret,
+                algorithms=[self._config.algorithm],
+                issuer=self._config.issuer,
+                audience=self._config.audience,
+                options={"require": ["sub", "exp", "iss", "aud", "ver"]},
             )
-            return UUID(claims["sub"])
+            version = claims["ver"]
+            if not isinstance(version, int) or isinstance(version, bool):
+                raise ValueError("ver is not an integer")
+            return UUID(claims["sub"]), version
         except jwt.ExpiredSignatureError as exc:
             raise Unauthorized("The access token has expired; log in again.") from exc
         except (jwt.InvalidTokenError, ValueError) as exc:
@@ -155,11 +195,13 @@ class Callers:
         token = bearer_token(authorization)
         if token is None:
             raise Unauthorized("This endpoint needs 'Authorization: Bearer <access_token>'.")
-        user_id = self.auth.verify(token)
+        user_id, version = self.auth.claims(token)
         async with self._db.connection() as conn:
             user = await users.by_id(conn, user_id)
         if user is None:
             raise Unauthorized("The account behind this token no longer exists.")
+        if version != user.token_version:
+            raise Unauthorized("The access token was revoked (the password changed); log in again.")
         return user
 
     async def of_turn(self, authorization: str | None, claimed_user_id: str | None) -> tuple[User, str]:
@@ -179,12 +221,11 @@ class Callers:
             raise SessionForbidden("user_id does not match the access token.", field="user_id")
         return user, str(user.id)
 
-    def check_api_key(self, authorization: str | None) -> None:
-        """The OpenAI-compatible routes: with `auth.require_token` the api_key must be a valid access token; in the
-        local mode it is not a Baton account and is not read."""
+    async def check_api_key(self, authorization: str | None) -> None:
+        """The OpenAI-compatible routes: with `auth.require_token` the api_key must be a valid, unrevoked access token;
+        in the local mode it is not a Baton account and is not read."""
         if not self._require_token:
             return
-        token = bearer_token(authorization)
-        if token is None:
+        if bearer_token(authorization) is None:
             raise Unauthorized("This deployment needs 'Authorization: Bearer <access_token>' (auth.require_token).")
-        self.auth.verify(token)
+        await self.signed_in(authorization)

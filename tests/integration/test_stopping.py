@@ -61,6 +61,10 @@ def _postmaster(pgdata: Path) -> int | None:
         return None
 
 
+def _private_folders(port: int) -> list[Path]:
+    return list(Path(tempfile.gettempdir()).glob(f"baton-{port}-*"))
+
+
 def _run_once(serve_yaml: Path, pgdata: Path, log: Path) -> float:
     port, metrics_port = launcher.free_ports(2)
     env = {**os.environ, "BATON_STATE_DIR": str(STATE_DIR), "BATON_METRICS_PORT": str(metrics_port)}
@@ -101,13 +105,14 @@ def _run_once(serve_yaml: Path, pgdata: Path, log: Path) -> float:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(STOP_WITHIN_S)
         while (
-            _naming(session) or _naming(f"baton-haproxy-{port}") or _postmaster(pgdata)
+            _naming(session) or _naming(f"baton-{port}-") or _postmaster(pgdata) or _private_folders(port)
         ) and time.monotonic() - signalled < STOP_WITHIN_S:
             time.sleep(0.2)
         stopped = time.monotonic() - signalled
         assert not _naming(session), "Ray processes outlived the stop"
-        assert not _naming(f"baton-haproxy-{port}"), "HAProxy outlived the stop"
+        assert not _naming(f"baton-{port}-"), "HAProxy outlived the stop"  # its private folder (node_env.haproxy_dir)
         assert _postmaster(pgdata) is None, "PostgreSQL outlived the stop"
+        assert not _private_folders(port), "the run's private HAProxy folder outlived the stop"
         return stopped
     finally:
         if proc.poll() is None:

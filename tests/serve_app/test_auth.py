@@ -97,6 +97,7 @@ def test_replicas_starting_together_on_a_fresh_state_dir_share_one_whole_secret(
 
 def test_an_empty_secret_file_is_a_clear_error(tmp_path):
     (tmp_path / "auth_secret").write_text("", encoding="ascii")
+    (tmp_path / "auth_secret").chmod(0o600)
     with pytest.raises(RuntimeError, match="empty"):
         signing_secret(CONFIG, tmp_path, None)
 
@@ -105,6 +106,7 @@ def test_a_short_secret_refuses_to_start_wherever_it_comes_from(tmp_path):
     with pytest.raises(RuntimeError, match="TEST_SECRET has 31 characters; it needs at least 32"):
         signing_secret(CONFIG, tmp_path, "e" * 31)
     (tmp_path / "auth_secret").write_text("hand-written", encoding="ascii")
+    (tmp_path / "auth_secret").chmod(0o600)
     with pytest.raises(RuntimeError, match="12 characters; it needs at least 32"):
         signing_secret(CONFIG, tmp_path, None)
     longer = CONFIG.model_copy(update={"min_secret_chars": 80})

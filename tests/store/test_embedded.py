@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from store.embedded import EmbeddedPostgres
 
@@ -63,4 +64,26 @@ async def test_a_second_user_of_the_folder_adopts_the_server_and_does_not_stop_i
         assert not (folder / "pgdata" / "postmaster.pid").exists()  # the owner did stop it
     finally:
         owner.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.store
+async def test_the_socket_and_its_folder_are_private_to_the_server():
+    """Trust auth on the socket: only its folder's mode keeps other accounts out. A data folder whose path is too
+    long for a socket puts it in the package's runtime folder, which the package leaves 0777 when run as root."""
+    folder = Path(tempfile.mkdtemp(prefix="baton-pg-"))
+    server = EmbeddedPostgres(folder / ("long-" * 20) / "pgdata")
+    dsn = server.start()
+    try:
+        socket_dir = Path(dsn.split("host=", 1)[1])
+        assert socket_dir != server.pgdata  # the case where the package made the folder
+        assert oct(socket_dir.stat().st_mode & 0o777) == oct(0o700)
+        socket = next(socket_dir.glob(".s.PGSQL.*[0-9]"))
+        assert socket.stat().st_mode & 0o077 == 0
+        assert await _query(dsn, "SELECT 1") == 1  # the server's own clients still connect
+        assert await _query(dsn, "SHOW unix_socket_permissions") == "0700"
+        server.stop()
+        assert await _query(server.start(), "SELECT 2") == 2  # and a restart finds its folder usable
+    finally:
+        server.stop()
         shutil.rmtree(folder, ignore_errors=True)

@@ -38,7 +38,10 @@ class DemoPage:
         if route_socket is not None:
             self.page.route_web_socket("**/ws/v1/conversation*", route_socket)
         self.user_id = f"demo-{uuid.uuid4().hex[:8]}"
-        self.page.goto(f"{url}/demo?user_id={self.user_id}")
+        # the page keeps its local-mode user in this browser's localStorage (never from its URL): a fresh context
+        # starts as this user
+        self.context.add_init_script(f"localStorage.setItem('baton.user_id', {self.user_id!r})")
+        self.page.goto(f"{url}/demo")
         if token:
             self.page.fill("#token", token)
             self.page.press("#token", "Enter")  # submits the identity form: connects with the token

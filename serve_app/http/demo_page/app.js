@@ -248,8 +248,9 @@ function setupMedia() {
 }
 
 function start() {
-  const params = new URLSearchParams(location.search);
-  $("user-id").value = params.get("user_id") || localStorage.getItem("baton.user_id") || `demo-${uuid().slice(0, 8)}`;
+  // never from the URL: a link could otherwise sign the operator in as someone else (local mode has no password);
+  // a per-browser id kept in localStorage, or what the operator types in the field
+  $("user-id").value = localStorage.getItem("baton.user_id") || `demo-${uuid().slice(0, 8)}`;
   $("identity").addEventListener("submit", (e) => { e.preventDefault(); connect(); });
   $("resync").addEventListener("click", () => conn.resume());
   setupComposer();

@@ -21,7 +21,7 @@ async def openai_serving(state: StateDep, request: Request) -> OpenAiServing:
     """The endpoints' logic, for a caller the deployment lets in (`Callers.check_api_key`: the header is read here,
     not declared, since in the local mode the api_key is no Baton account)."""
     if state.store is not None:
-        state.store.callers.check_api_key(request.headers.get("authorization"))
+        await state.store.callers.check_api_key(request.headers.get("authorization"))
     return state.openai
 
 

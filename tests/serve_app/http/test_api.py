@@ -49,7 +49,7 @@ async def test_turns_over_the_limit_are_shed_with_retry_after_and_counted():
     settings = base_settings()
     settings = settings.model_copy(update={"serving": settings.serving.model_copy(update={"retry_after_s": 2})})
     api = api_for(engine, settings, admission=Admission(ONE_AT_A_TIME), metrics=metrics)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://localhost") as client:
         first = asyncio.create_task(client.post("/api/v1/agent/chat", json={"user_id": "u", "text": "a"}))
         while state_of(api).admission.in_flight == 0:
             assert not first.done(), first.result().text  # the first turn must still be in flight
@@ -71,7 +71,7 @@ async def test_turns_over_the_limit_are_shed_with_retry_after_and_counted():
 
 async def test_store_routes_without_a_database_answer_503_with_the_envelope():
     api = api_for(HeldEngine(), base_settings(), admission=Admission(ONE_AT_A_TIME))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://localhost") as client:
         resp = await client.get("/api/v1/auth/me", headers={"Authorization": "Bearer x"})
     assert resp.status_code == 503 and resp.headers["retry-after"] == "1"
     assert resp.json()["error"]["code"] == "store_unavailable"
@@ -79,7 +79,7 @@ async def test_store_routes_without_a_database_answer_503_with_the_envelope():
 
 async def test_every_response_names_the_replica_that_answered():
     api = api_for(HeldEngine(), base_settings(), replica="orchestrator-7")
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://baton") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://localhost") as client:
         health = await client.get("/health")
         missing = await client.get("/nope")
     assert health.headers["x-baton-replica"] == missing.headers["x-baton-replica"] == "orchestrator-7"

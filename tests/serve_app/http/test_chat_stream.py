@@ -27,7 +27,7 @@ def rig() -> Rig:
 
 def client(r: Rig, admission: Admission | None = None) -> httpx.AsyncClient:
     api = api_for(r.engine, admission=admission or Admission(ADMIT))
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://localhost")
 
 
 async def test_a_workflow_streams_ack_then_each_step_then_the_final_response():

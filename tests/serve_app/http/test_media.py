@@ -69,7 +69,7 @@ def rig(cockpit, tmp_path_factory):
 
 @pytest.fixture
 async def client(rig):
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=rig[0]), base_url="http://t") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=rig[0]), base_url="http://localhost") as c:
         yield c
 
 

@@ -30,7 +30,7 @@ class Engine:
 def client_for(llm, **cfg) -> httpx.AsyncClient:
     settings = base_settings().model_copy(update={"llm": LlmConfig(**cfg)})
     api = api_for(Engine(), settings, admission=Admission(ONE_AT_A_TIME), llm=llm)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://localhost")
 
 
 def body(**extra):
