@@ -37,6 +37,7 @@ from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from media.store import build_store
 from media.uploads import MediaUploads
+from serve_app.agents.agent import ConversationAgent
 from serve_app.auth import Auth, Callers, signing_secret
 from serve_app.http.openai.serving import OpenAiServing
 from serve_app.metrics import LlmMetrics, TurnMetrics
@@ -44,7 +45,6 @@ from serve_app.readiness import Readiness
 from serve_app.turns.admission import Admission
 from serve_app.turns.runner import TurnRunner
 from serve_app.turns.stored import StoredChat
-from serve_app.ws.agent import ConversationAgent
 from store.database import Database
 
 

@@ -1,6 +1,6 @@
 """`dialogue.input` and `dialogue.answer`: a user message through the turn runner (perception), then to a
 clarification, a shown result, or a decision that execution carries out. An answer to a long-task split's question
-goes on to the split (serve_app/ws/split_questions.py); any other answer is a new input.
+goes on to the split (serve_app/agents/split_questions.py); any other answer is a new input.
 """
 
 from __future__ import annotations
@@ -9,15 +9,16 @@ import uuid
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from engine.conversation.agent_runner import start
 from engine.conversation.perception import Clarify, Shown
 from protocol.agents import ExecutionLayerInput
 from protocol.http_chat import ChatRequest, FillSlotsRequest
 from protocol.store import ConversationMessageDTO
 from protocol.ws import ClarificationPayload, DecisionPayload, DialogueAnswerPayload, ExecutionResultPayload
-from serve_app.ws.agent import ConversationAgent
-from serve_app.ws.context import Caller, StoreFacts, summary
-from serve_app.ws.log import Outbox, PlanningNotice, Send, frame_id
-from serve_app.ws.split_questions import ask_split, split_answer
+from serve_app.agents.agent import ConversationAgent
+from serve_app.agents.context import Caller, StoreFacts, summary
+from serve_app.agents.log import Outbox, PlanningNotice, Send, frame_id
+from serve_app.agents.split_questions import ask_split, split_answer
 from store import conversation
 from store.turn_log import utc_now
 
@@ -130,9 +131,8 @@ async def user_input(
             ),
             logged_as=reply_id,
         )
-        await agent.execute(
-            caller, out, ExecutionLayerInput(**decision.model_dump(exclude={"missing_fields"})), deadline, response
-        )
+        steps = [ExecutionLayerInput(**d.model_dump(exclude={"missing_fields"})) for d in (decision, *perceived.then)]
+        await agent.execute(caller, out, start(steps), deadline, response)
 
 
 def _expiry(agent: ConversationAgent, recent: list[ConversationMessageDTO], question_id: UUID) -> datetime:
