@@ -15,7 +15,14 @@ from protocol.ws import ClarificationPayload, SelectionRequiredPayload, WsEnvelo
 
 StepState = Literal["applied", "completed", "not_found", "declined", "failed", "not_run"]
 AgentTurnStatus = Literal[
-    "waiting_confirmation", "waiting_selection", "waiting_clarification", "completed", "applied", "rejected", "failed"
+    "waiting_confirmation",
+    "waiting_selection",
+    "waiting_clarification",
+    "completed",
+    "not_found",
+    "applied",
+    "rejected",
+    "failed",
 ]
 
 

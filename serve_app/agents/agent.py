@@ -137,9 +137,8 @@ class ConversationAgent:
             )
 
         try:
-            async with deadline.phase(
-                "agent", self.settings.budgets.stage_s("agent") + self.settings.budgets.stage_s("facts") * 3
-            ):
+            per_step = self.settings.budgets.stage_s("agent") + self.settings.budgets.stage_s("facts") * 3
+            async with deadline.phase("agent", per_step * len(workflow.steps)):
                 run = await runner.run(workflow, caller.user.id, self.now(), selected=selected, processing=processing)
         except StageTimeout as exc:
             raise ExecutionError(

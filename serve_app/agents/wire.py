@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.agent_turn import AgentTurn, AgentTurnStatus, AppliedWrite, PendingWrite, StepReport
+from protocol.base import WireModel
 from protocol.http_chat import ChatResponse, TurnStatus
 from protocol.ws import ClarificationPayload, SelectionRequiredPayload, WsEnvelope
 from serve_app.agents.steps import KEY
@@ -17,10 +18,15 @@ TURN_STATUS: dict[AgentTurnStatus, TurnStatus] = {
     "waiting_selection": TurnStatus.clarify,
     "waiting_clarification": TurnStatus.clarify,
     "completed": TurnStatus.completed,
+    "not_found": TurnStatus.completed,
     "applied": TurnStatus.completed,
     "rejected": TurnStatus.rejected,
     "failed": TurnStatus.fallback,
 }
+
+
+def _fields(model: type[WireModel], body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k in model.model_fields}
 
 
 def agent_turn(events: list[WsEnvelope]) -> AgentTurn:
@@ -32,10 +38,13 @@ def agent_turn(events: list[WsEnvelope]) -> AgentTurn:
         if kind == "dialogue.decision":
             turn.target_agent_name, turn.target_function_name = body["target_agent_name"], body["target_function_name"]
         elif kind == "write.confirmation_required":
-            turn.status, turn.write_request = "waiting_confirmation", PendingWrite.model_validate(body)
+            turn.status, turn.write_request = (
+                "waiting_confirmation",
+                PendingWrite.model_validate(_fields(PendingWrite, body)),
+            )
         elif kind == "write.applied":
             turn.status, turn.write_request = "applied", None
-            turn.applied.append(AppliedWrite.model_validate(body))
+            turn.applied.append(AppliedWrite.model_validate(_fields(AppliedWrite, body)))
         elif kind == "selection.required":
             turn.status, turn.selection = "waiting_selection", SelectionRequiredPayload.model_validate(body)
         elif kind == "dialogue.clarification":
@@ -44,6 +53,8 @@ def agent_turn(events: list[WsEnvelope]) -> AgentTurn:
             result = body.get("result")
             rejected = isinstance(result, dict) and result.get("status") == "rejected"
             turn.status = "rejected" if rejected else "completed" if turn.status != "applied" else "applied"
+            if (body.get("turn") or {}).get("status") == "not_found":
+                turn.status = "not_found"
             turn.results.append(body["reply"])
             if isinstance(result, dict) and isinstance(result.get(KEY), list):
                 turn.steps = [StepReport.model_validate(r) for r in result[KEY]]
