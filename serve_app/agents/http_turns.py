@@ -27,6 +27,7 @@ from serve_app.agents.agent import ConversationAgent
 from serve_app.agents.context import Caller, ExecutionError
 from serve_app.agents.wire import answered
 from serve_app.auth import Callers
+from serve_app.turns.stored import derived_session_id
 from store import conversation_events
 
 CONFIRM = re.compile(r"^(确认|确定|是的?|好的?|可以|对|没问题|保存|行|ok|yes)[。！!.]?$", re.IGNORECASE)
@@ -52,21 +53,23 @@ class AgentChat:
         async def collect(event: WsEnvelope) -> None:
             events.append(event)
 
+        cmid = body.client_message_id or uuid.uuid4().hex
         response = await _unwrapped(
             dialogue.user_turn(
                 self._agent,
                 caller,
-                client_message_id=body.client_message_id or uuid.uuid4().hex,
+                client_message_id=cmid,
                 modality=body.modality,
                 raw_content=body.text,
                 source_url=body.source_url,
                 arrived=arrived,
                 send=collect,
-                chat_session_id=body.session_id,
+                # a message without a session starts its own, as a plain chat turn does
+                chat_session_id=body.session_id or derived_session_id(caller.user.id, cmid),
                 listener=listener,
             )
         )
-        return answered(response, events, body.session_id or caller.session_id)
+        return answered(response, events, body.session_id)
 
     async def fill_slots(self, body: FillSlotsRequest, *, authorization: str | None, arrived: float) -> ChatResponse:
         self._agent.admit("text")

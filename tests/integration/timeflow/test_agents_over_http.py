@@ -65,9 +65,14 @@ class Http:
         assert resp.status_code == 200, resp.text
         return resp.json()
 
-    def proposed(self, text: str) -> dict:
-        """A message that proposes a write: the turn waits for its confirmation."""
-        turn = self.chat(text)
+    def proposed(self, text: str, agent: str | None = None) -> dict:
+        """A message that proposes a write: the turn waits for its confirmation. A turn whose model stage missed its
+        budget on this busy machine (`timings.degraded`) may understand less, by design: it is said again."""
+        for _ in range(3):
+            turn = self.chat(text)
+            named = turn.get("agent") and turn["agent"]["target_agent_name"]
+            if turn["status"] == "waiting_confirmation" and agent in (None, named) or not turn["timings"]["degraded"]:
+                break
         assert turn["status"] == "waiting_confirmation", turn
         write = turn["agent"]["write_request"]
         assert write["preview_text"] and len(write["payload_hash"]) == 64 and write["expires_at"], write
@@ -206,7 +211,7 @@ def run_status(app, user) -> str:
 def test_two_agents_in_one_message_run_in_order_over_http(app, user):
     http = Http(app, user)
     http.confirmed("今天晚上八点提醒我跑步")
-    first = http.proposed(TWO_AGENTS)
+    first = http.proposed(TWO_AGENTS, "feedback_agent")
     assert first["agent"]["target_agent_name"] == "feedback_agent"
     assert run_status(app, user) == "planned"  # the feedback waits for its confirmation
     done = http.fill("确认")
@@ -221,13 +226,17 @@ def test_two_agents_in_one_message_run_in_order_over_http(app, user):
 
 
 def say(conv: Conversation, text: str) -> list[dict]:
-    """A dialogue.input, sent again (the same client_message_id) when its execution ran out of budget."""
-    cmid = uuid.uuid4().hex
+    """A message that proposes a write, said again when its turn ran out of budget or a model stage missed its
+    budget (`timings.degraded`: on this busy machine the turn may understand less, by design)."""
     for _ in range(3):
-        events = conv.say(text, cmid)
-        if events[-1]["type"] != "execution.error" or events[-1]["payload"].get("retry_after_s") is None:
+        events = conv.say(text)
+        last = events[-1]["payload"]
+        if last.get("retry_after_s") is not None:
+            time.sleep(last["retry_after_s"])
+        elif events[-1]["type"] == "write.confirmation_required" or not last.get("turn", {}).get("timings", {}).get(
+            "degraded"
+        ):
             break
-        time.sleep(events[-1]["payload"]["retry_after_s"])
     return events
 
 
@@ -265,7 +274,7 @@ def test_two_agents_in_one_message_run_in_order_over_the_websocket(app, user):
 def test_a_declined_write_in_the_middle_keeps_the_first_and_says_what_ran(app, user):
     http = Http(app, user)
     http.confirmed("今天晚上八点提醒我跑步")
-    first = http.proposed("跑步完成了，然后明天上午九点提醒我开组会，然后帮我复盘这周")
+    first = http.proposed("跑步完成了，然后明天上午九点提醒我开组会，然后帮我复盘这周", "feedback_agent")
     assert first["agent"]["target_agent_name"] == "feedback_agent"
     second = http.fill("确认")
     assert second["status"] == "waiting_confirmation" and second["agent"]["applied"], second
@@ -301,7 +310,7 @@ def test_the_same_conversation_over_http_and_over_the_websocket_leaves_the_same_
     try:
         for text in CONVERSATION:
             events = say(conv, text)
-            assert types(events[-1:]) == ["write.confirmation_required"], events
+            assert types(events[-1:]) == ["write.confirmation_required"], json.dumps(events, ensure_ascii=False)
             assert types(conv.decide(events[-1])) == ["write.applied"]
         read_until_summary(conv)
     finally:
