@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from protocol.agent_turn import AgentTurn
 from protocol.base import WireModel
 from protocol.media import FileType, InputModality, Recognition, source_url_pattern
 from protocol.strings import JsonObject, PlainStr, TurnText
@@ -133,6 +134,11 @@ class ChatResponse(WireModel):
         default_factory=list, description="Seed 000's Router: the modules this turn runs, in order."
     )
     pipeline_description: str | None = Field(default=None, description="The pipeline in one to three sentences.")
+    agent: AgentTurn | None = Field(
+        default=None,
+        description="On a pack with agents (timeflow): what the sub-agents did — a write waiting for its "
+        "confirmation, a selection, a clarification, each step's result.",
+    )
 
 
 class HealthStatus(WireModel):

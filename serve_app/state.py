@@ -37,6 +37,8 @@ from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from media.store import build_store
 from media.uploads import MediaUploads
+from serve_app.agents.agent import ConversationAgent
+from serve_app.agents.http_turns import AgentChat
 from serve_app.auth import Auth, Callers, signing_secret
 from serve_app.http.openai.serving import OpenAiServing
 from serve_app.metrics import LlmMetrics, TurnMetrics
@@ -44,7 +46,6 @@ from serve_app.readiness import Readiness
 from serve_app.turns.admission import Admission
 from serve_app.turns.runner import TurnRunner
 from serve_app.turns.stored import StoredChat
-from serve_app.ws.agent import ConversationAgent
 from store.database import Database
 
 
@@ -81,7 +82,8 @@ class AppState:
     openai: OpenAiServing
     store: Persistence | None = None
     uploads: MediaUploads | None = None
-    conversation: ConversationAgent | None = None  # the WebSocket main agent; needs the store
+    conversation: ConversationAgent | None = None  # the main agent (WebSocket and HTTP); needs the store
+    agent_chat: AgentChat | None = None  # HTTP chat over the main agent, on a pack whose intents name agents
     llm_planner: LlmWorkflowPlanner | None = None
     llm_metrics: LlmMetrics = field(default_factory=LlmMetrics)
 
@@ -174,6 +176,10 @@ def build_state(
         stored=store.chat if store else None,
         callers=store.callers if store else None,
     )
+    conversation = conversation_agent(settings, turns, store, models, clock) if store else None
+    agent_chat = None
+    if store is not None and conversation is not None and any(i.agent for i in engine.pack.intents):
+        agent_chat = AgentChat(conversation, store.callers)
     return AppState(
         settings=settings,
         engine=engine,
@@ -183,7 +189,8 @@ def build_state(
         openai=OpenAiServing(models.llm.for_route("openai") if models.llm else None, settings.llm),
         store=store,
         uploads=uploads or MediaUploads(store=build_store(settings), cfg=settings.media),
-        conversation=conversation_agent(settings, turns, store, models, clock) if store else None,
+        conversation=conversation,
+        agent_chat=agent_chat,
         llm_planner=planner,
         llm_metrics=llm_metrics or LlmMetrics(),
     )

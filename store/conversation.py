@@ -164,6 +164,20 @@ async def message(conn: asyncpg.Connection, user_id: UUID, message_id: UUID) -> 
     return _dto(row) if row else None
 
 
+async def confirmation(
+    conn: asyncpg.Connection, user_id: UUID, write_request_id: UUID
+) -> ConversationMessageDTO | None:
+    """The assistant's confirmation request that proposed this write request; None when the log holds none."""
+    row = await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1"
+        f" AND metadata->>'message_kind' = 'confirmation_request' AND metadata->>'write_request_id' = $2"
+        " ORDER BY message_index DESC LIMIT 1",
+        user_id,
+        str(write_request_id),
+    )
+    return _dto(row) if row else None
+
+
 async def after(
     conn: asyncpg.Connection, user_id: UUID, message_id: UUID | None, *, limit: int
 ) -> tuple[list[ConversationMessageDTO], bool]:

@@ -54,6 +54,7 @@ class Clarify:
 @dataclass(frozen=True)
 class Decided:
     decision: PerceptionDecision
+    then: list[PerceptionDecision] = field(default_factory=list)  # the message's further agent steps, in order
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,9 @@ class Perception:
         decision = response.decision
         if response.status != TurnStatus.decided or decision is None or decision.agent not in AGENT_NAMES:
             return Shown(reply=response.reply, result=response.result)
+        steps = self._agent_steps(response, raw_input, source_message_id, recent, now)
+        if len(steps) > 1:  # several agents in one message: each step from its own clause and slots
+            return Decided(steps[0], then=steps[1:])
         agent, function = decision.agent, decision.function or ""
         params = dict(decision.params)
         if (
@@ -144,6 +148,34 @@ class Perception:
                 recent_messages=recent,
             )
         )
+
+    def _agent_steps(
+        self,
+        response: ChatResponse,
+        raw_input: str,
+        source_message_id: UUID,
+        recent: list[ConversationMessageDTO],
+        now: datetime,
+    ) -> list[PerceptionDecision]:
+        """The workflow's pending agent steps in order, each with its own clause, slots and time range."""
+        workflow = response.workflow
+        steps = [s for s in workflow.steps if s.agent in AGENT_NAMES and s.status == "pending"] if workflow else []
+        decisions = []
+        for step in steps:
+            agent, function, said = step.agent or "", step.action or "", step.clause or raw_input
+            when = next((v for v in step.slots.values() if isinstance(v, dict) and {"start", "end"} <= v.keys()), None)
+            decisions.append(
+                PerceptionDecision(
+                    target_agent_name=agent,
+                    target_function_name=function,
+                    parsed_params=dict(step.slots),
+                    time_range=self._time_range(agent, function, said, TimeRange(**when) if when else None, now),
+                    raw_input=said,
+                    source_message_id=source_message_id,
+                    recent_messages=recent,
+                )
+            )
+        return decisions
 
     def _time_range(
         self, agent: str, function: str, raw_input: str, said: TimeRange | None, now: datetime

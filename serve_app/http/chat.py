@@ -44,7 +44,8 @@ async def health(state: StateDep) -> JSONResponse:
 
 @router.post("/api/v1/agent/chat", response_model=ChatResponse, responses=TURN_ERRORS, openapi_extra=TOKEN_OPTIONAL)
 async def chat(body: ChatRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization) -> Response:
-    return turn_json(await state.turns.chat(body, authorization=authorization, arrived=arrived))
+    turns = state.agent_chat or state.turns  # on a pack with agents, the main agent carries the turn
+    return turn_json(await turns.chat(body, authorization=authorization, arrived=arrived))
 
 
 @router.post(
@@ -53,7 +54,8 @@ async def chat(body: ChatRequest, state: StateDep, arrived: ArrivedDep, authoriz
 async def fill_slots(
     body: FillSlotsRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization
 ) -> Response:
-    return turn_json(await state.turns.fill_slots(body, authorization=authorization, arrived=arrived))
+    turns = state.agent_chat or state.turns
+    return turn_json(await turns.fill_slots(body, authorization=authorization, arrived=arrived))
 
 
 @router.post(
@@ -69,8 +71,9 @@ async def chat_stream(
     body: ChatRequest, state: StateDep, arrived: ArrivedDep, authorization: Authorization
 ) -> Response:
     """The chat turn as NDJSON events (serve_app/http/chat_stream.py)."""
+    turns = state.agent_chat or state.turns
     stream = ChatStream(
-        lambda listener: state.turns.chat(body, authorization=authorization, arrived=arrived, listener=listener)
+        lambda listener: turns.chat(body, authorization=authorization, arrived=arrived, listener=listener)
     )
     first = await stream.first()
     if isinstance(first, ErrorEvent) and stream.failure is not None:

@@ -1,1 +1,1 @@
-"""The WebSocket conversation (seed 002): the route, the main agent, its frames and its replayable outbox."""
+"""The WebSocket transport of the conversation (seed 002): the route and its frames; the stages are serve_app/agents."""

@@ -42,12 +42,12 @@ from protocol.ws import (
     envelope,
     utc_now,
 )
+from serve_app.agents import dialogue, frames
+from serve_app.agents.agent import ConversationAgent
+from serve_app.agents.context import Caller, ExecutionError
 from serve_app.apidocs.asyncapi import asyncapi_document
 from serve_app.errors import error_event
 from serve_app.state import AppState, state_of
-from serve_app.ws import dialogue, frames
-from serve_app.ws.agent import ConversationAgent
-from serve_app.ws.context import Caller, ExecutionError
 
 log = logging.getLogger(__name__)
 EXECUTION_FRAMES = frozenset({"selection.submit", "selection.cancel", "write.decide"})

@@ -227,3 +227,36 @@ def test_an_answer_completes_the_request_it_answered():
         now=NOW,
     )
     assert plain.decision.raw_input == "明天上午十点提醒我交房租", "a request said at once is read as said"
+
+
+def test_several_agent_steps_are_decided_in_order_each_from_its_own_clause():
+    from protocol.workflow import Workflow, WorkflowStep, WorkflowType
+
+    response = decided("feedback_agent", "record")
+    response.workflow = Workflow(
+        type=WorkflowType.sequence,
+        steps=[
+            WorkflowStep(
+                step=1, step_id="s1", intent_id="f", agent="feedback_agent", action="record", clause="跑步完成了"
+            ),
+            WorkflowStep(
+                step=2, step_id="s2", intent_id="r", agent="review_agent", action="review", clause="帮我复盘这周"
+            ),
+        ],
+    )
+    got = perception().perceive(
+        response,
+        raw_input="跑步完成了，然后帮我复盘这周",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
+    assert isinstance(got, Decided)
+    steps = [got.decision, *got.then]
+    assert [(d.target_agent_name, d.target_function_name, d.raw_input) for d in steps] == [
+        ("feedback_agent", "record", "跑步完成了"),
+        ("review_agent", "review", "帮我复盘这周"),
+    ]
+    week = steps[1].time_range
+    assert week.source == "user_explicit" and (week.end_at - week.start_at).days == 7

@@ -110,13 +110,13 @@ def test_timeflow_served_accuracy(timeflow_client, timeflow):
     assert whole_accuracy >= 0.90
 
 
-def test_schedule_turn_is_decided_with_a_time_range(timeflow_client):
+def test_schedule_turn_is_decided_with_a_time_range_and_waits_for_its_confirmation(timeflow_client):
     body = timeflow_client.post("/api/v1/agent/chat", json={"user_id": "tf", "text": "明天下午三点提醒我去开会"}).json()
-    assert body["status"] == "decided" and body["intent"] == "schedule_create"
+    assert body["status"] == "waiting_confirmation" and body["intent"] == "schedule_create"
     decision = body["decision"]
     assert decision["agent"] == "schedule_todo_agent" and decision["function"] == "create"
     assert decision["time_range"]["start"].endswith("15:00:00+08:00")
-    assert body["result"] is None  # decided, never a pretend execution
+    assert body["result"] is None and body["agent"]["write_request"]["preview_text"]  # proposed, not yet written
 
 
 def test_a_pack_built_from_user_rows_serves(switch_pack, user_rows_pack):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from engine.conversation.agent_runner import start, summary_reply
 from engine.deadline import Deadline
 from engine.errors import InvalidInput
 from protocol.agents import ExecutionLayerInput
@@ -21,9 +22,10 @@ from protocol.ws import (
     WsEnvelope,
     envelope,
 )
-from serve_app.ws.agent import ConversationAgent
-from serve_app.ws.context import Caller, ExecutionError, StoreFacts, summary
-from serve_app.ws.log import Outbox, Send
+from serve_app.agents import steps
+from serve_app.agents.agent import ConversationAgent
+from serve_app.agents.context import Caller, ExecutionError, StoreFacts, summary
+from serve_app.agents.log import Outbox, Send
 from store import conversation, conversation_events, write_gate
 from store.errors import NotFound
 
@@ -68,6 +70,11 @@ async def submit(
     execution = ExecutionLayerInput.model_validate(
         {**inp, "recent_messages": [m.model_dump(mode="json") for m in recent]}
     )
+    found = steps.restored(asked.metadata.parsed_params)
+    workflow = start([execution])
+    if found is not None:  # a step of several: the selection resumes the workflow at this step
+        workflow = found[0]
+        workflow.steps = [execution, *(s.model_copy(update={"recent_messages": recent}) for s in workflow.steps)]
     out = Outbox(caller.user.id, key, send)
     out.messages.append(
         out.message(
@@ -80,7 +87,7 @@ async def submit(
             parsed_params={"interaction_id": str(asked.id), "selected_candidate_ids": chosen},
         )
     )
-    await agent.execute(caller, out, execution, deadline, selected=payload.selected_candidate_ids)
+    await agent.execute(caller, out, workflow, deadline, selected=payload.selected_candidate_ids)
 
 
 async def cancel(
@@ -105,6 +112,9 @@ async def cancel(
         )
     )
     reply = "好的，已取消，没有做任何修改。"
+    workflow = steps.cancelled(asked.metadata.parsed_params)
+    if workflow is not None:
+        reply = f"好的，这一步已取消。{summary_reply(workflow)}"
     await out.emit(
         "execution.result",
         ExecutionResultPayload(reply=reply, turn=summary("cancelled", reply, deadline)),
@@ -125,6 +135,8 @@ async def decide(
     try:
         with deadline.measure("commit"):
             async with agent.db.transaction() as conn:
+                asked = await conversation.confirmation(conn, caller.user.id, payload.write_request_id)
+                kept = asked.metadata.parsed_params if asked is not None else {}
                 result = await write_gate.decide(
                     conn,
                     caller.user.id,
@@ -135,6 +147,8 @@ async def decide(
                 )
                 applied = result.status == "applied"
                 reply = "已保存。" if applied else "好的，没有保存，什么都没改。"
+                if not applied and steps.restored(kept) is not None:
+                    reply = "好的，这一步没有保存。"
                 message = out.message(
                     "decision",
                     "assistant",
@@ -172,6 +186,18 @@ async def decide(
     except Exception as exc:  # noqa: BLE001 — the gate's refusals are execution errors; nothing was written
         raise ExecutionError(exc) from exc
     await out.sent_after_commit()
+    if result.status in ("applied", "rejected"):  # the steps said after this one, in the decision's frame
+        await steps.resume(
+            agent,
+            caller,
+            parsed_params=kept,
+            applied=applied,
+            reply=reply,
+            key=key,
+            first_seq=len(out.events) + 1,
+            deadline=deadline,
+            send=send,
+        )
 
 
 async def resume(agent: ConversationAgent, caller: Caller, last_seen_message_id: UUID | None) -> WsEnvelope:

@@ -1,28 +1,31 @@
 """`dialogue.input` and `dialogue.answer`: a user message through the turn runner (perception), then to a
 clarification, a shown result, or a decision that execution carries out. An answer to a long-task split's question
-goes on to the split (serve_app/ws/split_questions.py); any other answer is a new input.
+goes on to the split (serve_app/agents/split_questions.py); any other answer is a new input.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
+from engine.conversation.agent_runner import start
 from engine.conversation.perception import Clarify, Shown
+from engine.events import TurnListener
 from protocol.agents import ExecutionLayerInput
-from protocol.http_chat import ChatRequest, FillSlotsRequest
+from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.store import ConversationMessageDTO
 from protocol.ws import ClarificationPayload, DecisionPayload, DialogueAnswerPayload, ExecutionResultPayload
-from serve_app.ws.agent import ConversationAgent
-from serve_app.ws.context import Caller, StoreFacts, summary
-from serve_app.ws.log import Outbox, PlanningNotice, Send, frame_id
-from serve_app.ws.split_questions import ask_split, split_answer
+from serve_app.agents.agent import ConversationAgent
+from serve_app.agents.context import Caller, StoreFacts, summary
+from serve_app.agents.log import Outbox, PlanningNotice, Send, frame_id
+from serve_app.agents.split_questions import ask_split, split_answer
 from store import conversation
 from store.turn_log import utc_now
 
 
-async def user_input(
+async def user_turn(
     agent: ConversationAgent,
     caller: Caller,
     *,
@@ -34,13 +37,18 @@ async def user_input(
     send: Send,
     session_id: str | None = None,
     replay_key: str | None = None,
-) -> None:
-    """A user message through the turn engine (perception), then execution when it decided on an agent."""
+    chat_session_id: str | None = None,
+    listener: TurnListener | None = None,
+) -> ChatResponse | None:
+    """A user message through the turn engine (perception), then execution when it decided on an agent. Returns the
+    engine's response; None when the message was answered already (its stored events were sent again).
+    `session_id`: the engine's question this answers; `chat_session_id`: the conversation's session (HTTP chat names
+    its own; the WebSocket has one per user); `listener`: hears the turn (default: the planning notice)."""
     key = replay_key or f"input:{client_message_id}"
     deadline = agent.deadline(modality, arrived)
     agent.admit(modality)
     if await agent.replayed(caller, key, send, deadline):
-        return
+        return None
     source_id, reply_id = frame_id(caller.user.id, key, "in"), frame_id(caller.user.id, key, "out")
     who, ids = (caller.user, caller.key), (source_id, reply_id)
     if session_id is not None and modality == "text":
@@ -62,14 +70,14 @@ async def user_input(
                 text=raw_content if modality == "text" else None,
                 modality=modality,
                 source_url=source_url,
-                session_id=session_id or caller.session_id,
+                session_id=session_id or chat_session_id or caller.session_id,
                 client_message_id=client_message_id,
             ),
             authorization=None,
             arrived=arrived,
             caller=who,
             message_ids=ids,
-            listener=PlanningNotice(send, source_id),
+            listener=listener or PlanningNotice(send, source_id),
             deadline=deadline,
         )
     store = StoreFacts(agent.db, agent.settings.budgets, deadline)
@@ -130,9 +138,14 @@ async def user_input(
             ),
             logged_as=reply_id,
         )
-        await agent.execute(
-            caller, out, ExecutionLayerInput(**decision.model_dump(exclude={"missing_fields"})), deadline, response
-        )
+        steps = [ExecutionLayerInput(**d.model_dump(exclude={"missing_fields"})) for d in (decision, *perceived.then)]
+        await agent.execute(caller, out, start(steps), deadline, response)
+    return response
+
+
+async def user_input(agent: ConversationAgent, caller: Caller, **said: Any) -> None:
+    """`dialogue.input` over the WebSocket: `user_turn`, whose response its events already carry."""
+    await user_turn(agent, caller, **said)
 
 
 def _expiry(agent: ConversationAgent, recent: list[ConversationMessageDTO], question_id: UUID) -> datetime:
@@ -142,10 +155,11 @@ def _expiry(agent: ConversationAgent, recent: list[ConversationMessageDTO], ques
     return asked.metadata.expires_at
 
 
-async def answer(
+async def answer_turn(
     agent: ConversationAgent, caller: Caller, payload: DialogueAnswerPayload, arrived: float, send: Send
-) -> None:
-    """`dialogue.answer`: the question it replies to, if it is the caller's and still open; else a new input."""
+) -> ChatResponse | None:
+    """`dialogue.answer`: the question it replies to, if it is the caller's and still open; else a new input.
+    Returns the engine's response when the answer ran a turn (see `user_input`)."""
     key = f"input:{payload.client_message_id}"
     deadline = agent.deadline(payload.modality, arrived)
     question = None
@@ -158,7 +172,7 @@ async def answer(
     raw = payload.raw_content or " ".join(payload.answers.values())
     if question is None or question.metadata.question_type != "long_task_split":
         session_id = question.metadata.session_id if question is not None else None
-        await user_input(
+        return await user_turn(
             agent,
             caller,
             client_message_id=payload.client_message_id,
@@ -169,7 +183,14 @@ async def answer(
             send=send,
             session_id=session_id,
         )
-        return
     if await agent.replayed(caller, key, send, deadline):
-        return
+        return None
     await split_answer(agent, caller, question, payload, raw, key, deadline, send)
+    return None
+
+
+async def answer(
+    agent: ConversationAgent, caller: Caller, payload: DialogueAnswerPayload, arrived: float, send: Send
+) -> None:
+    """`dialogue.answer` over the WebSocket (see `answer_turn`)."""
+    await answer_turn(agent, caller, payload, arrived, send)

@@ -14,9 +14,9 @@ from protocol.agents import ExecutionLayerInput
 from protocol.http_chat import ChatResponse
 from protocol.store import ConversationMessageDTO
 from protocol.ws import ClarificationPayload, DecisionPayload, DialogueAnswerPayload
-from serve_app.ws.agent import ConversationAgent
-from serve_app.ws.context import Caller, StoreFacts, summary
-from serve_app.ws.log import Outbox, Send, frame_id
+from serve_app.agents.agent import ConversationAgent
+from serve_app.agents.context import Caller, StoreFacts, summary
+from serve_app.agents.log import Outbox, Send, frame_id
 
 
 async def ask_split(

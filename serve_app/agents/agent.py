@@ -6,7 +6,7 @@ A frame is answered once: its events are stored under its replay key (the client
 interaction, the decision's idempotency key), and the same frame again gets them back and runs nothing.
 
 This module holds what the stages share: the frame's clock, deadline and admission, its replay, execution and the
-commit. The stages: serve_app/ws/dialogue.py (dialogue.input, dialogue.answer), split_questions.py (a long-task
+commit. The stages: serve_app/agents/dialogue.py (dialogue.input, dialogue.answer), split_questions.py (a long-task
 split's questions and answers), frames.py (selection, write.decide, resume) and outcomes.py (execution's outcome).
 """
 
@@ -23,18 +23,20 @@ import asyncpg
 from config.settings import Settings
 from engine.agents.registry import AgentRegistry
 from engine.clock import Clock, system_clock
-from engine.conversation.execution import Execution, Outcome
+from engine.conversation.agent_runner import AgentRunner, start
 from engine.conversation.perception import Perception
 from engine.deadline import Deadline, StageTimeout
 from engine.errors import Overloaded
+from protocol.agent_turn import AgentWorkflowState
 from protocol.agents import ExecutionLayerInput
 from protocol.http_chat import ChatResponse
 from protocol.rest import WriteRequestCreate, WriteRequestCreated
+from protocol.store import ConversationMessageDTO
 from protocol.ws import ProcessingPayload, WsEnvelope
+from serve_app.agents.context import Caller, ExecutionError, StoreFacts
+from serve_app.agents.log import Outbox, Send
+from serve_app.agents.outcomes import finish
 from serve_app.turns.runner import TurnRunner
-from serve_app.ws.context import Caller, ExecutionError, StoreFacts
-from serve_app.ws.log import Outbox, Send
-from serve_app.ws.outcomes import finish
 from store import conversation_events, write_gate
 from store.database import Database
 from store.turn_log import utc_now
@@ -92,21 +94,29 @@ class ConversationAgent:
             await send(WsEnvelope.model_validate(event))
         return bool(stored)
 
+    async def recent(self, caller: Caller, deadline: Deadline) -> list[ConversationMessageDTO]:
+        return await StoreFacts(self.db, self.settings.budgets, deadline).recent(
+            caller.user.id, self.cfg.recent_messages
+        )
+
     async def execute(
         self,
         caller: Caller,
         out: Outbox,
-        inp: ExecutionLayerInput,
+        steps: ExecutionLayerInput | AgentWorkflowState,
         deadline: Deadline,
         response: ChatResponse | None = None,
         *,
         selected: list[UUID] | None = None,
     ) -> None:
-        """Run execution and commit the frame: its messages, its events and, for a proposal, its write request."""
-        execution = Execution(self.agents, StoreFacts(self.db, self.settings.budgets, deadline))
+        """Run the agent steps (one, or a workflow of several said in one message) until one pauses or all ran, and
+        commit the frame: its messages, its events and, for a proposal, its write request."""
+        workflow = steps if isinstance(steps, AgentWorkflowState) else start([steps])
+        runner = AgentRunner(self.agents, StoreFacts(self.db, self.settings.budgets, deadline))
+        inp = workflow.steps[0]
 
         async def processing(stage: str) -> None:
-            if stage == "calling_agent" and any(t == "execution.processing" for t, _, _ in out.events):
+            if any(t == "execution.processing" for t, _, _ in out.events):
                 return  # one processing event per frame
             await out.emit(
                 "execution.processing",
@@ -127,19 +137,16 @@ class ConversationAgent:
             )
 
         try:
-            async with deadline.phase(
-                "agent", self.settings.budgets.stage_s("agent") + self.settings.budgets.stage_s("facts") * 3
-            ):
-                outcome: Outcome = await execution.run(
-                    inp, caller.user.id, self.now(), selected=selected, processing=processing
-                )
+            per_step = self.settings.budgets.stage_s("agent") + self.settings.budgets.stage_s("facts") * 3
+            async with deadline.phase("agent", per_step * len(workflow.steps)):
+                run = await runner.run(workflow, caller.user.id, self.now(), selected=selected, processing=processing)
         except StageTimeout as exc:
             raise ExecutionError(
                 Overloaded("The frame's budget ran out in execution; nothing was written, retry.")
             ) from exc
         except Exception as exc:  # noqa: BLE001 — an agent's or a read's failure is the execution stage's error
             raise ExecutionError(exc) from exc
-        await finish(self, caller, out, inp, outcome, deadline, response)
+        await finish(self, caller, out, run, deadline, response)
 
     async def commit(
         self,

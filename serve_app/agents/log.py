@@ -45,6 +45,7 @@ class Outbox:
     rewrites: list[NewMessage] = field(default_factory=list)  # messages this frame logged already, said otherwise
 
     held: list[WsEnvelope] = field(default_factory=list)
+    first_seq: int = 1  # a frame's second commit (the steps a decision resumed) numbers its events after the first
 
     async def emit(
         self,
@@ -92,7 +93,7 @@ class Outbox:
         for message in self.rewrites:
             await conversation.rewrite(conn, self.user_id, message)
         await conversation.append(conn, self.user_id, self.messages)
-        await conversation_events.record(conn, self.user_id, self.replay_key, self.events)
+        await conversation_events.record(conn, self.user_id, self.replay_key, self.events, first_seq=self.first_seq)
 
 
 class PlanningNotice(TurnListener):

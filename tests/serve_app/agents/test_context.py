@@ -11,7 +11,7 @@ import pytest
 
 from engine.deadline import Deadline
 from engine.errors import Overloaded
-from serve_app.ws.context import StoreFacts
+from serve_app.agents.context import StoreFacts
 
 
 class SlowDb:
@@ -39,7 +39,7 @@ async def test_a_frame_with_no_time_left_reads_nothing():
 
 
 async def test_a_frames_own_lookup_past_its_budget_is_overloaded():
-    from serve_app.ws.agent import ConversationAgent
+    from serve_app.agents.agent import ConversationAgent
 
     settings = SimpleNamespace(budgets=budgets(20), conversation=SimpleNamespace(), timezone="Asia/Shanghai")
     agent = ConversationAgent(settings=settings, turns=None, db=SlowDb(), agents=None, perception=None)
