@@ -231,9 +231,7 @@ class AppReadiness:
 
     @staticmethod
     async def _upload(uploads: MediaUploads, sample: Path, file_type: MediaKind) -> str:
-        stored = await asyncio.to_thread(
-            uploads.accept, data=sample.read_bytes(), file_type=file_type, user_id=WARMUP_USER
-        )
+        stored = await uploads.upload(data=sample.read_bytes(), file_type=file_type, user_id=WARMUP_USER)
         return stored.object_key
 
 

@@ -16,7 +16,7 @@ def test_a_slow_stage_at_start_still_turns_health_green_within_the_start_timeout
     assert start["fault"].startswith("classifier:")
     assert start["green_after_s"] < start["timeout_s"]
     assert start["health"]["status"] == "ok"
-    assert "degraded" in start["health"]["reason"], start["health"]
+    assert "degraded" in start["health"]["reason_when_green"], start["health"]
 
 
 def test_a_text_turn_under_the_slow_stage_answers_inside_its_budget_degraded(served: ServedApp):

@@ -94,8 +94,9 @@ def served(cockpit: Any, postgres: dict[str, Any]) -> Iterator[ServedApp]:
 def slow_start(app: ServedApp) -> dict[str, Any]:
     """Start-up under SLOW_START_FAULT: how long /health took to turn green, its body, and a text turn sent then."""
     t0 = time.monotonic()
-    health = launcher.wait_until_healthy(app.port, timeout_s=START_TIMEOUT_S, replicas=ORCHESTRATOR_REPLICAS)
+    reason = launcher.wait_until_healthy(app.port, timeout_s=START_TIMEOUT_S, replicas=ORCHESTRATOR_REPLICAS)
     green_after_s = time.monotonic() - t0
+    health = {**httpx.get(f"{app.url}/health", timeout=10).json(), "reason_when_green": reason}
     t1 = time.perf_counter()
     turn = text_turn(app.url)
     wall_ms = (time.perf_counter() - t1) * 1000
