@@ -13,6 +13,7 @@ pytestmark = pytest.mark.ray
 
 def test_a_slow_stage_at_start_still_turns_health_green_within_the_start_timeout(served: ServedApp):
     start = served.slow_start
+    print(f"started with {start['fault']}: green after {start['green_after_s']:.0f} s, /health {start['health']}")
     assert start["fault"].startswith("classifier:")
     assert start["green_after_s"] < start["timeout_s"]
     assert start["health"]["status"] == "ok"
@@ -23,5 +24,8 @@ def test_a_text_turn_under_the_slow_stage_answers_inside_its_budget_degraded(ser
     turn = served.slow_start["text"]
     assert turn["status_code"] == 200, turn
     timings = turn["timings"]
+    print(
+        f"first text turn: {turn['wall_ms']:.0f} ms (budget {timings['budget_ms']:.0f}), degraded {timings['degraded']}"
+    )
     assert timings["degraded"], timings
     assert timings["total_ms"] <= timings["budget_ms"], timings
