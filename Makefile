@@ -4,6 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 PACK ?= $(or $(BATON_PACK),cockpit)
 STAMP := $(VENV)/.installed
+# the lock file of every dependency with its hashes (`make lock` refreshes it) and the tool that writes it
+LOCK := requirements.lock
+LOCK_VENV := .venv-lock
+LOCK_STAMP := $(LOCK_VENV)/.installed
+UV_VERSION := 0.13.9
+LOCK_FIND_LINKS = $(sort $(shell $(PY) -m pip config get global.find-links 2>/dev/null) $(PIP_FIND_LINKS))
+LOCK_EXTRA_INDEXES = $(sort $(shell $(PY) -m pip config get global.extra-index-url 2>/dev/null) $(PIP_EXTRA_INDEX_URL))
 # the LLM planner's venv (below)
 LLM_VENV := .venv-llm
 LLM_STAMP := $(LLM_VENV)/.installed
@@ -19,13 +26,29 @@ export BATON_STATE_DIR ?= $(CURDIR)/var
 # runs the demo page's tests (driven by Playwright, which must not download a browser of its own)
 SYSTEM_PACKAGES := espeak-ng fonts-noto-cjk fonts-wqy-zenhei chromium
 
-.PHONY: setup system-packages models run test test-fast lint llm test-llm bench bench-media bench-write-gate clean
+.PHONY: setup system-packages models run test test-fast lint lock llm test-llm bench bench-media bench-write-gate clean
 
-$(STAMP): pyproject.toml constraints.txt
+# Baton's dependencies (and the test tools) install from the lock, every file checked against its hash; the project
+# itself then installs alone, built with the locked setuptools
+$(STAMP): $(LOCK) pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/pip install -q --require-hashes -r $(LOCK)
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
+
+# make lock: re-resolve pyproject.toml (with the test extra) under constraints.txt into $(LOCK), every file's hash
+# with it. It resolves against the indexes and wheel folders pip is configured with (pip.conf, PIP_* variables:
+# where the CPU build of torch lies), so the lock pins what `pip install` would pick. Commit the result.
+$(LOCK_STAMP):
+	$(PY) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install -q uv==$(UV_VERSION)
+	touch $@
+
+lock: $(LOCK_STAMP)
+	$(LOCK_VENV)/bin/uv pip compile -q --python $(LOCK_VENV)/bin/python --generate-hashes --extra test \
+		--index-strategy unsafe-best-match $(addprefix --find-links ,$(LOCK_FIND_LINKS)) \
+		$(addprefix --extra-index-url ,$(LOCK_EXTRA_INDEXES)) --custom-compile-command "make lock" \
+		-c constraints.txt -o $(LOCK) pyproject.toml
 
 system-packages:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -96,4 +119,4 @@ bench-write-gate: setup
 	$(BIN)/python -m benchmarks.write_gate
 
 clean:
-	rm -rf $(VENV) $(LLM_VENV) var
+	rm -rf $(VENV) $(LLM_VENV) $(LOCK_VENV) var

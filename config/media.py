@@ -34,7 +34,14 @@ class MediaConfig(Section):
     )
     max_bytes: dict[MediaKind, int] = Field(description="Upload size cap per file_type.")
     max_image_pixels: int = Field(gt=0, description="width x height cap, checked from the header before decoding.")
-    max_audio_s: float = Field(gt=0, description="Audio duration cap (seconds).")
+    max_audio_s: float = Field(gt=0, description="Audio duration cap (seconds), enforced while decoding.")
+    decode_timeout_s: float = Field(default=10.0, gt=0, description="An upload whose decode runs longer is refused.")
+    decode_workers: int = Field(
+        default=2, gt=0, description="Threads of the upload checks' own pool (decodes, store writes) per replica."
+    )
+    decode_waiting: int = Field(
+        default=4, ge=0, description="Uploads that may wait for a decode thread; one more is refused (503 overloaded)."
+    )
     image_formats: list[str] = Field(description="Sniffed image formats accepted (png, jpeg, webp, bmp, gif).")
     audio_formats: list[str] = Field(description="Sniffed audio formats accepted (wav, mp3, m4a, webm, ogg, flac).")
 

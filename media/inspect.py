@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import cast
-
-import numpy as np
 
 from config.media import MediaConfig, MediaKind
 from engine.media_errors import EmptyMedia, MediaTooLarge, UndecodableMedia, UnsupportedMediaType
+from media.audio import AUDIO_RATE, DECODE_TIMEOUT_S, decode_audio
+
+__all__ = ["AUDIO_RATE", "decode_audio", "inspect_upload", "sniff"]  # the ASR replica decodes with the same bounds
 
 CONTENT_TYPES = {
     "png": "image/png",
@@ -26,7 +26,6 @@ CONTENT_TYPES = {
     "flac": "audio/flac",
 }
 KIND = {fmt: ("image" if ctype.startswith("image/") else "audio") for fmt, ctype in CONTENT_TYPES.items()}
-AUDIO_RATE = 16000
 
 
 @dataclass(frozen=True)
@@ -92,7 +91,9 @@ def inspect_upload(data: bytes, file_type: MediaKind, cfg: MediaConfig) -> Inspe
     if file_type == "image":
         width, height = probe_image(data, cfg.max_image_pixels)
         return Inspected("image", fmt, CONTENT_TYPES[fmt], width=width, height=height)
-    return Inspected("audio", fmt, CONTENT_TYPES[fmt], duration_s=probe_audio(data, cfg.max_audio_s))
+    return Inspected(
+        "audio", fmt, CONTENT_TYPES[fmt], duration_s=probe_audio(data, cfg.max_audio_s, cfg.decode_timeout_s)
+    )
 
 
 def probe_image(data: bytes, max_pixels: int) -> tuple[int, int]:
@@ -118,16 +119,9 @@ def probe_image(data: bytes, max_pixels: int) -> tuple[int, int]:
     return width, height
 
 
-def decode_audio(data: bytes) -> np.ndarray:
-    """Mono float32 samples at 16 kHz via faster-whisper's PyAV decoder (wav, mp3, m4a, webm/opus, ogg, flac)."""
-    from faster_whisper.audio import decode_audio as fw_decode
-
-    return cast(np.ndarray, fw_decode(io.BytesIO(data), sampling_rate=AUDIO_RATE))
-
-
-def probe_audio(data: bytes, max_s: float) -> float:
-    """Duration in seconds after a full decode; a container that declares a longer duration is refused before
-    decoding."""
+def probe_audio(data: bytes, max_s: float, timeout_s: float = DECODE_TIMEOUT_S) -> float:
+    """Duration in seconds after a decode bounded by `max_s`: a container that declares a longer duration is refused
+    before decoding, one that declares none (or lies) the moment its decoded audio passes the cap."""
     import av
 
     try:
@@ -137,7 +131,7 @@ def probe_audio(data: bytes, max_s: float) -> float:
             declared = container.duration / 1_000_000 if container.duration else None
         if declared is not None and declared > max_s:
             raise MediaTooLarge(f"The audio is {declared:.1f} s long; the limit is {max_s:g} s.", field="file")
-        samples = decode_audio(data)
+        samples = decode_audio(data, max_s=max_s, timeout_s=timeout_s)
     except (UndecodableMedia, MediaTooLarge):
         raise
     except Exception as exc:  # av raises InvalidDataError and friends for corrupt input
@@ -145,6 +139,4 @@ def probe_audio(data: bytes, max_s: float) -> float:
     duration = len(samples) / AUDIO_RATE
     if duration <= 0:
         raise UndecodableMedia("The audio decodes to no samples.", field="file")
-    if duration > max_s:
-        raise MediaTooLarge(f"The audio is {duration:.1f} s long; the limit is {max_s:g} s.", field="file")
     return duration

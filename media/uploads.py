@@ -3,20 +3,29 @@ the owner."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from config.media import MediaConfig, MediaKind
 from engine.media_errors import MediaForbidden, MediaNotFound
 from engine.media_keys import new_key, source_url_for
 from media.inspect import inspect_upload
+from media.pool import DecodePool
 from media.store import ObjectInfo, ObjectNotFound, ObjectStore
 from protocol.media import UploadResponse
 
 
 class MediaUploads:
-    """Blocking methods (decode and store I/O): call them off the event loop."""
+    """`upload` checks and stores in the uploads' own pool, under its admission; the other methods block (store
+    I/O): call them off the event loop."""
 
     def __init__(self, *, store: ObjectStore, cfg: MediaConfig) -> None:
         self.store = store
         self.cfg = cfg
+        self.pool = DecodePool(workers=cfg.decode_workers, waiting=cfg.decode_waiting)
+
+    async def upload(self, *, data: bytes, file_type: MediaKind, user_id: str) -> UploadResponse:
+        """`accept` in the pool; Overloaded (503) at once when the pool is full."""
+        return await self.pool.run(partial(self.accept, data=data, file_type=file_type, user_id=user_id))
 
     def accept(self, *, data: bytes, file_type: MediaKind, user_id: str) -> UploadResponse:
         found = inspect_upload(data, file_type, self.cfg)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import threading
 import time
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, multiprocess, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess, start_http_server
 
 from engine.llm.lm import LmReply
+from engine.model_client import NLU_STAGES
 from protocol.http_chat import ChatResponse
 from serve_app.metrics_summary import LiveSummary
 
@@ -126,6 +127,13 @@ class TurnMetrics:
         self.degraded = Counter(
             "baton_degraded_stages", "Stages that missed their budget or failed.", ["stage"], registry=self.registry
         )
+        self.warmup_degraded = Gauge(
+            "baton_warmup_degraded",
+            "1 for a stage that answered its warm-up but missed the turn budget in the warm-up turn.",
+            ["stage"],
+            multiprocess_mode="max",
+            registry=self.registry,
+        )
         self.shed = Counter("baton_shed_turns", "Turns refused by admission control.", registry=self.registry)
         self.errors = Counter(
             "baton_errors", "Requests answered with an error envelope, by code.", ["code"], registry=self.registry
@@ -139,6 +147,11 @@ class TurnMetrics:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry, path=self.multiproc_dir)  # type: ignore[no-untyped-call]
         return registry
+
+    def warm_up_degraded(self, degraded: tuple[str, ...]) -> None:
+        """What this replica's warm-up turn degraded: 1 for those stages, 0 for the other model stages."""
+        for stage in sorted({*NLU_STAGES, *degraded}):
+            self.warmup_degraded.labels(stage).set(1 if stage in degraded else 0)
 
     def observe(self, response: ChatResponse) -> None:
         self.turns.labels(response.status.value).inc()

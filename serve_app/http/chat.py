@@ -31,7 +31,7 @@ def turn_json(response: ChatResponse) -> Response:
     responses={503: {"model": HealthStatus, "description": "Still starting; `reason` says what is missing."}},
 )
 async def health(state: StateDep) -> JSONResponse:
-    """200 only when every stage answers warm; 503 with the reason before that."""
+    """200 once every stage has answered (`reason` then names what runs degraded); 503 with the reason before."""
     pack = state.engine.pack.name
     if not state.readiness.ready:
         return JSONResponse(
@@ -39,7 +39,8 @@ async def health(state: StateDep) -> JSONResponse:
             status_code=503,
             headers={"Retry-After": str(state.retry_after_s)},
         )
-    return JSONResponse({"status": "ok", "pack": pack})
+    degraded = {"reason": state.readiness.reason} if state.readiness.degraded else {}
+    return JSONResponse({"status": "ok", "pack": pack, **degraded})
 
 
 @router.post("/api/v1/agent/chat", response_model=ChatResponse, responses=TURN_ERRORS, openapi_extra=TOKEN_OPTIONAL)

@@ -146,8 +146,8 @@ async def upload(
     if len(data) > limit:
         raise MediaTooLarge(f"The {fields.file_type} is over the limit of {limit} bytes.", field="file")
     owner = await requesting_user(state, authorization, fields.user_id)
-    # decoding to check the bytes is CPU work: off the ingress event loop
-    return await asyncio.to_thread(uploads.accept, data=data, file_type=fields.file_type, user_id=owner)
+    # decoding to check the bytes is CPU work: in the uploads' own bounded pool, off the ingress event loop
+    return await uploads.upload(data=data, file_type=fields.file_type, user_id=owner)
 
 
 MEDIA_BYTES = {"schema": {"type": "string", "format": "binary"}}

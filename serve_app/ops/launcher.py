@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import json
 import os
 import shutil
 import signal
@@ -144,9 +145,8 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
     return session
 
 
-def wait_until_healthy(port: int, *, timeout_s: float, replicas: int = 1) -> None:
-    """Poll /health until it is green (every deployment runs and a warm-up went through every stage) on
-    `replicas` distinct orchestrator replicas."""
+def wait_until_healthy(port: int, *, timeout_s: float, replicas: int = 1) -> str:
+    """Poll /health until green on `replicas` distinct orchestrator replicas; returns its reason (what degrades)."""
     from ray import serve
 
     from serve_app.http.middleware import REPLICA_HEADER
@@ -161,7 +161,7 @@ def wait_until_healthy(port: int, *, timeout_s: float, replicas: int = 1) -> Non
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
                 green.add(resp.headers.get(REPLICA_HEADER))
                 if len(green) >= replicas:
-                    return
+                    return str(json.load(resp).get("reason", ""))
                 continue
         except OSError as exc:
             last = (exc.read().decode("utf-8", "replace") if hasattr(exc, "read") else str(exc))[:200]
@@ -277,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         session_file.write_text(start(config, env) or "", encoding="utf-8")
         for sig in STOP_SIGNALS:  # ray.init installs its own SIGTERM handler: ours stops everything cleanly
             signal.signal(sig, on_signal)
-        wait_until_healthy(port, timeout_s=args.timeout)
-        print(f"Baton is serving on http://127.0.0.1:{port} (Ctrl-C or SIGTERM stops it)", flush=True)
+        degraded = wait_until_healthy(port, timeout_s=args.timeout)  # a stage that never answers: TimeoutError names it
+        print(f"Baton is serving on http://127.0.0.1:{port} (Ctrl-C or SIGTERM stops it) {degraded}", flush=True)
         parent = os.getppid()
         while os.getppid() == parent:  # a parent that died (e.g. `make` got SIGTERM) takes us down too
             time.sleep(0.5)

@@ -74,9 +74,13 @@ class Orchestrator:
             state=self.state,
             replica=self._replica,
             deployments_running=lambda: deployments_running(context.app_name, others),
+            models=clients.nlu,
+            report=self.state.metrics.warm_up_degraded,
             allowed_degraded=frozenset(FaultSet.parse(settings.env.faults).faults),
         )
-        if not await readiness.until_ready(within_s=CONSTRUCTOR_WARMUP_S):
+        if await readiness.until_ready(within_s=CONSTRUCTOR_WARMUP_S):
+            self._warming = asyncio.ensure_future(readiness.while_degraded())
+        else:
             self._warming = asyncio.ensure_future(self._warm_up(readiness))
 
     @staticmethod
@@ -84,6 +88,7 @@ class Orchestrator:
         """Serve freezes a replica's heap when its constructor returns; what a late warm-up loads is frozen here."""
         await readiness.until_ready()
         freeze_startup_heap()
+        await readiness.while_degraded()
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         return attach(create_api(replica=self._replica), self.state)

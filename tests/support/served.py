@@ -18,9 +18,14 @@ import pytest
 
 from serve_app.ops import launcher
 from tests.support.packs import CONFIG_DIR, STATE_DIR
-from tests.support.serving import PINNED_NOW, first_turns
+from tests.support.serving import PINNED_NOW, first_turns, until_fault_shows
 
 ORCHESTRATOR_REPLICAS = 2  # the integration tests run one conversation across two orchestrator replicas
+# The app starts with a stage slower than its budget, the documented way to see degradation: it must still turn green
+# within the start timeout (saying it runs degraded) and answer turns inside their budget; tests/security checks the
+# record (`slow_start`). The fault is cleared before anything else runs.
+SLOW_START_FAULT = "classifier:delay_ms=800"
+START_TIMEOUT_S = 600.0  # the Planner loads vLLM and warms its grammar beside the other replicas: minutes here
 
 
 class ServedApp:
@@ -31,6 +36,7 @@ class ServedApp:
         self.url = f"http://127.0.0.1:{port}"
         self.pack = "cockpit"
         self.first_turns: dict[str, dict[str, Any]] = {}
+        self.slow_start: dict[str, Any] = {}
 
     def serve(self, pack: str) -> None:
         """Redeploy with `pack` (the same process; only the replicas restart) and wait until it answers as that pack."""
@@ -73,13 +79,53 @@ def served(cockpit: Any, postgres: dict[str, Any]) -> Iterator[ServedApp]:
     overrides["testing"] = {"now": PINNED_NOW.isoformat()}  # relative dates read the same on any day, at any hour
     try:
         launcher.start(config, env)
-        # the Planner loads vLLM and warms its grammar beside the other replicas: minutes on a busy 2-core machine
-        launcher.wait_until_healthy(port, timeout_s=600, replicas=ORCHESTRATOR_REPLICAS)
+        launcher.set_faults(config, SLOW_START_FAULT)  # before any replica is up: they all start with it
         served_app = ServedApp(config, port, metrics_port)
+        served_app.slow_start = slow_start(served_app)
+        launcher.set_faults(config, "")
+        until_fault_shows(lambda: text_turn(served_app.url), lambda body: "classifier" not in degraded_in(body))
+        until_health_is_plain(served_app.url)
         served_app.first_turns = first_turns(served_app.url)
         yield served_app
     finally:
         launcher.stop(port)
+
+
+def slow_start(app: ServedApp) -> dict[str, Any]:
+    """Start-up under SLOW_START_FAULT: how long /health took to turn green, its body, and a text turn sent then."""
+    t0 = time.monotonic()
+    reason = launcher.wait_until_healthy(app.port, timeout_s=START_TIMEOUT_S, replicas=ORCHESTRATOR_REPLICAS)
+    green_after_s = time.monotonic() - t0
+    health = {**httpx.get(f"{app.url}/health", timeout=10).json(), "reason_when_green": reason}
+    t1 = time.perf_counter()
+    turn = text_turn(app.url)
+    wall_ms = (time.perf_counter() - t1) * 1000
+    return {
+        "fault": SLOW_START_FAULT,
+        "timeout_s": START_TIMEOUT_S,
+        "green_after_s": green_after_s,
+        "health": health,
+        "text": {**turn, "wall_ms": wall_ms},
+    }
+
+
+def until_health_is_plain(url: str, *, timeout_s: float = 60.0, answers: int = 6) -> None:
+    """Until `answers` /health bodies in a row say no more than ok (each replica re-probes while degraded)."""
+    deadline, plain = time.time() + timeout_s, 0
+    while plain < answers and time.time() < deadline:
+        plain = plain + 1 if httpx.get(f"{url}/health", timeout=5).json().keys() == {"status", "pack"} else 0
+        time.sleep(0.3)
+
+
+def text_turn(url: str) -> dict[str, Any]:
+    response = httpx.post(
+        f"{url}/api/v1/agent/chat", json={"user_id": "slow-start", "text": "帮我把车窗打开"}, timeout=30
+    )
+    return {"status_code": response.status_code, **response.json()}
+
+
+def degraded_in(body: dict[str, Any]) -> list[str]:
+    return list(body.get("timings", {}).get("degraded", []))
 
 
 @pytest.fixture(scope="module")
