@@ -177,7 +177,7 @@ async def test_health_is_green_with_a_slow_stage_and_says_what_runs_degraded():
     warm = AppReadiness(
         state=state, replica="r1", deployments_running=no_wait, models=models, report=state.metrics.warm_up_degraded
     )
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://localhost") as client:
         assert (await client.get("/health")).status_code == 503
         assert await warm.until_ready(within_s=10)
         health = await client.get("/health")
