@@ -39,6 +39,7 @@ from media.store import build_store
 from media.uploads import MediaUploads
 from serve_app.auth import Auth, Callers, signing_secret
 from serve_app.http.openai.serving import OpenAiServing
+from serve_app.http.ratelimit import RateLimits
 from serve_app.metrics import LlmMetrics, TurnMetrics
 from serve_app.readiness import Readiness
 from serve_app.turns.admission import Admission
@@ -79,6 +80,7 @@ class AppState:
     metrics: TurnMetrics
     readiness: Readiness
     openai: OpenAiServing
+    limits: RateLimits
     store: Persistence | None = None
     uploads: MediaUploads | None = None
     conversation: ConversationAgent | None = None  # the WebSocket main agent; needs the store
@@ -181,6 +183,7 @@ def build_state(
         metrics=metrics,
         readiness=readiness,
         openai=OpenAiServing(models.llm.for_route("openai") if models.llm else None, settings.llm),
+        limits=RateLimits(settings.rate_limits),
         store=store,
         uploads=uploads or MediaUploads(store=build_store(settings), cfg=settings.media),
         conversation=conversation_agent(settings, turns, store, models, clock) if store else None,

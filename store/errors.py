@@ -33,6 +33,18 @@ class EmailTaken(Conflict):
     code = "email_taken"
 
 
+class EmailReserved(Conflict):
+    """An address of the domain reserved for shadow users (store.users.SHADOW_DOMAIN)."""
+
+    code = "email_reserved"
+
+
+class IdempotencyMismatch(Conflict):
+    """An idempotency key reused for a different request (another target, action or payload)."""
+
+    code = "idempotency_mismatch"
+
+
 class AlreadyDecided(Conflict):
     code = "already_decided"
 
