@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import re
 
-from engine.errors import InvalidInput
-
 USER_ID_MAX_CHARS = 128
 USER_ID_PATTERN = rf"^[\w.:@+\-]{{1,{USER_ID_MAX_CHARS}}}$"
 _USER_ID = re.compile(USER_ID_PATTERN)
 
 
-def valid_user_id(value: str, *, field: str = "user_id") -> str:
-    """`value` when it is a valid user_id, else InvalidInput naming `field`."""
+def valid_user_id(value: str) -> str:
+    """`value` when it is a valid user_id, else ValueError saying why (a pydantic validator as it is; the ingress
+    turns it into `invalid_input` on the field `user_id`)."""
     if not isinstance(value, str) or not value:
-        raise InvalidInput("Give user_id (1 to 128 letters, digits or . _ - : @ +).", field=field)
+        raise ValueError("give user_id (1 to 128 letters, digits or . _ - : @ +)")
     if len(value) > USER_ID_MAX_CHARS:
-        raise InvalidInput(f"user_id is {len(value)} characters; at most {USER_ID_MAX_CHARS}.", field=field)
+        raise ValueError(f"user_id is {len(value)} characters; at most {USER_ID_MAX_CHARS}")
     if _USER_ID.fullmatch(value) is None:
-        raise InvalidInput(
-            "user_id holds only letters, digits and . _ - : @ + (no space, control character or NUL).", field=field
-        )
+        raise ValueError("user_id holds only letters, digits and . _ - : @ + (no space, control character or NUL)")
     return value

@@ -186,7 +186,7 @@ class Callers:
                 raise Unauthorized("This deployment needs 'Authorization: Bearer <access_token>' (auth.require_token).")
             if not claimed_user_id:
                 raise InvalidInput("Give user_id, or an access token.", field="user_id")
-            user = await self.known_shadow(valid_user_id(claimed_user_id), create=create)
+            user = await self.known_shadow(_checked(claimed_user_id), create=create)
             if user is None:
                 raise NotFound("Nothing is stored for this user_id.", field="user_id")
             return user, str(user.id)
@@ -204,3 +204,10 @@ class Callers:
         if token is None:
             raise Unauthorized("This deployment needs 'Authorization: Bearer <access_token>' (auth.require_token).")
         self.auth.verify(token)
+
+
+def _checked(user_id: str) -> str:
+    try:
+        return valid_user_id(user_id)
+    except ValueError as exc:
+        raise InvalidInput(f"{exc}.", field="user_id") from exc

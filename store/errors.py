@@ -39,6 +39,12 @@ class EmailReserved(Conflict):
     code = "email_reserved"
 
 
+class TurnExists(Conflict):
+    """A turn with this client_message_id was saved first (on another session); nothing of this one was."""
+
+    code = "duplicate_message"
+
+
 class IdempotencyMismatch(Conflict):
     """An idempotency key reused for a different request (another target, action or payload)."""
 
