@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from engine.errors import Overloaded
+from engine.errors import InvalidInput, Overloaded
 from protocol.http_chat import ChatRequest
 from serve_app.turns import stored as stored_chat
 from serve_app.turns.stored import StoredChat
@@ -105,3 +105,22 @@ async def test_a_plugin_turn_reads_the_world_its_lease_brought_and_nothing_else(
         ChatRequest(user_id="u", session_id=opened.session_id, text="关闭车窗"), user.id, rig.engine.deadline("text")
     )
     assert closed.result["data"]["window_open"] is False  # the saved world, brought back by the next lease
+
+
+async def test_a_lease_that_cannot_be_handed_back_leaves_the_turns_own_answer_standing(db, rig, monkeypatch):
+    """The release in `finally` fails (the database went away a moment): logged, and the turn answers what it would
+    have answered (here its own typed error), never the release's failure."""
+
+    async def refused(*args, **kwargs):
+        raise OSError("connection reset")
+
+    async def failing_run(state, request, ctx):
+        raise InvalidInput("the engine refused it", field="text")
+
+    monkeypatch.setattr(stored_chat.sessions, "release", refused)
+    monkeypatch.setattr(stored_chat.sessions, "release_token", refused)
+    monkeypatch.setattr(rig.engine, "chat_on", failing_run)
+    user = await _user(db)
+    chat = StoredChat(rig.engine, db, rig.settings)
+    with pytest.raises(InvalidInput, match="engine refused"):
+        await chat.chat(ChatRequest(user_id="u", text="打开车窗"), user.id, rig.engine.deadline("text"))
