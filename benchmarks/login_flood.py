@@ -198,9 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     result.update(
         flooders=args.flooders,
         machine={"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m": round(os.getloadavg()[0], 2)},
-        git_commit=subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip(),
+        git_commit=commit,
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
     args.out.mkdir(parents=True, exist_ok=True)
