@@ -124,7 +124,8 @@ def test_a_session_id_names_the_callers_own_session_never_reveals_another_users(
         "/api/v1/agent/fill-slots",
         json={"user_id": f"third-{uuid.uuid4().hex[:8]}", "session_id": sid, "slots": {"temperature": 22}},
     )
-    assert fill.status_code == 404, fill.text
+    # no session of theirs by that id: the fallback answer, nothing of the owner's task continued, no 403
+    assert fill.status_code == 200 and fill.json()["status"] != "completed", fill.text
 
 
 def test_another_users_media_reads_as_missing_and_a_read_makes_no_user(client, serve_app, postgres):
