@@ -53,8 +53,10 @@ def client(serve_app):
 
 
 def test_one_client_message_id_on_several_sessions_runs_one_turn_and_every_request_gets_its_reply(client):
-    """Concurrent duplicates on different session_ids: never a 500, one turn saved (two messages), every answer
-    the saved reply (or a typed 409)."""
+    """Concurrent duplicates on different session_ids: one turn saved (two messages), and every request answered the
+    saved reply — never a 500, never the losing commit's own conflict (the window plugin changes the user's car, so
+    before, the losers answered 409 world_busy or 500 on the turn log's key). A turn the admission sheds under this
+    machine's load (503 overloaded, nothing ran) is the only other answer."""
     headers, cmid = _signed_up(client), uuid.uuid4().hex
 
     def send(n: int) -> httpx.Response:
@@ -63,11 +65,10 @@ def test_one_client_message_id_on_several_sessions_runs_one_turn_and_every_reque
 
     with ThreadPoolExecutor(6) as pool:
         answers = list(pool.map(send, range(6)))
-    statuses = [r.status_code for r in answers]
-    assert set(statuses) <= {200, 409}, [r.text for r in answers]
+    shed = [r for r in answers if r.status_code == 503 and _code(r) == "overloaded"]
     replies = [r.json() for r in answers if r.status_code == 200]
-    assert replies and len({(r["session_id"], r["reply"]) for r in replies}) == 1, replies
-    assert all(_code(r) in {"duplicate_message", "session_busy", "world_busy"} for r in answers if r.status_code == 409)
+    assert len(replies) + len(shed) == len(answers), [r.text for r in answers]
+    assert len(replies) >= 2 and len({(r["session_id"], r["reply"]) for r in replies}) == 1, replies
     log = client.get("/api/v1/conversation/messages", params={"limit": 50}, headers=headers).json()["messages"]
     assert len(log) == 2, log  # one turn: the user's message and its reply
 
