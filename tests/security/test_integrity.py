@@ -12,20 +12,17 @@ import asyncpg
 import httpx
 import pytest
 
+from benchmarks.media_samples import blank_png
 from config.settings import load_settings
 from tests.support.packs import CONFIG_DIR
 
 PASSWORD = "correct horse battery"
-PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
-)
 
 
-def _signed_up(client: httpx.Client) -> dict[str, str]:
+def _signed_up(client: httpx.Client) -> tuple[dict[str, str], str]:
     email = f"{uuid.uuid4().hex[:12]}@example.com"
     body = client.post("/api/v1/auth/register", json={"email": email, "password": PASSWORD}).json()
-    return {"Authorization": f"Bearer {body['access_token']}"}
+    return {"Authorization": f"Bearer {body['access_token']}"}, body["user_id"]
 
 
 def _code(response: httpx.Response) -> str:
@@ -57,10 +54,10 @@ def test_one_client_message_id_on_several_sessions_runs_one_turn_and_every_reque
     saved reply — never a 500, never the losing commit's own conflict (the window plugin changes the user's car, so
     before, the losers answered 409 world_busy or 500 on the turn log's key). A turn the admission sheds under this
     machine's load (503 overloaded, nothing ran) is the only other answer."""
-    headers, cmid = _signed_up(client), uuid.uuid4().hex
+    (headers, user_id), cmid = _signed_up(client), uuid.uuid4().hex
 
     def send(n: int) -> httpx.Response:
-        body = {"text": "打开车窗", "client_message_id": cmid, "session_id": f"dup-{n}-{cmid[:8]}"}
+        body = {"user_id": user_id, "text": "打开车窗", "client_message_id": cmid, "session_id": f"dup-{n}-{cmid[:8]}"}
         return client.post("/api/v1/agent/chat", json=body, headers=headers)
 
     with ThreadPoolExecutor(6) as pool:
@@ -74,7 +71,7 @@ def test_one_client_message_id_on_several_sessions_runs_one_turn_and_every_reque
 
 
 def test_a_reused_write_idempotency_key_for_another_target_is_409_idempotency_mismatch(client):
-    headers = _signed_up(client)
+    headers, _ = _signed_up(client)
     item = {
         "item_type": "todo",
         "title": "交水费",
@@ -133,7 +130,7 @@ def test_another_users_media_reads_as_missing_and_a_read_makes_no_user(client, s
     owner, stranger = f"media-{uuid.uuid4().hex[:8]}", f"stranger-{uuid.uuid4().hex[:8]}"
     upload = client.post(
         "/api/v1/media/upload",
-        files={"file": ("a.png", PNG, "image/png")},
+        files={"file": ("a.png", blank_png(), "image/png")},
         data={"file_type": "image", "user_id": owner},
     )
     assert upload.status_code == 200, upload.text
