@@ -124,3 +124,41 @@ async def test_a_lease_that_cannot_be_handed_back_leaves_the_turns_own_answer_st
     chat = StoredChat(rig.engine, db, rig.settings)
     with pytest.raises(InvalidInput, match="engine refused"):
         await chat.chat(ChatRequest(user_id="u", text="打开车窗"), user.id, rig.engine.deadline("text"))
+
+
+async def test_racing_duplicates_on_other_sessions_save_one_turn_and_all_answer_its_reply(db):
+    """Three requests with one client_message_id on three sessions, run together past the stored-reply check: one
+    commits, the others' commits are refused whole (the world, then the turn log's key) and answer its reply."""
+    models = FakeModelClient().sure("打开车窗", "cabin_window_open")
+    rig = Rig(models=models, settings=with_budgets(turn_ms=TURN_MS))
+    user = await _user(db)
+    chat = StoredChat(rig.engine, db, rig.settings)
+    real_run = rig.engine.chat_on
+    ran = 0
+    together = asyncio.Event()
+
+    async def in_step(state, request, ctx):  # every turn has leased and checked for a stored reply before any runs
+        nonlocal ran
+        ran += 1
+        if ran == 3:
+            together.set()
+        await together.wait()
+        return await real_run(state, request, ctx)
+
+    rig.engine.chat_on = in_step  # type: ignore[method-assign]
+    answers = await asyncio.gather(
+        *(
+            chat.chat(
+                ChatRequest(
+                    user_id="u", session_id=f"s{n}-{uuid.uuid4().hex[:6]}", text="打开车窗", client_message_id="dup"
+                ),
+                user.id,
+                rig.engine.deadline("text"),
+            )
+            for n in range(3)
+        )
+    )
+    assert ran == 3
+    assert len({(a.session_id, a.reply) for a in answers}) == 1
+    async with db.connection() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM conversation_messages WHERE user_id = $1", user.id) == 2
