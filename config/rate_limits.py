@@ -42,6 +42,15 @@ class RateLimitsConfig(Section):
     login_backoff: LoginBackoff
     password_checks: int = Field(ge=1, description="argon2 hashes or checks running at once (each takes ~64 MiB).")
     password_queue: int = Field(ge=0, description="Password checks waiting for a slot; more are refused with 429.")
+    slow_refusals_s: float = Field(
+        ge=0,
+        description="A refused login or registration is answered after this long at most (its Retry-After, if "
+        "shorter): a client that waits for each answer, as password guessers do, then sends one request per this "
+        "long per connection instead of hundreds a second. 0: answer at once.",
+    )
+    slow_refusals_max: int = Field(
+        ge=0, description="Refusals held back at once; more are answered at once (a held one costs a coroutine)."
+    )
     openai_max_in_flight: int = Field(
         ge=1, description="Chat completions from external clients running at once; more are refused with 429."
     )

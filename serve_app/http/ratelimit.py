@@ -177,6 +177,22 @@ class RateLimits:
         self.backoff = LoginBackoffs(config.login_backoff, keys, clock)
         self.passwords = Slots(config.password_checks, config.password_queue, "password checks")
         self.openai = Slots(config.openai_max_in_flight, 0, "chat completions from external clients")
+        self._held = 0
+
+    async def slowly(self, refusal: RateLimited) -> RateLimited:
+        """`refusal`, after holding it up to `slow_refusals_s` (or its Retry-After, if shorter), unless
+        `slow_refusals_max` are held already. A guesser that waits for each answer (a closed loop) is slowed to one
+        attempt per that long per connection, where answering at once would let it cost the replica hundreds of
+        requests a second; a waiting coroutine costs next to nothing."""
+        hold = min(float(refusal.retry_after_s), self.config.slow_refusals_s)
+        if hold <= 0 or self._held >= self.config.slow_refusals_max:
+            return refusal
+        self._held += 1
+        try:
+            await asyncio.sleep(hold)
+        finally:
+            self._held -= 1
+        return refusal
 
     def ip_of(self, scope: Scope) -> str:
         return client_ip(scope, self.config.trusted_proxies)

@@ -33,6 +33,7 @@ from protocol.store import UserProfileDTO, WriteDecisionResult
 from serve_app.apidocs.openapi import errors
 from serve_app.auth import Unauthorized
 from serve_app.http.deps import CurrentUser, StateDep, StoreDep
+from serve_app.http.ratelimit import RateLimited
 from serve_app.state import Persistence
 from store import business, conversation, users, write_gate
 from store.turn_log import utc_now
@@ -57,7 +58,10 @@ router = APIRouter(prefix="/api/v1")
 
 @router.post("/auth/register", response_model=AuthResponse, status_code=201, responses=errors(400, 409, 422, 429, 503))
 async def register(body: RegisterRequest, store: StoreDep, state: StateDep, request: Request) -> AuthResponse:
-    state.limits.register(state.limits.ip_of(request.scope))
+    try:
+        state.limits.register(state.limits.ip_of(request.scope))
+    except RateLimited as refused:
+        raise await state.limits.slowly(refused) from None
     users.check_email_allowed(body.email)  # before the hash: a reserved address costs no argon2 work
     async with state.limits.passwords.slot():
         password_hash = await store.auth.hash_password(body.password)
@@ -70,7 +74,10 @@ async def register(body: RegisterRequest, store: StoreDep, state: StateDep, requ
 async def login(body: LoginRequest, store: StoreDep, state: StateDep, request: Request) -> AuthResponse:
     """Limited per client address and per account, with a back-off after failed attempts (docs/security.md)."""
     email, limits = body.email.strip().lower(), state.limits
-    limits.login(limits.ip_of(request.scope), email)
+    try:
+        limits.login(limits.ip_of(request.scope), email)
+    except RateLimited as refused:
+        raise await limits.slowly(refused) from None
     async with store.db.connection() as conn:
         user = await users.by_email(conn, email)
     account = user if user is not None and not user.is_shadow else None

@@ -8,6 +8,7 @@ import pytest
 
 from config.rate_limits import Bucket, LoginBackoff
 from config.settings import load_settings
+from serve_app.http import ratelimit
 from serve_app.http.ratelimit import LoginBackoffs, RateLimited, RateLimits, Slots, TokenBuckets, client_ip
 
 
@@ -103,3 +104,21 @@ def test_the_client_address_is_the_peer_unless_the_peer_is_a_trusted_proxy():
     assert client_ip(scope, ["127.0.0.1"]) == "203.0.113.9"
     assert client_ip(scope, ["127.0.0.1", "203.0.113.9"]) == "6.6.6.6"
     assert client_ip({"headers": []}) == "unknown"
+
+
+async def test_a_refusal_is_held_up_to_its_retry_after_or_the_cap_and_not_beyond_the_held_maximum(monkeypatch):
+    held: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        held.append(seconds)
+
+    monkeypatch.setattr(ratelimit.asyncio, "sleep", sleep)
+    settings = load_settings(overrides={"rate_limits": {"slow_refusals_s": 1.5}})
+    limits = RateLimits(settings.rate_limits, clock=Clock())
+    refusal = RateLimited("no", retry_after_s=1)
+    assert await limits.slowly(refusal) is refusal
+    assert await limits.slowly(RateLimited("no", retry_after_s=30)) is not None
+    assert held == [1.0, 1.5]
+    none_held = RateLimits(load_settings(overrides={"rate_limits": {"slow_refusals_max": 0}}).rate_limits)
+    await none_held.slowly(refusal)
+    assert held == [1.0, 1.5]
