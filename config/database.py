@@ -30,7 +30,10 @@ class DatabaseConfig(Section):
     session_busy_wait_ms: float = Field(
         ge=0, description="How long a second turn on a busy session waits before 409 session_busy."
     )
-    session_busy_poll_ms: float = Field(gt=0)
+    session_busy_poll_ms: float = Field(gt=0, description="The first pause before a busy session is checked again.")
+    session_busy_poll_max_ms: float = Field(
+        gt=0, description="The longest pause between checks (each pause doubles the last); no connection is held."
+    )
     write_request_ttl_s: int = Field(gt=0, description="A write request not decided within this expires.")
     clarification_ttl_s: int = Field(gt=0, description="An open clarification question expires after this.")
     recent_messages: int = Field(gt=0, description="Messages in a conversation snapshot.")

@@ -28,6 +28,7 @@ from config.environment import METRICS_PORT_ENV, PACK_ENV, STATE_DIR_ENV, Enviro
 from config.llm import CompactionConfig, HooksConfig, LlmConfig, PromptsConfig
 from config.media import AsrConfig, MediaConfig, OcrConfig
 from config.models import ModelsConfig
+from config.rate_limits import RateLimitsConfig
 from config.serving import AuthConfig, ServingConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent  # the defaults shipped with Baton (this package's own folder)
@@ -48,6 +49,7 @@ class Settings(Section):
     serving: ServingConfig
     database: DatabaseConfig
     auth: AuthConfig
+    rate_limits: RateLimitsConfig
     conversation: ConversationConfig
     prompts: PromptsConfig
     hooks: HooksConfig

@@ -19,8 +19,10 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from config.serving import AuthConfig
 from engine.errors import BatonError, InvalidInput, SessionForbidden
+from protocol.user_id import valid_user_id
 from store import users
 from store.database import Database
+from store.errors import NotFound
 from store.users import User
 
 SECRET_FILE = "auth_secret"
@@ -179,10 +181,19 @@ class Callers:
         self._shadows: OrderedDict[str, User] = OrderedDict()
 
     async def shadow_user(self, local_user_id: str) -> User:
+        user = await self.known_shadow(local_user_id, create=True)
+        assert user is not None
+        return user
+
+    async def known_shadow(self, local_user_id: str, *, create: bool = False) -> User | None:
+        """The shadow user of `local_user_id`; `create`: made on first use (a turn or an upload), else None where
+        none was ever made (a read writes no row)."""
         user = self._shadows.get(local_user_id)
         if user is None:
             async with self._db.connection() as conn:
-                user = await users.shadow(conn, local_user_id)
+                user = await (users.shadow(conn, local_user_id) if create else users.find_shadow(conn, local_user_id))
+            if user is None:
+                return None
             self._shadows[local_user_id] = user
             if len(self._shadows) > SHADOW_CACHE_SIZE:
                 self._shadows.popitem(last=False)
@@ -204,17 +215,22 @@ class Callers:
             raise Unauthorized("The access token was revoked (the password changed); log in again.")
         return user
 
-    async def of_turn(self, authorization: str | None, claimed_user_id: str | None) -> tuple[User, str]:
+    async def of_turn(
+        self, authorization: str | None, claimed_user_id: str | None, *, create: bool = True
+    ) -> tuple[User, str]:
         """Who a turn or a media object belongs to: the token's user or, with no token in the local mode, the shadow
         user of the claimed `user_id` (with `auth.require_token` a missing token is 401). Returns the user and the key
         the engine and the media store own things by: always the account's UUID, never the claimed string, so a
-        claimed `user_id` that happens to be someone's UUID names a shadow account of its own, not theirs."""
+        claimed `user_id` that happens to be someone's UUID names a shadow account of its own, not theirs. A claimed
+        `user_id` must pass protocol.user_id; with `create=False` (a read) no shadow account is made: NotFound."""
         if bearer_token(authorization) is None:
             if self._require_token:
                 raise Unauthorized("This deployment needs 'Authorization: Bearer <access_token>' (auth.require_token).")
             if not claimed_user_id:
                 raise InvalidInput("Give user_id, or an access token.", field="user_id")
-            user = await self.shadow_user(claimed_user_id)
+            user = await self.known_shadow(_checked(claimed_user_id), create=create)
+            if user is None:
+                raise NotFound("Nothing is stored for this user_id.", field="user_id")
             return user, str(user.id)
         user = await self.signed_in(authorization)
         if claimed_user_id and claimed_user_id not in (str(user.id), user.business_user_id):
@@ -229,3 +245,10 @@ class Callers:
         if bearer_token(authorization) is None:
             raise Unauthorized("This deployment needs 'Authorization: Bearer <access_token>' (auth.require_token).")
         await self.signed_in(authorization)
+
+
+def _checked(user_id: str) -> str:
+    try:
+        return valid_user_id(user_id)
+    except ValueError as exc:
+        raise InvalidInput(f"{exc}.", field="user_id") from exc

@@ -18,6 +18,7 @@ from protocol.base import ErrorBody, ErrorEnvelope
 from protocol.ws import ErrorPayload, WsEnvelope, envelope
 from serve_app.auth import Unauthorized
 from serve_app.http.openai.serving import LlmTimeout, LlmUnavailable, ModelNotFound
+from serve_app.http.ratelimit import RateLimited
 from serve_app.state import state_of
 from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, UnsupportedWrite
 
@@ -27,6 +28,7 @@ STATUS_BY_ERROR: dict[type[BatonError], int] = {
     MediaNotFound: 404,
     MediaForbidden: 403,
     MediaUnavailable: 503,
+    RateLimited: 429,
     TextTooLong: 422,
     InvalidInput: 422,
     UnsupportedWrite: 422,
@@ -42,7 +44,7 @@ STATUS_BY_ERROR: dict[type[BatonError], int] = {
     LlmTimeout: 504,
 }
 # errors a client should simply retry after a pause
-RETRYABLE = (Overloaded, Starting, StoreUnavailable, SessionBusy, LlmUnavailable)
+RETRYABLE = (Overloaded, Starting, StoreUnavailable, SessionBusy, LlmUnavailable, RateLimited)
 HTTP_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
 
 
@@ -65,7 +67,7 @@ def error_event(kind: str, exc: Exception, *, retry_after_s: int, client_message
             code=exc.code,
             message=exc.message,
             field=exc.field,
-            retry_after_s=retry_after_s if isinstance(exc, RETRYABLE) else None,
+            retry_after_s=retry_after(exc, retry_after_s) if isinstance(exc, RETRYABLE) else None,
             client_message_id=client_message_id,
         )
     else:
@@ -75,6 +77,11 @@ def error_event(kind: str, exc: Exception, *, retry_after_s: int, client_message
             client_message_id=client_message_id,
         )
     return envelope(kind, payload)
+
+
+def retry_after(exc: BatonError, default_s: int) -> int:
+    """Seconds a client should wait: a rate limit's own, else the deployment's `retry_after_s`."""
+    return exc.retry_after_s if isinstance(exc, RateLimited) else default_s
 
 
 def allowed_methods(request: Request) -> str:
@@ -92,7 +99,7 @@ async def baton_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, BatonError)
     state = state_of(request.app)
     state.metrics.errors.labels(exc.code).inc()
-    headers = {"Retry-After": str(state.retry_after_s)} if isinstance(exc, RETRYABLE) else {}
+    headers = {"Retry-After": str(retry_after(exc, state.retry_after_s))} if isinstance(exc, RETRYABLE) else {}
     status = status_of(exc)
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"

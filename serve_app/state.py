@@ -41,6 +41,7 @@ from serve_app.agents.agent import ConversationAgent
 from serve_app.agents.http_turns import AgentChat
 from serve_app.auth import Auth, Callers, signing_secret
 from serve_app.http.openai.serving import OpenAiServing
+from serve_app.http.ratelimit import RateLimits
 from serve_app.metrics import LlmMetrics, TurnMetrics
 from serve_app.readiness import Readiness
 from serve_app.turns.admission import Admission
@@ -80,6 +81,7 @@ class AppState:
     metrics: TurnMetrics
     readiness: Readiness
     openai: OpenAiServing
+    limits: RateLimits
     store: Persistence | None = None
     uploads: MediaUploads | None = None
     conversation: ConversationAgent | None = None  # the main agent (WebSocket and HTTP); needs the store
@@ -187,6 +189,7 @@ def build_state(
         metrics=metrics,
         readiness=readiness,
         openai=OpenAiServing(models.llm.for_route("openai") if models.llm else None, settings.llm),
+        limits=RateLimits(settings.rate_limits),
         store=store,
         uploads=uploads or MediaUploads(store=build_store(settings), cfg=settings.media),
         conversation=conversation,

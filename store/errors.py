@@ -33,6 +33,24 @@ class EmailTaken(Conflict):
     code = "email_taken"
 
 
+class EmailReserved(Conflict):
+    """An address of the domain reserved for shadow users (store.users.SHADOW_DOMAIN)."""
+
+    code = "email_reserved"
+
+
+class TurnExists(Conflict):
+    """A turn with this client_message_id was saved first (on another session); nothing of this one was."""
+
+    code = "duplicate_message"
+
+
+class IdempotencyMismatch(Conflict):
+    """An idempotency key reused for a different request (another target, action or payload)."""
+
+    code = "idempotency_mismatch"
+
+
 class AlreadyDecided(Conflict):
     code = "already_decided"
 

@@ -17,11 +17,42 @@ from uuid import UUID
 import asyncpg
 
 from config.database import DatabaseConfig
-from engine.errors import SessionForbidden
 from engine.session import StaleSession
 from protocol.store import ConversationMessageDTO
 from store.database import Database
 from store.errors import SessionBusy
+
+
+class LeaseWaits:
+    """This process's turns waiting for a busy session, woken the moment a turn of this process ends that session's
+    lease (`ended`); a lease held by another replica is found free by the waiter's next check, after a backoff."""
+
+    def __init__(self) -> None:
+        self._events: dict[tuple[UUID, str], tuple[asyncio.Event, int]] = {}
+
+    async def wait(self, user_id: UUID, session_id: str, timeout_s: float) -> None:
+        key = (user_id, session_id)
+        event, waiting = self._events.get(key) or (asyncio.Event(), 0)
+        self._events[key] = (event, waiting + 1)
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            current = self._events.get(key)
+            if current is not None and current[0] is event:
+                if current[1] <= 1:
+                    del self._events[key]
+                else:
+                    self._events[key] = (event, current[1] - 1)
+
+    def ended(self, user_id: UUID, session_id: str) -> None:
+        found = self._events.pop((user_id, session_id), None)
+        if found is not None:
+            found[0].set()
+
+    def __len__(self) -> int:
+        return len(self._events)
 
 
 @dataclass(frozen=True)
@@ -47,14 +78,19 @@ async def acquire(
     create: bool = True,
     wait_until: float | None = None,
     token: UUID | None = None,
+    waits: LeaseWaits | None = None,
 ) -> SessionLease | None:
     """Lease the session for one turn, waiting up to `session_busy_wait_ms` — and never past `wait_until`
     (epoch seconds: the turn's own lease deadline) — for a running turn to finish. The same statement expires
     the user's stale clarification questions and returns the session's open one (`SessionLease.question`).
 
-    Returns None when `create` is False and no such session exists. Raises SessionForbidden when the id
-    belongs to another user and SessionBusy when the wait runs out. `token` (default: a new one) names the lease,
-    so a caller that gave up waiting for this call can still `release_token` what it may have leased.
+    A session is the user's own: the same id of another user is another session. While the session is busy the
+    wait holds no connection: it sleeps `session_busy_poll_ms`, doubled after each check up to
+    `session_busy_poll_max_ms`, and `waits` wakes it at once when a turn of this process ends the lease.
+
+    Returns None when `create` is False and no such session exists. Raises SessionBusy when the wait runs out.
+    `token` (default: a new one) names the lease, so a caller that gave up waiting for this call can still
+    `release_token` what it may have leased.
 
     The statement also returns the user's world (`SessionLease.world`), and commits without waiting for the WAL
     flush (migration 0008 says why), so it must not run inside a caller's transaction: it has its own connection.
@@ -64,6 +100,7 @@ async def acquire(
     give_up = time.time() + config.session_busy_wait_ms / 1000.0
     if wait_until is not None:
         give_up = min(give_up, wait_until)
+    pause = config.session_busy_poll_ms / 1000.0
     while True:
         # one statement: stale questions expired, the session leased, its state, open question and the user's world
         # returned
@@ -92,13 +129,16 @@ async def acquire(
         owner = row["owner"]
         if owner is None and not create:
             return None
-        if owner is not None and owner != user_id:
-            raise SessionForbidden(f"Session '{session_id}' belongs to another user.", field="session_id")
-        if time.time() + config.session_busy_poll_ms / 1000.0 >= give_up:
+        left = give_up - time.time()
+        if left <= 0:
             raise SessionBusy(
                 f"Another turn of session '{session_id}' is still running; retry shortly.", field="session_id"
             )
-        await asyncio.sleep(config.session_busy_poll_ms / 1000.0)
+        if waits is None:
+            await asyncio.sleep(min(pause, left))
+        else:
+            await waits.wait(user_id, session_id, min(pause, left))
+        pause = min(pause * 2.0, config.session_busy_poll_max_ms / 1000.0)
 
 
 async def commit(conn: asyncpg.Connection, lease: SessionLease, state: dict[str, Any]) -> int:
@@ -109,11 +149,12 @@ async def commit(conn: asyncpg.Connection, lease: SessionLease, state: dict[str,
     version: int | None = await conn.fetchval(
         "UPDATE sessions SET state = $3, version = version + 1, lease_token = NULL, lease_until = NULL,"
         " updated_at = now()"
-        " WHERE id = $1 AND lease_token = $2 AND version = $4 RETURNING version",
+        " WHERE user_id = $5 AND id = $1 AND lease_token = $2 AND version = $4 RETURNING version",
         lease.session_id,
         lease.token,
         state,
         lease.version,
+        lease.user_id,
     )
     if version is None:
         raise StaleSession(lease.session_id)
@@ -122,14 +163,16 @@ async def commit(conn: asyncpg.Connection, lease: SessionLease, state: dict[str,
 
 async def release(db: Database, lease: SessionLease) -> None:
     """End the lease without saving (the turn failed); the session keeps its last committed state."""
-    await release_token(db, lease.session_id, lease.token)
+    await release_token(db, lease.user_id, lease.session_id, lease.token)
 
 
-async def release_token(db: Database, session_id: str, token: UUID) -> None:
+async def release_token(db: Database, user_id: UUID, session_id: str, token: UUID) -> None:
     """End the lease named `token`, if the session holds it (a no-op otherwise)."""
     async with db.connection() as conn:
         await conn.execute(
-            "UPDATE sessions SET lease_token = NULL, lease_until = NULL WHERE id = $1 AND lease_token = $2",
+            "UPDATE sessions SET lease_token = NULL, lease_until = NULL"
+            " WHERE user_id = $3 AND id = $1 AND lease_token = $2",
             session_id,
             token,
+            user_id,
         )

@@ -9,10 +9,12 @@ import asyncpg
 
 from engine.session import StaleSession
 from store.conversation import NewMessage, stored_metadata
+from store.errors import TurnExists
 from store.sessions import SessionLease
 from store.worlds import Versioned, WorldChanged
 
 STALE_SESSION, WORLD_CHANGED = "BT001", "BT002"
+TURN_KEY = "chat_turns_pk"  # one turn per (user, client_message_id)
 
 
 async def commit_turn(
@@ -31,7 +33,7 @@ async def commit_turn(
 ) -> None:
     """Save the session state (ending the lease), the user's world, close the answered question, log both messages
     and store the reply. Raises StaleSession when the lease lapsed and WorldChanged when another turn saved the
-    world first; either way nothing was written."""
+    world first, TurnExists when a turn with this client_message_id was saved first; either way nothing was written."""
     leased = lease if state is not None else None
     try:
         await conn.execute(
@@ -55,6 +57,12 @@ async def commit_turn(
             client_message_id,
             response,
         )
+    except asyncpg.UniqueViolationError as exc:
+        if exc.constraint_name == TURN_KEY:
+            raise TurnExists(
+                f"A turn with client_message_id '{client_message_id}' was already saved.", field="client_message_id"
+            ) from exc
+        raise
     except asyncpg.PostgresError as exc:
         if exc.sqlstate == STALE_SESSION:
             raise StaleSession(session_id) from exc

@@ -9,9 +9,11 @@ from uuid import UUID
 
 import asyncpg
 
-from store.errors import EmailTaken
+from store.errors import EmailReserved, EmailTaken
 
 SHADOW_PREFIX = "local:"
+# the domain of shadow users' emails: no account may register an address there
+SHADOW_DOMAIN = "shadow.invalid"
 # A hash no password verifies against: a shadow user can never log in.
 UNUSABLE_PASSWORD = "!"
 
@@ -50,7 +52,16 @@ _SHADOW_COLUMNS = "id, business_user_id, email, password_hash, display_name"
 _COLUMNS = f"{_SHADOW_COLUMNS}, token_version"
 
 
+def check_email_allowed(email: str) -> None:
+    """EmailReserved for an address of the shadow users' domain (registered first, it would take a shadow user's
+    email and leave that user_id unable to start)."""
+    domain = email.strip().lower().rpartition("@")[2].rstrip(".")
+    if domain == SHADOW_DOMAIN or domain.endswith("." + SHADOW_DOMAIN):
+        raise EmailReserved(f"Addresses @{SHADOW_DOMAIN} are reserved; use another email.", field="email")
+
+
 async def register(conn: asyncpg.Connection, *, email: str, password_hash: str, display_name: str | None) -> User:
+    check_email_allowed(email)
     business_id = f"u_{uuid.uuid4().hex[:20]}"
     try:
         row = await conn.fetchrow(
@@ -95,6 +106,16 @@ async def change_password(conn: asyncpg.Connection, user_id: UUID, password_hash
     )
 
 
+async def find_shadow(conn: asyncpg.Connection, local_user_id: str) -> User | None:
+    """The shadow user of a token-less `user_id`, if a turn or an upload ever made one; never creates it."""
+    return _found(
+        await conn.fetchrow(
+            f"SELECT {_COLUMNS} FROM users WHERE business_user_id = $1 AND NOT is_deleted",
+            SHADOW_PREFIX + local_user_id,
+        )
+    )
+
+
 async def shadow(conn: asyncpg.Connection, local_user_id: str) -> User:
     """The user behind a token-less chat's `user_id` (local mode), created on first use, in one round trip
     (`baton_shadow_user`, migration 0007).
@@ -108,7 +129,7 @@ async def shadow(conn: asyncpg.Connection, local_user_id: str) -> User:
     row = await conn.fetchrow(
         f"SELECT {_SHADOW_COLUMNS} FROM baton_shadow_user($1, $2, $3, $4, $5)",
         SHADOW_PREFIX + local_user_id,
-        f"{digest}@shadow.invalid",
+        f"{digest}@{SHADOW_DOMAIN}",
         UNUSABLE_PASSWORD,
         local_user_id[:64],
         not conn.is_in_transaction(),

@@ -20,7 +20,14 @@ from protocol.rest import ProfilePayload, WriteRequestCreate, WriteRequestCreate
 from protocol.store import WriteDecisionResult
 from store import appliers, table_writes
 from store.appliers import validated
-from store.errors import AlreadyDecided, Conflict, NotFound, PayloadChanged, RequestExpired, UnsupportedWrite
+from store.errors import (
+    AlreadyDecided,
+    IdempotencyMismatch,
+    NotFound,
+    PayloadChanged,
+    RequestExpired,
+    UnsupportedWrite,
+)
 from store.table_writes import TABLES as TABLES  # re-exported: the API document reads the tables from here
 
 PAYLOAD_HASH_SQL = "encode(sha256(convert_to({}::text, 'UTF8')), 'hex')"
@@ -86,7 +93,8 @@ async def create(
     now: datetime,
     source_message_id: UUID | None = None,
 ) -> WriteRequestCreated:
-    """Store a pending request; the same idempotency key again returns the request it created."""
+    """Store a pending request; the same idempotency key again returns the request it created when the request is the
+    same (action, target, base version and payload), else IdempotencyMismatch."""
     check_payload(body)
     if (body.action, body.target_type) in appliers.AGENT_WRITES:
         await appliers.check(conn, user_id, body, source_message_id)
@@ -115,8 +123,13 @@ async def create(
         same = await conn.fetchval(
             f"SELECT {PAYLOAD_HASH_SQL.format('$1::jsonb')} = $2", body.payload, row["payload_hash"]
         )
-        if not same or (row["action"], row["target_type"]) != (body.action, body.target_type):
-            raise Conflict("This idempotency key already created a different write request.", field="idempotency_key")
+        stored = (row["action"], row["target_type"], row["target_id"], row["base_version"])
+        if not same or stored != (body.action, body.target_type, body.target_id, body.base_version):
+            raise IdempotencyMismatch(
+                "This idempotency key already created a different write request (another action, target, version or "
+                "payload); use a new key for a new request.",
+                field="idempotency_key",
+            )
     return WriteRequestCreated(
         write_request_id=row["id"], payload_hash=row["payload_hash"], confirmation_payload=_confirmation_payload(row)
     )

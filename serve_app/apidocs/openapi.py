@@ -42,6 +42,10 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
         "A field breaks the schema or a rule of the endpoint; `field` names it (`invalid_field`, `missing_field`, "
         "`invalid_input`, ...)."
     ),
+    429: (
+        "Too many requests from this address or for this account, or too many at once (`rate_limited`); "
+        "`Retry-After` says after how many seconds."
+    ),
     504: "The language model did not finish within the request's time limit; the request was aborted (`llm_timeout`).",
     503: (
         "Retry later: the replica is overloaded or still starting, or the store or a media stage is unavailable; "
@@ -50,6 +54,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
 }
 ERROR_HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"description": "`Bearer`.", "schema": {"type": "string"}}},
+    429: {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}},
     503: {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}},
 }
 

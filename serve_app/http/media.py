@@ -12,7 +12,7 @@ from starlette.datastructures import UploadFile
 from starlette.types import Message
 
 from engine.errors import BatonError, InvalidInput
-from engine.media_errors import MediaTooLarge
+from engine.media_errors import MediaForbidden, MediaNotFound, MediaTooLarge
 from media.uploads import MediaUploads
 from protocol.base import WireModel
 from protocol.media import OBJECT_FILE_NAME, FileType, UploadResponse
@@ -20,6 +20,7 @@ from protocol.strings import NO_NUL, PlainStr
 from serve_app.apidocs.openapi import TOKEN_OPTIONAL, Authorization, LocalUserHeader, LocalUserQuery, errors
 from serve_app.http.deps import StateDep
 from serve_app.state import AppState
+from store.errors import NotFound
 
 FORM_FIELDS = ("file", "file_type", "user_id")
 # multipart framing around the file: boundaries, part headers and the two small fields
@@ -68,14 +69,16 @@ UPLOAD_FORM = {
 }
 
 
-async def requesting_user(state: AppState, authorization: str | None, claimed: str | None) -> str:
+async def requesting_user(
+    state: AppState, authorization: str | None, claimed: str | None, *, create: bool = True
+) -> str:
     """Who uploads or reads a media object, by the same rule as chat: the account's UUID (the token's user, or in
-    local mode the claimed user_id's shadow account). Without a database (the in-process path) only the claimed
-    user_id exists."""
+    local mode the claimed user_id's shadow account, made by an upload but never by a read: `create`). Without a
+    database (the in-process path) only the claimed user_id exists."""
     if claimed is not None and "\x00" in claimed:  # the query parameter, unlike the form field, is not a model's
         raise InvalidInput("user_id must not contain the NUL character (U+0000).", field="user_id")
     if state.store is not None:
-        _, key = await state.store.callers.of_turn(authorization, claimed)
+        _, key = await state.store.callers.of_turn(authorization, claimed, create=create)
         return key
     if not claimed:
         raise InvalidInput("Give the owner's user_id (query parameter or X-User-Id header).", field="user_id")
@@ -135,11 +138,12 @@ async def _form_fields(request: Request, uploads: MediaUploads) -> tuple[UploadF
     "/api/v1/media/upload",
     response_model=UploadResponse,
     openapi_extra={**UPLOAD_FORM, **TOKEN_OPTIONAL},
-    responses=errors(400, 401, 403, 413, 415, 422, 503),
+    responses=errors(400, 401, 403, 413, 415, 422, 429, 503),
 )
 async def upload(
     request: Request, state: StateDep, uploads: UploadsDep, authorization: Authorization
 ) -> UploadResponse:
+    state.limits.upload(state.limits.ip_of(request.scope))
     fields, file = await _form_fields(request, uploads)
     limit = uploads.cfg.max_bytes[fields.file_type]
     data = await file.read(limit + 1)
@@ -163,7 +167,7 @@ MEDIA_BYTES = {"schema": {"type": "string", "format": "binary"}}
             "description": "The object's bytes, as uploaded.",
             "content": {"image/*": MEDIA_BYTES, "audio/*": MEDIA_BYTES},
         },
-        **errors(401, 403, 404, 422, 503),
+        **errors(401, 404, 422, 503),
     },
 )
 async def media_object(
@@ -176,10 +180,15 @@ async def media_object(
     x_user_id: LocalUserHeader,
 ) -> Response:
     """The object `{kind}/{file_name}` (an upload's `object_key`). Only its owner reads it: a token's user or, in
-    local mode, the `user_id` query parameter or the `X-User-Id` header; with none of them, 422."""
+    local mode, the `user_id` query parameter or the `X-User-Id` header; with none of them, 422. Another user's
+    object answers 404 exactly as a missing one does."""
     object_key = f"{kind}/{file_name}"
-    owner = await requesting_user(state, authorization, user_id or x_user_id)
-    info, data = await asyncio.to_thread(uploads.read, object_key=object_key, user_id=owner)
+    missing = MediaNotFound(f"No media object '{object_key}'.", field="object_key")
+    try:
+        owner = await requesting_user(state, authorization, user_id or x_user_id, create=False)
+        info, data = await asyncio.to_thread(uploads.read, object_key=object_key, user_id=owner)
+    except (MediaForbidden, NotFound) as exc:
+        raise missing from exc
     return Response(
         content=data,
         media_type=info.content_type,

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from engine.errors import InvalidInput
 from protocol.rest import (
@@ -33,6 +33,7 @@ from protocol.store import UserProfileDTO, WriteDecisionResult
 from serve_app.apidocs.openapi import errors
 from serve_app.auth import Unauthorized
 from serve_app.http.deps import CurrentUser, StateDep, StoreDep
+from serve_app.http.ratelimit import RateLimited
 from serve_app.state import Persistence
 from store import business, conversation, users, write_gate
 from store.turn_log import utc_now
@@ -55,26 +56,38 @@ SIGNED_IN = (401, 503)
 router = APIRouter(prefix="/api/v1")
 
 
-@router.post("/auth/register", response_model=AuthResponse, status_code=201, responses=errors(400, 409, 422, 503))
-async def register(body: RegisterRequest, store: StoreDep) -> AuthResponse:
-    password_hash = await store.auth.hash_password(body.password)
+@router.post("/auth/register", response_model=AuthResponse, status_code=201, responses=errors(400, 409, 422, 429, 503))
+async def register(body: RegisterRequest, store: StoreDep, state: StateDep, request: Request) -> AuthResponse:
+    try:
+        state.limits.register(state.limits.ip_of(request.scope))
+    except RateLimited as refused:
+        raise await state.limits.slowly(refused) from None
+    users.check_email_allowed(body.email)  # before the hash: a reserved address costs no argon2 work
+    async with state.limits.passwords.slot():
+        password_hash = await store.auth.hash_password(body.password)
     async with store.db.connection() as conn:
         user = await users.register(conn, email=body.email, password_hash=password_hash, display_name=body.display_name)
     return _auth_response(store, user)
 
 
-@router.post("/auth/login", response_model=AuthResponse, responses=errors(400, 401, 422, 503))
-async def login(body: LoginRequest, store: StoreDep) -> AuthResponse:
+@router.post("/auth/login", response_model=AuthResponse, responses=errors(400, 401, 422, 429, 503))
+async def login(body: LoginRequest, store: StoreDep, state: StateDep, request: Request) -> AuthResponse:
+    """Limited per client address and per account, with a back-off after failed attempts (docs/security.md)."""
+    email, limits = body.email.strip().lower(), state.limits
+    try:
+        limits.login(limits.ip_of(request.scope), email)
+    except RateLimited as refused:
+        raise await limits.slowly(refused) from None
     async with store.db.connection() as conn:
-        user = await users.by_email(conn, body.email.strip().lower())
+        user = await users.by_email(conn, email)
     account = user if user is not None and not user.is_shadow else None
-    if (
-        not await store.auth.verify_password(account.password_hash if account else None, body.password)
-        or account is None
-    ):
+    async with limits.passwords.slot():
+        verified = await store.auth.verify_password(account.password_hash if account else None, body.password)
+    if not verified or account is None:
+        limits.backoff.failed(email)
         raise Unauthorized("Wrong email or password.")
-    user = account
-    return _auth_response(store, user)
+    limits.backoff.succeeded(email)
+    return _auth_response(store, account)
 
 
 @router.get("/auth/me", response_model=MeResponse, responses=errors(*SIGNED_IN))

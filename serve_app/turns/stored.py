@@ -32,10 +32,11 @@ from protocol.media import InputModality
 from serve_app.turns.turn_memory import recaller, remember
 from store import conversation, sessions, turn_log, worlds
 from store.database import Database
-from store.errors import SessionBusy
+from store.errors import Conflict, SessionBusy, TurnExists
 from store.ids import new_id
 from store.sessions import SessionLease
 from store.turn_commit import commit_turn
+from store.worlds import WorldChanged
 
 RELEASE_TIMEOUT_S = 2.0
 LEASE_SLACK_S = 0.1
@@ -64,6 +65,7 @@ class StoredChat:
         self._engine = engine
         self._db = db
         self._settings = settings
+        self._waits = sessions.LeaseWaits()
 
     async def chat(
         self,
@@ -79,23 +81,39 @@ class StoredChat:
         said = UserInput(
             text=body.text or "", modality=body.modality, source_url=body.source_url, message_ids=message_ids
         )
-        async with self._leased(user_id, session_id, cmid, deadline, create=True) as turn:
-            if turn.stored is not None:
-                return turn.stored
-            state = turn.state or SessionState(session_id=session_id, user_id=body.user_id)
-            request = body.model_copy(update={"session_id": session_id})
-            response = await self._engine.chat_on(state, request, turn.context(listener))
-            return await turn.commit(response, state, said)
+        try:
+            async with self._leased(user_id, session_id, cmid, deadline, create=True) as turn:
+                if turn.stored is not None:
+                    return turn.stored
+                state = turn.state or SessionState(session_id=session_id, user_id=body.user_id)
+                request = body.model_copy(update={"session_id": session_id})
+                response = await self._engine.chat_on(state, request, turn.context(listener))
+                return await turn.commit(response, state, said)
+        except (TurnExists, WorldChanged) as exc:
+            return await self._raced(user_id, cmid, exc)
 
     async def fill_slots(
         self, body: FillSlotsRequest, user_id: UUID, deadline: Deadline, message_ids: tuple[UUID, UUID] | None = None
     ) -> ChatResponse:
         said = UserInput(text=body.text if body.text is not None else _slots_text(body.slots), message_ids=message_ids)
-        async with self._leased(user_id, body.session_id, body.client_message_id, deadline, create=False) as turn:
-            if turn.stored is not None:
-                return turn.stored
-            response = await self._engine.fill_slots_on(turn.state, body, turn.context())
-            return await turn.commit(response, turn.state, said)
+        try:
+            async with self._leased(user_id, body.session_id, body.client_message_id, deadline, create=False) as turn:
+                if turn.stored is not None:
+                    return turn.stored
+                response = await self._engine.fill_slots_on(turn.state, body, turn.context())
+                return await turn.commit(response, turn.state, said)
+        except (TurnExists, WorldChanged) as exc:
+            return await self._raced(user_id, body.client_message_id, exc)
+
+    async def _raced(self, user_id: UUID, client_message_id: str | None, exc: Conflict) -> ChatResponse:
+        """A turn whose commit lost to another turn with its client_message_id (on another session: both ran, one
+        saved) answers what that one saved; a world changed by an unrelated turn stays the 409 it is."""
+        if client_message_id is not None:
+            async with self._db.connection() as conn:
+                stored = await conversation.stored_reply(conn, user_id, client_message_id)
+            if stored is not None:
+                return ChatResponse.model_validate(stored)
+        raise exc
 
     @asynccontextmanager
     async def _leased(
@@ -127,7 +145,9 @@ class StoredChat:
             ) from exc
         finally:
             if lease is not None and not turn.committed:
-                await asyncio.wait_for(sessions.release(self._db, lease), RELEASE_TIMEOUT_S)
+                # the turn's answer (or its error) stands whatever happens here: a lease not handed back lapses
+                await self._release_quietly(user_id, session_id, lease.token)
+            self._waits.ended(user_id, session_id)
 
     async def _lease(self, user_id: UUID, session_id: str, deadline: Deadline, *, create: bool) -> SessionLease | None:
         budgets = self._settings.budgets
@@ -144,20 +164,21 @@ class StoredChat:
                     create=create,
                     wait_until=deadline.stage_at(budgets.stage_s("lease")),
                     token=token,
+                    waits=self._waits,
                 )
         except StageTimeout as exc:
             if exc.stage == "lease":
                 # the statement may have leased the session as the phase gave up: hand the lease back, or every
                 # retry of this turn would meet session_busy until the lease lapsed (seconds)
-                await self._release_quietly(session_id, token)
+                await self._release_quietly(user_id, session_id, token)
             raise Overloaded(
                 f"The turn's budget ran out waiting for the database ({exc.stage}); nothing ran, retry."
             ) from exc
 
-    async def _release_quietly(self, session_id: str, token: UUID) -> None:
+    async def _release_quietly(self, user_id: UUID, session_id: str, token: UUID) -> None:
         try:
-            await asyncio.wait_for(sessions.release_token(self._db, session_id, token), RELEASE_TIMEOUT_S)
-        except Exception:  # the turn is answered 503 either way; a lease not handed back lapses on its own
+            await asyncio.wait_for(sessions.release_token(self._db, user_id, session_id, token), RELEASE_TIMEOUT_S)
+        except Exception:  # the turn is answered either way; a lease not handed back lapses on its own
             logger.warning("could not hand back the lease of session %s", session_id, exc_info=True)
 
     async def _stored(self, user_id: UUID, client_message_id: str | None, deadline: Deadline) -> ChatResponse | None:

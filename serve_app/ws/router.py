@@ -137,12 +137,16 @@ class ConversationSocket:
         _RUNNING.add(worker)
         worker.add_done_callback(_RUNNING.discard)
         max_bytes = self.state.settings.conversation.max_frame_bytes
+        too_many = self.state.limits.frames()  # serve_app/http/ratelimit.py
         try:
             while True:
                 message = await self.ws.receive()
                 if message["type"] == "websocket.disconnect":
                     break
                 arrived = time.time()
+                if (refused := too_many()) is not None:
+                    await self.send(self.error("dialogue.error", refused))
+                    continue
                 try:
                     frame, payload = read_frame(message, max_bytes)
                 except FrameError as exc:
@@ -166,6 +170,7 @@ class ConversationSocket:
                     pass  # the client is gone already
 
     async def _resume(self, caller: Caller, payload: ResumePayload) -> None:
+        self.state.limits.resume(caller.key)
         await self.send(await frames.resume(self._agent, caller, payload.last_seen_message_id))
 
     async def _work(self, caller: Caller, queue: asyncio.Queue[Queued | None]) -> None:

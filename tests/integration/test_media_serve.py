@@ -50,7 +50,7 @@ def test_the_uploaded_object_is_served_back_to_its_owner_only(client):
     png = blank_png(40, 20)
     media = upload(client, png, "image", user_id="owner-1")
     assert client.get(media["source_url"], params={"user_id": "owner-1"}).content == png
-    refused(client.get(media["source_url"], params={"user_id": "owner-2"}), 403, "media_forbidden")
+    refused(client.get(media["source_url"], params={"user_id": "owner-2"}), 404, "media_not_found")
 
 
 def test_a_voice_turn_runs_the_asr_deployment(client, cockpit):
@@ -135,7 +135,7 @@ def test_with_a_token_media_belongs_to_the_account_and_the_turn_is_logged_as_rec
     assert resp.status_code == 200, resp.text
     url = resp.json()["source_url"]
     assert client.get(url, headers=owner["headers"]).content == png
-    refused(client.get(url, headers=other["headers"]), 403, "media_forbidden")
+    refused(client.get(url, headers=other["headers"]), 404, "media_not_found")
     turn = client.post(
         CHAT,
         json={"user_id": owner["user_id"], "modality": "image_ocr", "source_url": url, "client_message_id": "img-1"},

@@ -9,6 +9,7 @@ import pytest
 from engine.session import StaleSession
 from protocol.http_chat import ChatResponse, TurnStatus
 from store import conversation, sessions, turn_log, users, worlds
+from store.errors import TurnExists
 from store.turn_commit import commit_turn
 
 
@@ -125,3 +126,31 @@ async def test_a_stale_question_is_expired_when_the_next_turn_begins(db):
         )
     assert status == "expired"
     await sessions.release(db, again)
+
+
+async def test_a_second_turn_with_the_same_client_message_id_on_another_session_commits_nothing(db):
+    """One turn per (user, client_message_id): the one that commits second is a typed TurnExists (never the primary
+    key's raw error), and none of it was written."""
+    user = await _user(db)
+    first_sid, second_sid = uuid.uuid4().hex, uuid.uuid4().hex
+    first, second = _turn(first_sid, TurnStatus.completed), _turn(second_sid, TurnStatus.completed)
+    second["client_message_id"] = first["client_message_id"]
+    leases = [await sessions.acquire(db, sid, user, ttl_s=600) for sid in (first_sid, second_sid)]
+    async with db.connection() as conn:
+        await commit_turn(
+            conn, user_id=user, session_id=first_sid, lease=leases[0], state={}, world=None, question_id=None, **first
+        )
+        with pytest.raises(TurnExists) as err:
+            await commit_turn(
+                conn,
+                user_id=user,
+                session_id=second_sid,
+                lease=leases[1],
+                state={"turns": 1},
+                world=None,
+                question_id=None,
+                **second,
+            )
+    assert err.value.code == "duplicate_message"
+    assert await _count(db, user) == 2  # the first turn's two messages only
+    await sessions.release(db, leases[1])

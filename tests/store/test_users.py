@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from store import users
+from store.errors import EmailReserved
 
 
 async def _setting(conn) -> str:
@@ -51,3 +54,16 @@ async def test_racing_first_uses_of_one_local_user_id_all_get_the_one_user(db):
             await conn.fetchval("SELECT count(*) FROM users WHERE business_user_id = $1", users.SHADOW_PREFIX + name)
             == 1
         )
+
+
+async def test_the_shadow_domain_is_reserved_and_a_lookup_makes_no_shadow_user(db):
+    async with db.connection() as conn:
+        taken = f"{uuid.uuid4().hex[:32]}@shadow.invalid"
+        for email in (taken, "x@SHADOW.invalid", "y@a.shadow.invalid"):
+            with pytest.raises(EmailReserved):
+                await users.register(conn, email=email, password_hash="x", display_name=None)
+        name = uuid.uuid4().hex
+        assert await users.find_shadow(conn, name) is None
+        assert await conn.fetchval("SELECT count(*) FROM users WHERE business_user_id = $1", "local:" + name) == 0
+        made = await users.shadow(conn, name)
+        assert await users.find_shadow(conn, name) == made

@@ -12,7 +12,15 @@ import pytest
 from engine.errors import InvalidInput
 from protocol.rest import WriteRequestCreate
 from store import users, write_gate
-from store.errors import AlreadyDecided, NotFound, PayloadChanged, RequestExpired, StaleVersion, UnsupportedWrite
+from store.errors import (
+    AlreadyDecided,
+    IdempotencyMismatch,
+    NotFound,
+    PayloadChanged,
+    RequestExpired,
+    StaleVersion,
+    UnsupportedWrite,
+)
 
 ITEM = {
     "item_type": "schedule",
@@ -207,3 +215,22 @@ async def test_failure_between_business_write_and_status_update_leaves_nothing_h
         async with db.connection() as conn:
             await conn.execute(f"DROP TRIGGER {trigger} ON write_requests; DROP FUNCTION {trigger}();")
     assert (await _decide(db, user, created.write_request_id)).status == "applied"  # and it still applies afterwards
+
+
+async def test_an_idempotency_key_reused_for_another_target_is_a_mismatch_not_the_old_request(db):
+    user = await _user(db)
+    first, second = [
+        (await _decide(db, user, (await _create(db, user)).write_request_id)).applied_target_id for _ in range(2)
+    ]
+    key = uuid.uuid4().hex
+
+    def delete(target_id):
+        return WriteRequestCreate(
+            action="delete", target_type="task_item", target_id=target_id, payload={}, preview_text="删除"
+        )
+
+    made = await _create(db, user, delete(first), key=key)
+    assert (await _create(db, user, delete(first), key=key)).write_request_id == made.write_request_id
+    with pytest.raises(IdempotencyMismatch) as err:
+        await _create(db, user, delete(second), key=key)
+    assert err.value.code == "idempotency_mismatch" and err.value.field == "idempotency_key"

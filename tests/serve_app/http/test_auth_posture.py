@@ -106,7 +106,7 @@ def test_with_tokens_required_a_token_acts_for_its_own_account_only(strict):
         assert turn.status_code == 200, turn.text
         image = upload(client, data={"file_type": "image"}, headers=owner["headers"]).json()
         assert client.get(image["source_url"], headers=owner["headers"]).content == blank_png()
-        refused(client.get(image["source_url"], headers=other["headers"]), 403, "media_forbidden")
+        refused(client.get(image["source_url"], headers=other["headers"]), 404, "media_not_found")
         # claiming the owner's id with another account's token is refused before anything runs
         refused(
             client.post(CHAT, json={"user_id": owner["user_id"], "text": "打开车窗"}, headers=other["headers"]),
@@ -131,15 +131,15 @@ def test_in_the_local_mode_a_claimed_uuid_is_not_that_account(local):
         owner = account(client)
         image = upload(client, data={"file_type": "image"}, headers=owner["headers"]).json()
         claimed = {"user_id": owner["user_id"]}
-        refused(client.get(image["source_url"], params=claimed), 403, "media_forbidden")
-        refused(client.get(image["source_url"], headers={"X-User-Id": owner["user_id"]}), 403, "media_forbidden")
+        refused(client.get(image["source_url"], params=claimed), 404, "media_not_found")
+        refused(client.get(image["source_url"], headers={"X-User-Id": owner["user_id"]}), 404, "media_not_found")
         refused(
             client.post(CHAT, json={**claimed, "modality": "image_ocr", "source_url": image["source_url"]}),
             403,
             "media_forbidden",
         )
         # the business id is no key either
-        refused(client.get(image["source_url"], params={"user_id": owner["business_user_id"]}), 403, "media_forbidden")
+        refused(client.get(image["source_url"], params={"user_id": owner["business_user_id"]}), 404, "media_not_found")
         # a local user still reads what it uploaded itself
         mine = upload(client, data={"file_type": "image", "user_id": "local-user"}).json()
         assert client.get(mine["source_url"], params={"user_id": "local-user"}).content == blank_png()

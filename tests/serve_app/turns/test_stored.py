@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from engine.errors import Overloaded
+from engine.errors import InvalidInput, Overloaded
 from protocol.http_chat import ChatRequest
 from serve_app.turns import stored as stored_chat
 from serve_app.turns.stored import StoredChat
@@ -105,3 +105,60 @@ async def test_a_plugin_turn_reads_the_world_its_lease_brought_and_nothing_else(
         ChatRequest(user_id="u", session_id=opened.session_id, text="关闭车窗"), user.id, rig.engine.deadline("text")
     )
     assert closed.result["data"]["window_open"] is False  # the saved world, brought back by the next lease
+
+
+async def test_a_lease_that_cannot_be_handed_back_leaves_the_turns_own_answer_standing(db, rig, monkeypatch):
+    """The release in `finally` fails (the database went away a moment): logged, and the turn answers what it would
+    have answered (here its own typed error), never the release's failure."""
+
+    async def refused(*args, **kwargs):
+        raise OSError("connection reset")
+
+    async def failing_run(state, request, ctx):
+        raise InvalidInput("the engine refused it", field="text")
+
+    monkeypatch.setattr(stored_chat.sessions, "release", refused)
+    monkeypatch.setattr(stored_chat.sessions, "release_token", refused)
+    monkeypatch.setattr(rig.engine, "chat_on", failing_run)
+    user = await _user(db)
+    chat = StoredChat(rig.engine, db, rig.settings)
+    with pytest.raises(InvalidInput, match="engine refused"):
+        await chat.chat(ChatRequest(user_id="u", text="打开车窗"), user.id, rig.engine.deadline("text"))
+
+
+async def test_racing_duplicates_on_other_sessions_save_one_turn_and_all_answer_its_reply(db):
+    """Three requests with one client_message_id on three sessions, run together past the stored-reply check: one
+    commits, the others' commits are refused whole (the world, then the turn log's key) and answer its reply."""
+    models = FakeModelClient().sure("打开车窗", "cabin_window_open")
+    rig = Rig(models=models, settings=with_budgets(turn_ms=TURN_MS))
+    user = await _user(db)
+    chat = StoredChat(rig.engine, db, rig.settings)
+    real_run = rig.engine.chat_on
+    ran = 0
+    together = asyncio.Event()
+
+    async def in_step(state, request, ctx):  # every turn has leased and checked for a stored reply before any runs
+        nonlocal ran
+        ran += 1
+        if ran == 3:
+            together.set()
+        await together.wait()
+        return await real_run(state, request, ctx)
+
+    rig.engine.chat_on = in_step  # type: ignore[method-assign]
+    answers = await asyncio.gather(
+        *(
+            chat.chat(
+                ChatRequest(
+                    user_id="u", session_id=f"s{n}-{uuid.uuid4().hex[:6]}", text="打开车窗", client_message_id="dup"
+                ),
+                user.id,
+                rig.engine.deadline("text"),
+            )
+            for n in range(3)
+        )
+    )
+    assert ran == 3
+    assert len({(a.session_id, a.reply) for a in answers}) == 1
+    async with db.connection() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM conversation_messages WHERE user_id = $1", user.id) == 2
