@@ -34,32 +34,35 @@ def bounded_text(value: str) -> str:
 
 @dataclass(frozen=True)
 class JsonBounds:
-    """A free-form JSON object's bounds: nesting depth, members (keys and list items, all levels together) and
-    characters (keys and string values together)."""
+    """A free-form JSON object's bounds, each one a JSON Schema keyword too (`documented`): nesting depth (the object
+    itself is level 1), keys per object, items per array, characters per string (keys included)."""
 
     max_depth: int
-    max_members: int
-    max_chars: int
+    max_keys: int
+    max_items: int
+    max_string: int
 
     def __call__(self, value: dict[str, Any]) -> dict[str, Any]:
-        members, chars = 0, 0
-        stack: list[tuple[dict[str, Any] | list[Any], int]] = [(value, 1)]
+        stack: list[tuple[Any, int]] = [(value, 1)]
         while stack:
             node, depth = stack.pop()
+            if isinstance(node, str):
+                if len(node) > self.max_string:
+                    self._refuse(f"holds a string of more than {self.max_string} characters")
+                continue
+            if not isinstance(node, (dict, list)):
+                continue
             if depth > self.max_depth:
                 self._refuse(f"nests deeper than {self.max_depth} levels")
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            for key, item in items:
-                members += 1
-                chars += len(key) if isinstance(key, str) else 0
-                if isinstance(item, str):
-                    chars += len(item)
-                elif isinstance(item, (dict, list)):
-                    stack.append((item, depth + 1))
-            if members > self.max_members:
-                self._refuse(f"holds more than {self.max_members} keys and items")
-            if chars > self.max_chars:
-                self._refuse(f"holds more than {self.max_chars} characters")
+            if isinstance(node, dict):
+                if len(node) > self.max_keys:
+                    self._refuse(f"has an object of more than {self.max_keys} keys")
+                stack.extend((key, depth) for key in node)
+                stack.extend((item, depth + 1) for item in node.values())
+            else:
+                if len(node) > self.max_items:
+                    self._refuse(f"has an array of more than {self.max_items} items")
+                stack.extend((item, depth + 1) for item in node)
         return value
 
     @staticmethod
@@ -67,5 +70,5 @@ class JsonBounds:
         raise PydanticCustomError(OBJECT_TOO_LARGE, "{why}", {"why": why})
 
 
-SLOTS_BOUNDS = JsonBounds(max_depth=4, max_members=64, max_chars=8192)
-PAYLOAD_BOUNDS = JsonBounds(max_depth=8, max_members=4096, max_chars=262144)
+SLOTS_BOUNDS = JsonBounds(max_depth=3, max_keys=32, max_items=32, max_string=2000)
+PAYLOAD_BOUNDS = JsonBounds(max_depth=6, max_keys=64, max_items=128, max_string=8000)

@@ -9,7 +9,7 @@ from pydantic import AfterValidator, Field, GetJsonSchemaHandler, StrictStr, Typ
 from pydantic_core import CoreSchema
 from typing_extensions import TypeAliasType
 
-from protocol.limits import PAYLOAD_BOUNDS, SLOTS_BOUNDS, bounded_text
+from protocol.limits import PAYLOAD_BOUNDS, SLOTS_BOUNDS, JsonBounds, bounded_text
 
 # The characters of Python's str.isspace(), spelled out: the rule on the wire is `text.strip()`, and the `\s` of
 # JSON Schema (ECMA-262) and of Rust's regex each differ from Python's (U+FEFF; U+001C..U+001F).
@@ -73,10 +73,33 @@ class _DocumentedAs:
         return handler(self._documented)
 
 
+def _bounded_doc(bounds: JsonBounds, name: str) -> Any:
+    """The type a bounded object is documented as: its levels as named types (`{name}1` holds only scalars), each
+    with the bounds' maxLength, maxItems and maxProperties, NUL nowhere."""
+    text = Annotated[str, Field(pattern=NO_NUL, max_length=bounds.max_string)]
+    keyed: dict[str, Any] = {"propertyNames": {"pattern": NO_NUL, "maxLength": bounds.max_string}}
+    level: Any = None
+    for depth in range(1, bounds.max_depth + 1):
+        scalars: Any = text | float | bool | None
+        if level is None:
+            level = TypeAliasType(f"{name}{depth}", scalars)  # type: ignore[misc]
+            continue
+        array = Annotated[list[level], Field(max_length=bounds.max_items)]
+        obj = Annotated[dict[str, level], Field(max_length=bounds.max_keys, json_schema_extra=keyed)]
+        level = TypeAliasType(f"{name}{depth}", scalars | array | obj)  # type: ignore[misc]
+    return Annotated[dict[str, level], Field(max_length=bounds.max_keys, json_schema_extra=keyed)]
+
+
 # bounded before the walk for NUL (protocol.limits): a write request's payload, a profile; a turn's slots more tightly
 JsonObject = Annotated[
-    dict[str, Any], AfterValidator(PAYLOAD_BOUNDS), AfterValidator(_nowhere_nul), _DocumentedAs(_JsonObjectDoc)
+    dict[str, Any],
+    AfterValidator(PAYLOAD_BOUNDS),
+    AfterValidator(_nowhere_nul),
+    _DocumentedAs(_bounded_doc(PAYLOAD_BOUNDS, "JsonPayloadLevel")),
 ]
 SlotsObject = Annotated[
-    dict[str, Any], AfterValidator(SLOTS_BOUNDS), AfterValidator(_nowhere_nul), _DocumentedAs(_JsonObjectDoc)
+    dict[str, Any],
+    AfterValidator(SLOTS_BOUNDS),
+    AfterValidator(_nowhere_nul),
+    _DocumentedAs(_bounded_doc(SLOTS_BOUNDS, "JsonSlotsLevel")),
 ]
