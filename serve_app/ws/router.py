@@ -10,7 +10,8 @@ code, message and field; the connection stays open and nothing is written. Trans
 once; the others run in order, each in its own deadline from its arrival. What one user may hold is bounded
 (serve_app/ws/bounds.py): connections, queued frames (one more is answered `busy`), a frame's size (an oversize frame
 is refused and its connection closed) and depth, the token's lifetime; frames still queued or running when the
-client goes away are cancelled (what committed before is in the next `transport.snapshot`).
+client goes away are dropped, except the one running (or, when none runs yet, the oldest received): it runs to its
+commit, and the next `transport.snapshot` shows it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ from serve_app.ws.reading import FrameError, read_frame
 log = logging.getLogger(__name__)
 EXECUTION_FRAMES = frozenset({"selection.submit", "selection.cancel", "write.decide"})
 UNAUTHORIZED = 1008
+# the frame a connection was running when it ended finishes (to its commit, within its deadline): hold it until then
+_RUNNING: set[asyncio.Task[None]] = set()
 Queued = tuple[str, WireModel, float]  # a frame's type, its payload and when it arrived
 
 
@@ -73,6 +76,7 @@ class ConversationSocket:
         self._lock = asyncio.Lock()
         self._open = True
         self._expires_at: float | None = None  # the token's expiry: the socket closes then
+        self._busy = False  # a frame is running
 
     async def send(self, event: WsEnvelope) -> None:
         if not self._open:
@@ -81,7 +85,7 @@ class ConversationSocket:
             try:
                 await self.ws.send_text(event.model_dump_json())
             except (WebSocketDisconnect, RuntimeError, OSError):
-                self._open = False  # the client left: the connection ends and its frames are cancelled
+                self._open = False  # the client left: the frame runs on and its events stay in the store
 
     async def authenticate(self) -> Caller | None:
         if self.state.store is None or self.state.conversation is None:
@@ -129,8 +133,10 @@ class ConversationSocket:
 
     async def _serve(self, caller: Caller) -> None:
         limits = self.state.settings.limits
-        queue: asyncio.Queue[Queued] = asyncio.Queue(maxsize=limits.ws_queued_frames)
+        queue: asyncio.Queue[Queued | None] = asyncio.Queue()  # bounded by _enqueue
         worker = asyncio.ensure_future(self._work(caller, queue))
+        _RUNNING.add(worker)
+        worker.add_done_callback(_RUNNING.discard)
         max_bytes = self.state.settings.conversation.max_frame_bytes
         try:
             while True:
@@ -154,12 +160,12 @@ class ConversationSocket:
                 elif isinstance(payload, ResumePayload):
                     await self._guarded(frame.type, functools.partial(self._resume, caller, payload))
                 else:
-                    await self._enqueue(queue, frame.type, payload, arrived)
+                    await self._enqueue(queue, frame.type, payload, arrived, limits.ws_queued_frames)
         except WebSocketDisconnect:
             pass
         finally:
             self._open = False
-            worker.cancel()  # the client left: what waits is dropped, what runs stops (its transaction rolls back)
+            self._drop_waiting(queue)
             if self.ws.application_state != WebSocketState.DISCONNECTED:
                 try:
                     await self.ws.close()
@@ -180,23 +186,40 @@ class ConversationSocket:
             return None
         return None if expired(self._expires_at) and message["type"] != "websocket.disconnect" else message
 
-    async def _enqueue(self, queue: asyncio.Queue[Queued], kind: str, payload: WireModel, arrived: float) -> None:
-        try:
+    async def _enqueue(
+        self, queue: asyncio.Queue[Queued | None], kind: str, payload: WireModel, arrived: float, limit: int
+    ) -> None:
+        if queue.qsize() < limit:
             queue.put_nowait((kind, payload, arrived))
-        except asyncio.QueueFull:
-            busy = Busy(f"{queue.maxsize} frames are waiting on this connection already; this one was not run.")
-            kind = "execution.error" if kind in EXECUTION_FRAMES else "dialogue.error"
-            await self.send(self.error(kind, busy, getattr(payload, "client_message_id", None)))
+            return
+        busy = Busy(f"{limit} frames are waiting on this connection already; this one was not run.")
+        kind = "execution.error" if kind in EXECUTION_FRAMES else "dialogue.error"
+        await self.send(self.error(kind, busy, getattr(payload, "client_message_id", None)))
 
-    async def _work(self, caller: Caller, queue: asyncio.Queue[Queued]) -> None:
-        """The connection's frames in arrival order, until the connection ends (the task is cancelled)."""
-        while True:
-            kind, payload, arrived = await queue.get()
-            await self._guarded(
-                kind,
-                self._frame(caller, payload, arrived),
-                client_message_id=getattr(payload, "client_message_id", None),
-            )
+    def _drop_waiting(self, queue: asyncio.Queue[Queued | None]) -> None:
+        """The connection ended: the frames waiting are dropped, except the oldest when none is running yet (it was
+        received before the client left: it runs, like a frame already running, to its commit); then the worker
+        stops."""
+        waiting: list[Queued | None] = []
+        while not queue.empty():
+            waiting.append(queue.get_nowait())
+        if waiting and not self._busy:
+            queue.put_nowait(waiting[0])
+        queue.put_nowait(None)
+
+    async def _work(self, caller: Caller, queue: asyncio.Queue[Queued | None]) -> None:
+        """The connection's frames in arrival order, until the connection ends (`_drop_waiting`)."""
+        while (item := await queue.get()) is not None:
+            kind, payload, arrived = item
+            self._busy = True
+            try:
+                await self._guarded(
+                    kind,
+                    self._frame(caller, payload, arrived),
+                    client_message_id=getattr(payload, "client_message_id", None),
+                )
+            finally:
+                self._busy = False
 
     def _frame(self, caller: Caller, payload: WireModel, arrived: float) -> Callable[[], Awaitable[None]]:
         """What a queued frame runs, by its payload's type."""

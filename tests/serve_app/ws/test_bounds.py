@@ -116,7 +116,7 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-async def test_a_full_queue_answers_busy_and_closing_cancels_what_waits_and_what_runs():
+async def test_a_full_queue_answers_busy_and_closing_drops_what_waits_while_the_running_frame_finishes():
     socket, state, work = ScriptedSocket(app()), app_state(), Blocking()
     connection = ConversationSocket(socket, state)  # type: ignore[arg-type]
     work.install(connection)
@@ -133,7 +133,20 @@ async def test_a_full_queue_answers_busy_and_closing_cancels_what_waits_and_what
     await asyncio.wait_for(running, 5)
     work.release.set()
     await settle()
-    assert work.started == ["c0"] and work.cancelled == 1, "the running frame stopped and the waiting ones never ran"
+    assert work.started == ["c0"] and work.cancelled == 0, "the running frame finished; the waiting ones never ran"
+
+
+async def test_a_frame_received_before_the_client_left_runs_even_when_it_had_not_started():
+    socket, state, work = ScriptedSocket(app()), app_state(), Blocking()
+    connection = ConversationSocket(socket, state)  # type: ignore[arg-type]
+    work.install(connection)
+    work.release.set()
+    say(socket, "c0")
+    say(socket, "c1")
+    socket.leave()  # all three are read before the worker takes the first frame
+    await asyncio.wait_for(connection.run(), 5)
+    await settle()
+    assert work.started == ["c0"]
 
 
 async def test_a_second_connection_of_a_user_over_the_cap_is_refused_typed_and_the_slot_comes_back():
