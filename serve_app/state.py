@@ -45,6 +45,7 @@ from serve_app.turns.admission import Admission
 from serve_app.turns.runner import TurnRunner
 from serve_app.turns.stored import StoredChat
 from serve_app.ws.agent import ConversationAgent
+from serve_app.ws.bounds import UserConnections
 from store.database import Database
 
 
@@ -84,6 +85,7 @@ class AppState:
     conversation: ConversationAgent | None = None  # the WebSocket main agent; needs the store
     llm_planner: LlmWorkflowPlanner | None = None
     llm_metrics: LlmMetrics = field(default_factory=LlmMetrics)
+    ws_connections: UserConnections = field(default_factory=UserConnections)  # per user, on this replica
 
     @property
     def admission(self) -> Admission:

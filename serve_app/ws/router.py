@@ -53,7 +53,6 @@ from serve_app.ws.bounds import (
     InvalidUserId,
     TokenExpired,
     TooManyConnections,
-    UserConnections,
     check_user_id,
     expired,
     token_expiry,
@@ -120,7 +119,7 @@ class ConversationSocket:
         caller = await self.authenticate()
         if caller is None:
             return
-        limits, connections = self.state.settings.limits, _connections(self.ws)
+        limits, connections = self.state.settings.limits, self.state.ws_connections
         if not connections.enter(caller.user.id, limits.ws_connections_per_user):
             await self.refuse(
                 TooManyConnections(f"A user may hold {limits.ws_connections_per_user} connections open at once.")
@@ -286,13 +285,6 @@ async def asyncapi() -> JSONResponse:
 @functools.cache
 def _asyncapi_document() -> dict[str, Any]:
     return asyncapi_document()
-
-
-def _connections(websocket: WebSocket) -> UserConnections:
-    held: UserConnections | None = getattr(websocket.app.state, "ws_connections", None)
-    if held is None:
-        held = websocket.app.state.ws_connections = UserConnections()
-    return held
 
 
 @router.websocket("/ws/v1/conversation")

@@ -66,7 +66,7 @@ class Counts:
         pass
 
 
-def app_state() -> SimpleNamespace:
+def app_state(connections: UserConnections | None = None) -> SimpleNamespace:
     async def of_turn(authorization: str | None, claimed: str | None) -> tuple[Any, str]:
         return USER, str(USER.id)
 
@@ -77,6 +77,7 @@ def app_state() -> SimpleNamespace:
         conversation=object(),
         metrics=SimpleNamespace(errors=Counts()),
         retry_after_s=1,
+        ws_connections=connections or UserConnections(),
     )
 
 
@@ -150,7 +151,7 @@ async def test_a_frame_received_before_the_client_left_runs_even_when_it_had_not
 
 
 async def test_a_second_connection_of_a_user_over_the_cap_is_refused_typed_and_the_slot_comes_back():
-    shared, state = app(), app_state()
+    shared, state = app(), app_state(UserConnections())
     first = ScriptedSocket(shared)
     held = asyncio.ensure_future(ConversationSocket(first, state).run())  # type: ignore[arg-type]
     await settle()
