@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -117,8 +118,8 @@ def test_a_bad_user_id_is_a_typed_refusal_not_a_database_error(serve_app, claime
 def test_connections_per_user_are_capped_with_a_typed_close(serve_app):
     user = f"many-{uuid.uuid4().hex[:8]}"
     # one more than every replica's cap together: at least one replica meets one too many
-    sockets = [socket(serve_app, user) for _ in range(CONNECTIONS_PER_USER * REPLICAS + 1)]
-    try:
+    with ExitStack() as held:
+        sockets = [held.enter_context(socket(serve_app, user)) for _ in range(CONNECTIONS_PER_USER * REPLICAS + 1)]
         refusals = []
         for ws in sockets:
             try:
@@ -131,9 +132,6 @@ def test_connections_per_user_are_capped_with_a_typed_close(serve_app):
                 assert answer["payload"]["code"] == "too_many_connections"
                 refusals.append(closed_with(ws))
         assert refusals and set(refusals) == {(1013, "too_many_connections")}
-    finally:
-        for ws in sockets:
-            ws.close()
     with socket(serve_app, user) as again:  # closing gave the slots back
         again.send(json.dumps({"type": "transport.ping", "payload": {"nonce": "back"}}))
         assert event(again)["payload"]["nonce"] == "back"
