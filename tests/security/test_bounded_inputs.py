@@ -5,6 +5,7 @@ RecursionError or a dropped connection (issue 34, items 7 and 9; docs/security.m
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from contextlib import ExitStack
 from typing import Any
@@ -132,9 +133,15 @@ def test_connections_per_user_are_capped_with_a_typed_close(serve_app):
                 assert answer["payload"]["code"] == "too_many_connections"
                 refusals.append(closed_with(ws))
         assert refusals and set(refusals) == {(1013, "too_many_connections")}
-    with socket(serve_app, user) as again:  # closing gave the slots back
-        again.send(json.dumps({"type": "transport.ping", "payload": {"nonce": "back"}}))
-        assert event(again)["payload"]["nonce"] == "back"
+    answers = []
+    for _ in range(5):  # closing gave the slots back (each once its server side has seen the close)
+        with socket(serve_app, user) as again:
+            again.send(json.dumps({"type": "transport.ping", "payload": {"nonce": "back"}}))
+            answers.append(event(again)["payload"])
+        if answers[-1].get("nonce") == "back":
+            break
+        time.sleep(0.5)
+    assert answers[-1].get("nonce") == "back", answers
 
 
 def test_a_burst_over_the_queue_is_answered_busy(serve_app):
