@@ -25,6 +25,7 @@ from config.engine import (
     TestingConfig,
 )
 from config.environment import METRICS_PORT_ENV, PACK_ENV, STATE_DIR_ENV, Environment
+from config.limits import LimitsConfig
 from config.llm import CompactionConfig, HooksConfig, LlmConfig, PromptsConfig
 from config.media import AsrConfig, MediaConfig, OcrConfig
 from config.models import ModelsConfig
@@ -51,6 +52,7 @@ class Settings(Section):
     auth: AuthConfig
     rate_limits: RateLimitsConfig
     conversation: ConversationConfig
+    limits: LimitsConfig
     prompts: PromptsConfig
     hooks: HooksConfig
     compaction: CompactionConfig

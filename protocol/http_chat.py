@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field
 from protocol.agent_turn import AgentTurn
 from protocol.base import WireModel
 from protocol.media import FileType, InputModality, Recognition, source_url_pattern
-from protocol.strings import JsonObject, PlainStr, TurnText
+from protocol.strings import PlainStr, SlotsObject, TurnText
 from protocol.turn_debug import Candidate, RoutingDebug, Timings
 from protocol.workflow import Workflow
 
@@ -91,7 +91,7 @@ class FillSlotsRequest(WireModel):
     session_id: PlainStr = Field(min_length=1, max_length=128)
     user_id: PlainStr = Field(min_length=1, max_length=128)
     text: TurnText | None = Field(default=None, description=TEXT_DESCRIPTION)
-    slots: JsonObject | None = None
+    slots: SlotsObject | None = None
     client_message_id: PlainStr | None = _client_message_id()
 
 

@@ -15,6 +15,7 @@ from starlette.routing import Match
 from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, Starting, TextTooLong
 from engine.media_errors import MediaForbidden, MediaNotFound, MediaTooLarge, MediaUnavailable, UnsupportedMediaType
 from protocol.base import ErrorBody, ErrorEnvelope
+from protocol.limits import WIRE_CODES
 from protocol.ws import ErrorPayload, WsEnvelope, envelope
 from serve_app.auth import Unauthorized
 from serve_app.http.openai.serving import LlmTimeout, LlmUnavailable, ModelNotFound
@@ -115,7 +116,8 @@ async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
         return error_response(400, "invalid_json", f"Request body is not valid JSON: {detail}".rstrip(": "), None)
     field = ".".join(loc) or None
     message = first.get("msg", "Invalid request.")
-    code = "missing_field" if first.get("type") == "missing" else "invalid_field"
+    kind = first.get("type")
+    code = kind if kind in WIRE_CODES else "missing_field" if kind == "missing" else "invalid_field"
     return error_response(422, code, f"{field}: {message}" if field else message, field)
 
 

@@ -47,6 +47,7 @@ from serve_app.readiness import Readiness
 from serve_app.turns.admission import Admission
 from serve_app.turns.runner import TurnRunner
 from serve_app.turns.stored import StoredChat
+from serve_app.ws.bounds import UserConnections
 from store.database import Database
 
 
@@ -88,6 +89,7 @@ class AppState:
     agent_chat: AgentChat | None = None  # HTTP chat over the main agent, on a pack whose intents name agents
     llm_planner: LlmWorkflowPlanner | None = None
     llm_metrics: LlmMetrics = field(default_factory=LlmMetrics)
+    ws_connections: UserConnections = field(default_factory=UserConnections)  # per user, on this replica
 
     @property
     def admission(self) -> Admission:

@@ -40,7 +40,15 @@ _STATUS_TEXT: dict[FeedbackStatus, str] = {
     "cancelled": "已取消",
 }
 _NUM = r"\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百]+(?:点[零一二三四五六七八九]+)?"
-_RE_DURATION = re.compile(rf"(?P<h>(?:{_NUM})个?半?|半)个?(?:小时|钟头)(?:(?P<hm>{_NUM})分钟?)?|(?P<m>{_NUM})分钟")
+# _NUM where a match begins: never inside a run of digits or numerals (a match there is a match one character earlier,
+# so nothing is lost), which keeps a long run from being tried at each of its characters (quadratic)
+_NUM_FIRST = (
+    r"(?<!\d)\d+(?:\.\d+)?|(?<![零〇一二两三四五六七八九十百])"
+    r"[零〇一二两三四五六七八九十百]+(?:点[零一二三四五六七八九]+)?"
+)
+_RE_DURATION = re.compile(
+    rf"(?P<h>(?:{_NUM_FIRST})个?半?|半)个?(?:小时|钟头)(?:(?P<hm>{_NUM})分钟?)?|(?P<m>{_NUM_FIRST})分钟"
+)
 
 _DEFINITIONS = [
     definition(

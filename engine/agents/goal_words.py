@@ -13,20 +13,23 @@ from engine.slots import extract_datetime, parse_chinese_number
 MIN_WEEKLY_HOURS = 0.5  # two sessions of a quarter hour a week
 MAX_WEEKLY_HOURS = 7 * 24
 _NUM = r"\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百]+"
+# _NUM where a match may begin: never inside a run of digits or numerals (a match there is a match one character
+# earlier, so nothing is lost), which keeps a long run from being tried at each of its characters (quadratic)
+_NUM_FIRST = r"(?<!\d)\d+(?:\.\d+)?|(?<![零〇一二两三四五六七八九十百])[零〇一二两三四五六七八九十百]+"
 _SMALL = r"(?<![\d零一二两三四五六七八九十])(?:\d{1,2}|[一二两三四五六七八九十]+|半)"
 _RE_SPAN = re.compile(
     rf"(?P<n>{_SMALL})(?P<unit>个月|个星期|个礼拜|年(?![\d一二三四五六七八九十底末初])|周|天"
     r"|月(?=内|以内|之内|后|以后|之后))(?:内|以内|之内|后|以后|之后)?"
 )
 _RE_MONTH = re.compile(
-    rf"(?P<y>明年|今年|后年|\d{{4}}年)?(?P<m>\d{{1,2}}|[一二三四五六七八九十]+)月份?"
+    rf"(?P<y>明年|今年|后年|\d{{4}}年)?(?P<m>\d{{1,2}}|(?<![一二三四五六七八九十])[一二三四五六七八九十]+)月份?"
     rf"(?:(?P<d>{_NUM})[日号])?(?P<edge>底|末|初|中)?(?P<before>之前|以前|前)?"
 )
 _RE_YEAR_END = re.compile(r"(?P<y>明年|今年|后年)?(?:年底|年末|年终)(?:之前|以前|前)?")
 _YEARS = {"今年": 0, "明年": 1, "后年": 2}
 _RE_HOURS = re.compile(
     rf"(?P<per>工作日每天|每个星期|每个礼拜|每星期|每礼拜|每周|一周|每天|一天|每日|每晚|天天)?"
-    rf"[^\d零一二两三四五六七八九十半，,。；;]{{0,4}}?(?P<n>{_NUM})?个?(?P<half>半)?个?"
+    rf"[^\d零一二两三四五六七八九十半，,。；;]{{0,4}}?(?P<n>{_NUM_FIRST})?个?(?P<half>半)?个?"
     r"(?P<unit>小时|钟头|分钟)"
 )
 _DAYS_PER = {"工作日每天": 5, "每天": 7, "一天": 7, "每日": 7, "每晚": 7, "天天": 7}

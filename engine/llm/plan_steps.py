@@ -10,7 +10,7 @@ from typing import Any
 from engine.pack import Intent
 from protocol.workflow import StepCondition, WorkflowStep
 
-STEP_REF = re.compile(r"^\s*(?:s|step)?\s*(\d+)\s*$", re.I)
+STEP_REF = re.compile(r"^\s*(?:(?:s|step)\s*)?(\d+)\s*$", re.I)  # one \s* per gap: two in a row are quadratic
 OPERATOR_ALIASES = {
     "==": "equals",
     "=": "equals",

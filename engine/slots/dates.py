@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import partial
 
-from engine.slots.numbers import _CN_DIGITS, _INT, _int
+from engine.slots.numbers import _CN_DIGITS, _INT, _INT_FIRST, _int
 from engine.slots.scanner import _Scanner
 
 _DAY_WORDS = {
@@ -53,9 +53,9 @@ _WEEKDAYS = {
 _SATURDAY = 5
 _DAYS_PER_WEEK = 7
 _RE_DAY_WORD = re.compile("|".join(sorted(_DAY_WORDS, key=len, reverse=True)))
-_RE_DAYS_LATER = re.compile(rf"(?P<n>{_INT})个?(?P<unit>天|日|周|星期|礼拜|月)(?P<dir>以后|之后|后|以前|之前|前)")
+_RE_DAYS_LATER = re.compile(rf"(?P<n>{_INT_FIRST})个?(?P<unit>天|日|周|星期|礼拜|月)(?P<dir>以后|之后|后|以前|之前|前)")
 _RE_ISO_DATE = re.compile(r"(?<!\d)(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?!\d)")
-_RE_MONTH_DAY = re.compile(rf"(?:(?P<y>\d{{4}}|[{_CN_DIGITS}]{{4}})年)?(?P<m>{_INT})月(?P<d>{_INT})[日号]?")
+_RE_MONTH_DAY = re.compile(rf"(?:(?P<y>\d{{4}}|[{_CN_DIGITS}]{{4}})年)?(?P<m>{_INT_FIRST})月(?P<d>{_INT})[日号]?")
 _RE_MONTH_REL = re.compile(rf"(?P<rel>上|下|这|本)个?月(?:(?P<d>{_INT})[号日]|(?P<edge>底|末|初))?")
 _RE_MONTH_EDGE = re.compile(r"月(?P<edge>底|末|初)")
 _RE_WEEKEND = re.compile(r"(?P<rel>上|下|这|本)?个?周末")

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from engine.slots.dates import _Days, _find_days
 from engine.slots.limits import DEFAULT_LIMITS, SlotLimits
-from engine.slots.numbers import _INT, _int
+from engine.slots.numbers import _INT, _INT_FIRST, _int
 from engine.slots.scanner import _Scanner
 
 
@@ -62,10 +62,10 @@ _HALF_HOUR = 30
 _QUARTERS = {"一刻": 15, "三刻": 45}
 _ONE_AS_A_BIT_BEFORE = set("高低快慢大小多少早晚好近远亮暗热冷凉暖强弱轻重紧松长短差有")
 
-_RE_DELTA = re.compile(rf"(?P<n>{_INT})?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:以后|之后|后)")
+_RE_DELTA = re.compile(rf"(?P<n>{_INT_FIRST})?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:以后|之后|后)")
 _RE_PERIOD = re.compile("|".join(_PERIODS))
 _RE_CLOCK_COLON = re.compile(r"(?<!\d)(?P<h>[01]?\d|2[0-4])[:：](?P<m>[0-5]\d)(?!\d)")
-_RE_CLOCK_CN = re.compile(rf"(?P<h>{_INT})(?:点|时)钟?(?:(?P<half>半)|(?P<quarter>一刻|三刻)|(?P<m>{_INT})分?)?")
+_RE_CLOCK_CN = re.compile(rf"(?P<h>{_INT_FIRST})(?:点|时)钟?(?:(?P<half>半)|(?P<quarter>一刻|三刻)|(?P<m>{_INT})分?)?")
 
 
 def _delta(match: re.Match[str]) -> timedelta | None:

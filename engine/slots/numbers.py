@@ -31,6 +31,9 @@ _CN_NUM = rf"{_CN_INT}(?:点[{_CN_DIGITS}]+)?"
 _AR_NUM = r"\d+(?:\.\d+)?"
 _NUM = rf"(?:{_AR_NUM}|{_CN_NUM})"
 _INT = rf"(?:\d{{1,4}}|{_CN_INT})"
+# _INT where a match begins: a Chinese numeral never right after one that could begin it (a match there is a match one
+# character earlier), which keeps a long run of numerals from being tried at each of them (quadratic)
+_INT_FIRST = rf"(?:\d{{1,4}}|(?<![{_CN_DIGITS}十]){_CN_INT})"
 _NUMBER_RE = re.compile(rf"(?P<num>{_NUM})(?P<half>[个点度]?半)?")
 # A lone 一 in these words means "a / a bit", not the number one.
 _FILLER_AFTER_ONE = set("下些起样直定般会切旦边共同致点")

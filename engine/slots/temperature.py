@@ -6,9 +6,12 @@ import re
 from dataclasses import dataclass
 
 from engine.slots.limits import DEFAULT_LIMITS, SlotLimits
-from engine.slots.numbers import _NUM, Number, _match_value
+from engine.slots.numbers import _AR_NUM, _CN_DIGITS, _CN_NUM, _NUM, Number, _match_value
 
-_TEMP_WITH_UNIT = re.compile(rf"(?P<num>{_NUM})(?:摄氏度|度|℃|°C|°)(?P<half>半)?")
+# a number where a match begins: never right after a character that could begin the same number (a match there is a
+# match one character earlier), which keeps a long run of digits from being tried at each of them (quadratic)
+_NUM_FIRST = rf"(?:(?<!\d){_AR_NUM}|(?<![{_CN_DIGITS}十]){_CN_NUM})"
+_TEMP_WITH_UNIT = re.compile(rf"(?P<num>{_NUM_FIRST})(?:摄氏度|度|℃|°C|°)(?P<half>半)?")
 _TEMP_SET_VERB = re.compile(
     rf"(?:调到|调成|调至|调为|设成|设为|设到|设置为|设置成|设置到|设在|定在|开到|开成|打到|温度(?:是|为)?|空调)"
     rf"\s*(?P<num>{_NUM})(?P<half>半)?"

@@ -28,7 +28,10 @@ LOCAL_MODE = (
 )
 
 ERROR_DESCRIPTIONS: dict[int, str] = {
-    400: "The body is not valid JSON (`invalid_json`) or not a readable multipart form (`bad_request`).",
+    400: (
+        "The body is not valid JSON (`invalid_json`), nests deeper than `limits.max_json_depth` (`json_too_deep`) or "
+        "is not a readable multipart form (`bad_request`)."
+    ),
     401: (
         "The bearer token is missing, malformed, expired or forged, or the email and password do not match "
         "(`unauthorized`)."
@@ -36,7 +39,10 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     403: "The session, media object or claimed `user_id` belongs to another user.",
     404: "No such resource; another user's ids answer 404 exactly as missing ones do.",
     409: "The request contradicts the stored state (`code` says which rule: `email_taken`, `already_decided`, ...).",
-    413: "The file is over the size limit of its kind (`media_too_large`).",
+    413: (
+        "The body is over `limits.max_body_bytes` (`body_too_large`), or an upload's file over the size limit of its "
+        "kind (`media_too_large`)."
+    ),
     415: "The file is not an image or audio format Baton reads (`unsupported_media_type`).",
     422: (
         "A field breaks the schema or a rule of the endpoint; `field` names it (`invalid_field`, `missing_field`, "
@@ -130,6 +136,7 @@ def install(api: FastAPI) -> None:
             routes=api.routes,
         )
         _errors_are_json(schema)
+        _bodies_are_bounded(schema)
         _write_request_rules(schema["components"]["schemas"])
         try:
             state = state_of(api)
@@ -153,6 +160,20 @@ def _errors_are_json(schema: dict[str, Any]) -> None:
                     media["schema"].pop("type", None)
             if status.startswith(("4", "5")) and "application/json" not in content and len(content) == 1:
                 response["content"] = {"application/json": content.popitem()[1]}
+
+
+def _bodies_are_bounded(schema: dict[str, Any]) -> None:
+    # serve_app.http.limits refuses an oversize or too deeply nested body before any route reads it
+    for operation in (op for path in schema["paths"].values() for op in path.values()):
+        if "requestBody" in operation:
+            for status in (400, 413):
+                operation["responses"].setdefault(
+                    str(status),
+                    {
+                        "description": ERROR_DESCRIPTIONS[status],
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}},
+                    },
+                )
 
 
 def _write_request_rules(components: dict[str, Any]) -> None:

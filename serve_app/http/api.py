@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from serve_app import errors
 from serve_app.apidocs import openapi
 from serve_app.http import account, chat, demo, media, rest
+from serve_app.http.limits import BodyLimits
 from serve_app.http.middleware import AdmissionGate, ArrivalStamp, BrowserGuard, ReplicaName
 from serve_app.http.openai import api_router as openai
 from serve_app.ws import router as ws
@@ -22,6 +23,7 @@ def create_api(*, replica: str | None = None) -> FastAPI:
     errors.install(api)
     if replica is not None:
         api.add_middleware(ReplicaName, name=replica)
+    api.add_middleware(BodyLimits)  # inside the gate: a shed turn costs no body read
     api.add_middleware(AdmissionGate)
     api.add_middleware(BrowserGuard)  # a page of another site is refused before anything else runs
     api.add_middleware(ArrivalStamp)  # added last: outermost, so the stamp is the first thing a request meets

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from protocol.ws import CLIENT_PAYLOADS, DialogueInputPayload, WriteDecidePayload
-from serve_app.ws.router import FrameError, read_frame
+from serve_app.ws.reading import FrameError, read_frame
 
 MAX = 1024
+DEPTH = 8
 
 
 def frame(obj) -> dict:
@@ -18,7 +19,7 @@ def frame(obj) -> dict:
 
 def refused(message: dict) -> FrameError:
     with pytest.raises(FrameError) as caught:
-        read_frame(message, MAX)
+        read_frame(message, MAX, max_depth=DEPTH)
     return caught.value
 
 
@@ -32,13 +33,14 @@ def test_a_good_input_frame_reads_as_its_payload_model():
             }
         ),
         MAX,
+        max_depth=DEPTH,
     )
     assert envelope.type == "dialogue.input" and isinstance(payload, DialogueInputPayload)
     assert payload.raw_content == "明天下午三点开会"
 
 
 def test_the_timestamp_defaults_to_arrival_when_left_out():
-    envelope, payload = read_frame(frame({"type": "transport.ping", "payload": {}}), MAX)
+    envelope, payload = read_frame(frame({"type": "transport.ping", "payload": {}}), MAX, max_depth=DEPTH)
     assert envelope.timestamp.tzinfo is not None and payload.nonce is None
 
 
@@ -148,3 +150,12 @@ def test_errors_map_to_the_wire_in_one_place():
     )
     crash = error_event("dialogue.error", KeyError("secret detail"), retry_after_s=2)
     assert crash.payload["code"] == "internal_error" and "secret" not in crash.payload["message"]
+
+
+def test_a_frame_nesting_deeper_than_the_limit_is_refused_before_it_is_parsed():
+    deep = {"type": "websocket.receive", "text": "[" * MAX}
+    assert refused(deep).code == "json_too_deep"
+
+
+def test_a_text_far_over_the_limit_is_too_large_before_it_is_encoded():
+    assert refused({"type": "websocket.receive", "text": "x" * (MAX + 1)}).code == "frame_too_large"
