@@ -100,3 +100,21 @@ def _listening_addresses() -> dict[int, set[str]]:
         ip = ".".join(str(int(address[i : i + 2], 16)) for i in (6, 4, 2, 0))
         found.setdefault(int(port, 16), set()).add(ip)
     return found
+
+
+@pytest.mark.store
+async def test_the_sessions_postgresql_socket_is_private_to_its_server(postgres):
+    """Item 6 on the server the served app writes to: trust auth on the socket, so its folder (0700) and the socket's
+    own permissions are what keep the machine's other accounts out."""
+    import asyncpg
+
+    if postgres["server"] is None:
+        pytest.skip("DATABASE_URL names an external server: its socket is its operator's")  # the embedded one in CI
+    socket_dir = Path(postgres["dsn"].split("host=", 1)[1])
+    assert stat.S_IMODE(socket_dir.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(s.stat().st_mode) & 0o077 == 0 for s in socket_dir.glob(".s.PGSQL.*[0-9]"))
+    conn = await asyncpg.connect(postgres["dsn"])
+    try:
+        assert await conn.fetchval("SHOW unix_socket_permissions") == "0700"
+    finally:
+        await conn.close()

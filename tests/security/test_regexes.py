@@ -1,6 +1,6 @@
-"""Every regex that reads user text works in time linear in the text: the module-level compiled patterns under
-engine/, and every pattern an engine holds once built over a shipped pack (its rules, keywords, social patterns,
-the clause and planner patterns of config/baton.yaml).
+"""Issue 34, item 10. Every regex that reads user text works in time linear in the text: the module-level compiled
+patterns under engine/, and every pattern an engine holds once built over a shipped pack (its rules, keywords, social
+patterns, the clause and planner patterns of config/baton.yaml).
 
 Each pattern runs over long adversarial texts (runs of digits, numerals and of each character the pattern names) at
 two lengths, n and 4n; its work at 4n over its work at n must stay near 4 (quadratic is 16). Measured in one run,
