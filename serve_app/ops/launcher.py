@@ -253,9 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=Path("config/serve_local.yaml"))
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the app to become healthy")
-    parser.add_argument(
-        "--pgdata", type=Path, default=None, help="embedded PostgreSQL folder (default: <state dir>/pgdata)"
-    )
+    parser.add_argument("--pgdata", type=Path, default=None, help="embedded PostgreSQL folder (<state dir>/pgdata)")
     args = parser.parse_args(argv)
 
     env = dict(os.environ)
@@ -277,13 +275,16 @@ def main(argv: list[str] | None = None) -> int:
         session_file.write_text(start(config, env) or "", encoding="utf-8")
         for sig in STOP_SIGNALS:  # ray.init installs its own SIGTERM handler: ours stops everything cleanly
             signal.signal(sig, on_signal)
-        degraded = wait_until_healthy(port, timeout_s=args.timeout)  # a stage that never answers: TimeoutError names it
+        degraded = wait_until_healthy(port, timeout_s=args.timeout)
         print(f"Baton is serving on http://127.0.0.1:{port} (Ctrl-C or SIGTERM stops it) {degraded}", flush=True)
         parent = os.getppid()
         while os.getppid() == parent:  # a parent that died (e.g. `make` got SIGTERM) takes us down too
             time.sleep(0.5)
     except KeyboardInterrupt:
         print("stopping Baton…", flush=True)
+    except TimeoutError as exc:  # a stage that never answered its warm-up: its name, and a failing exit status
+        print(f"Baton did not start: {exc}", file=sys.stderr, flush=True)
+        return 1
     finally:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)  # a second signal must not cut the clean-up short

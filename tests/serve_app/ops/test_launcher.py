@@ -172,3 +172,25 @@ def test_a_copied_serve_config_still_runs_the_planner_in_the_checkouts_llm_venv(
     runtime_env = planner["ray_actor_options"]["runtime_env"]
     assert runtime_env["py_executable"] == str(ROOT / ".venv-llm" / "bin" / "python")
     assert runtime_env["env_vars"]["PYTHONPATH"] == str(ROOT)
+
+
+def test_make_run_stops_with_an_error_naming_the_stage_that_never_answered(monkeypatch, tmp_path, capsys):
+    """Readiness that cannot hang (issue 34, item 16): when /health never turns green, `make run` does not wait on;
+    it says which stage held it back, stops what it started and exits non-zero."""
+    from serve_app.ops import launcher
+
+    stopped: list[int | None] = []
+    monkeypatch.setattr(launcher.signal, "signal", lambda *a: None)  # this test process keeps its own handlers
+    monkeypatch.setattr(launcher, "ensure_database", lambda *a, **k: None)
+    monkeypatch.setattr(launcher, "start_reaper", lambda *a, **k: None)
+    monkeypatch.setattr(launcher, "run_dir", lambda config: tmp_path)
+    monkeypatch.setattr(launcher, "start", lambda *a, **k: "session")
+    monkeypatch.setattr(launcher, "stop", stopped.append)
+
+    def never_green(port: int, *, timeout_s: float, replicas: int = 1) -> str:
+        raise TimeoutError(f"Baton did not become healthy on :{port} within 5 s (last: classifier warm-up: no answer)")
+
+    monkeypatch.setattr(launcher, "wait_until_healthy", never_green)
+    assert launcher.main(["--config", str(SERVE_LOCAL), "--port", "18123", "--timeout", "5"]) == 1
+    assert "classifier warm-up" in capsys.readouterr().err
+    assert stopped == [18123]
