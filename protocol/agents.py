@@ -111,6 +111,10 @@ class FeedbackFact(WireModel):
     normalized_feedback: str
     duration_minutes: int | None = None
     occurred_at: datetime
+    # the item it is on, as stored now: its title, and whether it has left the range the facts were read for (moved
+    # or deleted since): a review names such feedback apart from the period's items
+    item_title: str | None = None
+    item_left_range: bool = False
 
 
 class SubAgentInputBase(WireModel):

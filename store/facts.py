@@ -56,9 +56,10 @@ async def feedbacks_in_range(
     conn: asyncpg.Connection, user_id: UUID, *, start_at: datetime, end_at: datetime
 ) -> list[FeedbackFact]:
     """The user's feedback (not deleted) that occurred in the range, or that was given on an item (not deleted)
-    touching the range, oldest first."""
+    touching the range, oldest first; each with its item's title and whether that item has left the range since."""
     rows = await conn.fetch(
-        f"SELECT {_FEEDBACK} FROM feedback_records f"
+        f"SELECT {_FEEDBACK}, t.title AS item_title,"
+        f" NOT (NOT t.is_deleted AND {_touches_range('t')}) AS item_left_range FROM feedback_records f"
         " JOIN task_items t ON t.user_id = f.user_id AND t.id = f.task_item_id"
         " WHERE f.user_id = $1 AND NOT f.is_deleted"
         f" AND ((f.occurred_at >= $2 AND f.occurred_at < $3) OR (NOT t.is_deleted AND {_touches_range('t')}))"

@@ -29,6 +29,7 @@ _OUTCOME_TEXT = {
     "cancelled": "取消",
     "no_feedback": "未记录结果",
 }
+_FEEDBACK_TEXT = {**_OUTCOME_TEXT, "completed": "完成"}
 _UNFINISHED = ("partially_completed", "not_completed", "deferred")
 # suggestions name no item and no number: everything specific in the text comes from the statistics
 _SUGGESTIONS = (
@@ -79,6 +80,11 @@ def review_stats(inp: SubAgentInputBase) -> dict[str, Any]:
     ids = {item.id for item in inp.candidate_items}
     facts = sorted((f for f in inp.feedbacks if f.task_item_id in ids), key=lambda f: f.occurred_at)
     latest = {fact.task_item_id: fact for fact in facts}
+    # feedback given in the period on an item that has left it since (moved by a replan): part of what happened
+    moved: dict[Any, FeedbackFact] = {}
+    for fact in sorted(inp.feedbacks, key=lambda f: f.occurred_at):
+        if fact.item_left_range and fact.task_item_id not in ids and _within(fact, inp):
+            moved[fact.task_item_id] = fact
     outcomes = [(item, _outcome(item, latest.get(item.id))) for item in inp.candidate_items]
     counts = {name: sum(1 for _, outcome in outcomes if outcome == name) for name in _OUTCOMES}
     counted = len(outcomes) - counts["cancelled"]
@@ -94,11 +100,19 @@ def review_stats(inp: SubAgentInputBase) -> dict[str, Any]:
             {"title": item.title, "outcome": outcome} for item, outcome in outcomes if outcome in _UNFINISHED
         ],
         "no_feedback_titles": [item.title for item, outcome in outcomes if outcome == "no_feedback"],
+        "moved_out": [
+            {"title": fact.item_title or fact.normalized_feedback, "outcome": fact.feedback_status}
+            for fact in moved.values()
+        ],
     }
 
 
+def _within(fact: FeedbackFact, inp: SubAgentInputBase) -> bool:
+    return inp.time_range.start_at <= fact.occurred_at < inp.time_range.end_at
+
+
 def _suggestion(stats: dict[str, Any]) -> str:
-    if not stats["feedback_count"] and not stats["completed"]:
+    if not stats["feedback_count"] and not stats["moved_out"] and not stats["completed"]:
         return _NO_FEEDBACK
     for floor, text in _SUGGESTIONS:
         if stats["completion_rate"] >= floor:
@@ -108,7 +122,13 @@ def _suggestion(stats: dict[str, Any]) -> str:
 
 def review_text(stats: dict[str, Any]) -> str:
     """The template review: every title and number in it is one of `stats`'."""
+    moved = "".join(
+        f"{'；' if i else ''}{m['title']}（{_FEEDBACK_TEXT[m['outcome']]}）" for i, m in enumerate(stats["moved_out"])
+    )
+    moved_line = f"这段时间的反馈里有 {len(stats['moved_out'])} 项之后已改期或移除：{moved}。" if moved else ""
     if not stats["planned"]:
+        if moved_line:
+            return f"{stats['period']}已没有留在这段时间的安排。\n{moved_line}"
         return f"{stats['period']}没有安排，暂时没有可以复盘的内容。"
     others = "".join(f"，{_OUTCOME_TEXT[name]} {stats[name]} 项" for name in _OUTCOMES[1:] if stats[name])
     lines = [
@@ -123,6 +143,8 @@ def review_text(stats: dict[str, Any]) -> str:
         )
     if stats["no_feedback_titles"]:
         lines.append("还没记录结果：" + "、".join(stats["no_feedback_titles"]) + "。")
+    if moved_line:
+        lines.append(moved_line)
     if stats["recorded_minutes"]:
         lines.append(f"共记录用时 {stats['recorded_minutes']} 分钟。")
     lines.append("建议：" + _suggestion(stats))

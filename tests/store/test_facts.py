@@ -125,6 +125,12 @@ async def test_feedbacks_in_range_by_occurrence_or_by_the_item_touching_the_rang
         "given in the range on an old item",
         "given later on an item in the range",
     ]
+    # each names its item as stored now, and whether that item has left the range (a review lists those apart)
+    assert [(f.item_title, f.item_left_range) for f in found] == [
+        ("inside", False),
+        ("outside", True),
+        ("inside", False),
+    ]
 
 
 async def test_latest_feedbacks_is_the_newest_per_item_and_only_the_users(db):

@@ -6,6 +6,7 @@ import re
 
 from engine.agents import AgentRegistry
 from engine.agents.review import ReviewAgent
+from protocol.agents import FeedbackFact
 from tests.engine.agents.agent_inputs import FakeWriter, at, fact, item, make_input
 
 GYM = item("健身", start=at(12, 1, 7), end=at(12, 1, 8))
@@ -124,3 +125,34 @@ async def test_the_template_stays_when_the_writer_has_nothing_or_times_out() -> 
         envelope = await ReviewAgent(writer, timeout_s=0.05).run("review", review_input())
         assert envelope.result["reply"] == template
         assert writer.calls
+
+
+def left(fact_: FeedbackFact) -> FeedbackFact:
+    """The feedback as the store reads it once its item was moved out of the range (a replan)."""
+    return fact_.model_copy(
+        update={"item_title": fact_.normalized_feedback.split("」")[0][1:], "item_left_range": True}
+    )
+
+
+async def test_feedback_on_an_item_moved_out_of_the_week_is_part_of_the_review() -> None:
+    """今天的健身没完成, then a replan moved the workout into next week: this week's review still has what the user
+    said, named apart from the week's own items, instead of "nothing was planned"."""
+    gym = item("健身", start=at(12, 8, 19), end=at(12, 8, 20))  # now next week
+    missed = left(fact(gym, "not_completed", when=at(12, 2, 21)))
+    alone = await ReviewAgent().run(
+        "review", make_input("帮我复盘一下这周", at(11, 30), at(12, 7), items=[], feedbacks=[missed])
+    )
+    assert alone.result["stats"]["moved_out"] == [{"title": "健身", "outcome": "not_completed"}]
+    assert "没有安排" not in alone.result["reply"] and "健身（未完成）" in alone.result["reply"]
+    with_items = await ReviewAgent().run(
+        "review", make_input("帮我复盘一下这周", at(11, 30), at(12, 7), items=[REPORT], feedbacks=[missed])
+    )
+    assert with_items.result["stats"]["planned"] == 1 and "健身（未完成）" in with_items.result["reply"]
+    assert "还没有反馈记录" not in with_items.result["reply"]  # the user did say how the week went
+
+
+async def test_feedback_on_an_item_still_in_the_range_but_not_reviewed_is_not_called_moved() -> None:
+    """A review narrowed to some items (复盘一下写周报) does not list the range's other items as moved out."""
+    still = fact(GYM, "completed")  # the store says its item is still in the range (item_left_range false)
+    envelope = await ReviewAgent().run("review", review_input(items=[REPORT], feedbacks=[still]))
+    assert envelope.result["stats"]["moved_out"] == []
