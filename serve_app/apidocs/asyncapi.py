@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from protocol.ws import CLIENT_PAYLOADS, SERVER_PAYLOADS
+from serve_app.ws.bounds import CLOSE_CODES
 
 _ID = "5b1e0c4a-7d2f-4e8b-9a61-3c2d1e0f9a8b"
 _TURN = {
@@ -191,7 +192,10 @@ def asyncapi_document() -> dict[str, Any]:
             "`Authorization: Bearer <token>` or `?access_token=`; in the local token-less mode "
             "`?user_id=`. A bad frame is answered with dialogue.error / execution.error "
             "(code, message, field) and the connection stays open; a connection that cannot be "
-            "authenticated is closed with 1008 `unauthorized`.",
+            "authenticated is closed with 1008 `unauthorized`, a handshake from another site's page with 1008 "
+            "`origin_not_allowed`. The bounds close with their code as the reason: "
+            + ", ".join(f"{number} `{code}`" for code, number in CLOSE_CODES.items())
+            + " (docs/websocket.md).",
         },
         "channels": {
             "conversation": {

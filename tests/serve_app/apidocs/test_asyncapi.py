@@ -6,6 +6,7 @@ import pytest
 
 from protocol.ws import CLIENT_PAYLOADS, SERVER_PAYLOADS, WsEnvelope
 from serve_app.apidocs.asyncapi import EXAMPLES, asyncapi_document
+from serve_app.ws.bounds import CLOSE_CODES
 
 
 def test_every_frame_type_is_documented_with_a_schema():
@@ -26,3 +27,9 @@ def test_each_example_is_a_valid_frame_of_its_type(type_):
     model.model_validate(EXAMPLES[type_])
     example = asyncapi_document()["components"]["messages"][type_.replace(".", "_")]["examples"][0]["payload"]
     assert WsEnvelope.model_validate(example).type == type_
+
+
+def test_every_close_code_a_bound_uses_is_documented():
+    description = asyncapi_document()["info"]["description"]
+    assert CLOSE_CODES and all(f"{number} `{code}`" in description for code, number in CLOSE_CODES.items())
+    assert "1008 `origin_not_allowed`" in description
