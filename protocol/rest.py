@@ -63,6 +63,20 @@ class PendingClarification(WireModel):
     expires_at: datetime
     session_id: str | None
 
+    @classmethod
+    def of(cls, question: ConversationMessageDTO | None) -> PendingClarification | None:
+        """The open clarification question a snapshot reports (HTTP and WebSocket alike); None without one."""
+        if question is None:
+            return None
+        meta = question.metadata
+        return cls(
+            question_id=question.id,
+            question_text=question.raw_content,
+            missing_fields=meta.missing_fields,
+            expires_at=meta.expires_at,
+            session_id=meta.session_id,
+        )
+
 
 class ConversationSnapshot(WireModel):
     recent_messages: list[ConversationMessageDTO]

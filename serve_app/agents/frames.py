@@ -208,16 +208,7 @@ async def resume(agent: ConversationAgent, caller: Caller, last_seen_message_id:
         messages, found = await conversation.after(conn, caller.user.id, last_seen_message_id, limit=SNAPSHOT_LIMIT)
         question = await conversation.open_question(conn, caller.user.id)
         last = await conversation_events.last(conn, caller.user.id)
-    pending = None
-    if question is not None:
-        meta = question.metadata
-        pending = PendingClarification(
-            question_id=question.id,
-            question_text=question.raw_content,
-            missing_fields=meta.missing_fields,
-            expires_at=meta.expires_at,
-            session_id=meta.session_id,
-        )
+    pending = PendingClarification.of(question)
     return envelope(
         "transport.snapshot",
         SnapshotPayload(

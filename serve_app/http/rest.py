@@ -125,16 +125,7 @@ async def snapshot(
         seen = next((m.message_index for m in recent if m.id == last_seen_message_id), None)
         if seen is not None:
             recent = [m for m in recent if m.message_index > seen]
-    pending = None
-    if question is not None:
-        meta = question.metadata
-        pending = PendingClarification(
-            question_id=question.id,
-            question_text=question.raw_content,
-            missing_fields=meta.missing_fields,
-            expires_at=meta.expires_at,
-            session_id=meta.session_id,
-        )
+    pending = PendingClarification.of(question)
     return ConversationSnapshot(recent_messages=recent, pending_clarification=pending, last_event=last)
 
 
