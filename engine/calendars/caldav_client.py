@@ -1,0 +1,106 @@
+"""One CalDAV calendar collection through the `caldav` library (blocking: callers run it in a thread). Changes come
+incrementally by the collection's sync-token (RFC 6578), or as a full listing where the server has none; Baton's
+items go up as objects named by their UID."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from caldav.calendarobjectresource import Event, Todo
+from caldav.collection import Calendar, SynchronizableCalendarObjectCollection
+from caldav.davclient import DAVClient
+from caldav.elements import dav
+from caldav.lib import error
+
+
+class CalDavFailed(Exception):
+    """The server refused or could not be reached; `reason` is what the status shows (never a credential)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RemoteObject:
+    href: str
+    etag: str | None
+    ics: str
+
+
+@dataclass(frozen=True)
+class RemoteChanges:
+    changed: list[RemoteObject]
+    deleted: list[str]
+    sync_token: str | None
+    full: bool  # a full listing: an href not in it has gone
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, error.AuthorizationError):
+        return "The server refused the username or app password (HTTP 401/403)."
+    if isinstance(exc, error.NotFoundError):
+        return "The server has no calendar at that URL (HTTP 404)."
+    if isinstance(exc, error.DAVError):
+        return f"The server answered with an error ({type(exc).__name__})."
+    if isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower():
+        return "The server did not answer in time."
+    if isinstance(exc, OSError) or "connect" in type(exc).__name__.lower():
+        return "The server could not be reached."
+    return f"The sync failed ({type(exc).__name__})."
+
+
+class CalDavCalendar:
+    """The calendar collection at `url`, signed in as `username`."""
+
+    def __init__(self, url: str, username: str, password: str, *, timeout_s: float) -> None:
+        self.client = DAVClient(url=url, username=username, password=password, timeout=int(max(timeout_s, 1)))
+        self.calendar = Calendar(client=self.client, url=url)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def changes(self, sync_token: str | None, *, max_objects: int) -> RemoteChanges:
+        try:
+            collection = self.calendar.get_objects_by_sync_token(sync_token=sync_token, load_objects=True)
+            assert isinstance(collection, SynchronizableCalendarObjectCollection)  # the blocking client's result
+        except Exception as exc:  # the library raises its own errors and its HTTP client's
+            raise CalDavFailed(_reason(exc)) from exc
+        deleted = {str(url) for url in collection.deleted_urls}
+        changed: list[RemoteObject] = []
+        for obj in collection.objects:
+            href = str(obj.url.canonical())
+            if href in deleted:
+                continue
+            if not obj.data:
+                deleted.add(href)
+                continue
+            changed.append(RemoteObject(href=href, etag=obj.props.get(dav.GetEtag.tag), ics=obj.data))
+        if len(changed) > max_objects:
+            raise CalDavFailed(f"The calendar holds more than {max_objects} objects; not synced.")
+        token = collection.sync_token
+        token = str(token) if token is not None else None
+        full = sync_token is None or token is None or token.startswith("fake-")
+        return RemoteChanges(changed=changed, deleted=sorted(deleted), sync_token=token, full=full)
+
+    def put(self, ics: str, *, href: str | None, todo: bool) -> tuple[str, str | None]:
+        """Store one object (a new one named by its UID, or the one at `href`); returns its href and ETag."""
+        try:
+            if href is None:
+                added = (self.calendar.add_todo if todo else self.calendar.add_event)(ics, increase_seqno=False)
+                assert isinstance(added, Event | Todo) and added.url is not None  # the blocking client's result
+                return str(added.url.canonical()), added.etag
+            cls = Todo if todo else Event
+            obj = cls(self.client, url=href, data=ics, parent=self.calendar)
+            obj.save(increase_seqno=False)
+            return href, obj.etag
+        except Exception as exc:
+            raise CalDavFailed(_reason(exc)) from exc
+
+    def delete(self, href: str) -> None:
+        try:
+            Event(self.client, url=href, parent=self.calendar).delete()
+        except error.NotFoundError:
+            pass  # gone already: what a delete wanted
+        except Exception as exc:
+            raise CalDavFailed(_reason(exc)) from exc

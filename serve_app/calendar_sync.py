@@ -1,0 +1,80 @@
+"""Background CalDAV sync, per replica: every `calendar.caldav.interval_s` the calendars due are synced one at a
+time, each claimed in the store so two replicas never sync the same one. It runs beside the turns, outside their
+admission and budgets; a failure is recorded on the source (GET /api/v1/calendar/status) and logged by its kind
+only (never a URL's credentials or a password)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from uuid import UUID
+from zoneinfo import ZoneInfo
+
+from config.settings import Settings
+from engine.calendars.caldav_client import CalDavFailed
+from engine.calendars.secrets import PasswordBox
+from store.calendars import caldav_sync, sources
+from store.calendars.caldav_sync import SyncReport
+from store.database import Database
+
+log = logging.getLogger(__name__)
+DUE_PER_ROUND = 20
+
+
+class CalendarSync:
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+        self.cfg = settings.calendar
+        self.box = PasswordBox(settings.env.calendar_key)
+        self.tz = ZoneInfo(settings.timezone)
+        self._task: asyncio.Task[None] | None = None
+        self._one = asyncio.Lock()  # one sync at a time on this replica
+
+    def now(self) -> datetime:
+        return self.settings.testing.now or datetime.now(UTC)
+
+    def start(self) -> None:
+        """Start the background loop on the running event loop (idempotent)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name="calendar-sync")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.run_due()
+            except Exception as exc:  # the loop outlives any one round's failure (a store outage included)
+                log.warning("calendar sync round failed: %s", type(exc).__name__)
+            await asyncio.sleep(self.cfg.caldav.interval_s)
+
+    async def run_due(self) -> int:
+        async with self.db.connection() as conn:
+            due = await sources.due_caldav(conn, interval_s=self.cfg.caldav.interval_s, limit=DUE_PER_ROUND)
+        done = 0
+        for user_id, source_id in due:
+            try:
+                await self.sync_one(user_id, source_id)
+                done += 1
+            except CalDavFailed as exc:
+                log.info("calendar %s did not sync: %s", source_id, exc.reason)
+        return done
+
+    async def sync_one(self, user_id: UUID, source_id: UUID) -> SyncReport | None:
+        """Sync one calendar now; None when another replica is syncing it."""
+        hold_s = self.cfg.caldav.timeout_s * 10 + 60
+        async with self._one:
+            async with self.db.connection() as conn:
+                if not await sources.claim(conn, source_id, hold_s=hold_s):
+                    return None
+            try:
+                return await caldav_sync.sync(self.db, self.box, self.cfg, self.tz, user_id, source_id, now=self.now())
+            finally:
+                async with self.db.connection() as conn:
+                    await sources.release(conn, source_id)
