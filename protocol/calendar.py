@@ -36,14 +36,19 @@ class CalendarImportCreated(WireModel):
     preview: ImportPreview
 
 
+HTTP_URL = r"^https?://[^/?#\s]+"
+
+
 class FeedUrlRequest(WireModel):
     name: NonBlankStr = Field(min_length=1, max_length=100)
-    url: PlainStr = Field(min_length=8, max_length=2000)
+    url: PlainStr = Field(
+        min_length=8, max_length=2000, pattern=HTTP_URL, description="On a host the deployment allows (calendar.fetch)."
+    )
 
 
 class CalDavLinkRequest(WireModel):
     name: NonBlankStr = Field(min_length=1, max_length=100)
-    url: PlainStr = Field(min_length=8, max_length=2000, description="The calendar collection's URL.")
+    url: PlainStr = Field(min_length=8, max_length=2000, pattern=HTTP_URL, description="The calendar collection's URL.")
     username: PlainStr = Field(min_length=1, max_length=256)
     password: StrictStr = Field(
         min_length=1, max_length=512, description="An app password; stored encrypted, never returned."

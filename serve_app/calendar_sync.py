@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
 from config.settings import Settings
 from engine.calendars.caldav_client import CalDavFailed
 from engine.calendars.secrets import PasswordBox
+from engine.clock import app_clock
 from store.calendars import caldav_sync, sources
 from store.calendars.caldav_sync import SyncReport
 from store.database import Database
@@ -29,11 +30,12 @@ class CalendarSync:
         self.cfg = settings.calendar
         self.box = PasswordBox(settings.env.calendar_key)
         self.tz = ZoneInfo(settings.timezone)
+        self.clock = app_clock(self.tz, settings.testing.now)  # the app's clock: pinned in tests
         self._task: asyncio.Task[None] | None = None
         self._one = asyncio.Lock()  # one sync at a time on this replica
 
     def now(self) -> datetime:
-        return self.settings.testing.now or datetime.now(UTC)
+        return self.clock()
 
     def start(self) -> None:
         """Start the background loop on the running event loop (idempotent)."""

@@ -5,9 +5,9 @@ items go up as objects named by their UID."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
-from caldav.calendarobjectresource import Event, Todo
-from caldav.collection import Calendar, SynchronizableCalendarObjectCollection
+from caldav.collection import Calendar
 from caldav.davclient import DAVClient
 from caldav.elements import dav
 from caldav.lib import error
@@ -51,56 +51,55 @@ def _reason(exc: Exception) -> str:
 
 
 class CalDavCalendar:
-    """The calendar collection at `url`, signed in as `username`."""
+    """The calendar collection at `url`, signed in as `username`. Objects are written with the client's own PUT and
+    DELETE (the server's ETag read from the answer); changes are read with the library's sync-collection REPORT."""
 
     def __init__(self, url: str, username: str, password: str, *, timeout_s: float) -> None:
-        self.client = DAVClient(url=url, username=username, password=password, timeout=int(max(timeout_s, 1)))
-        self.calendar = Calendar(client=self.client, url=url)
+        self.url = url if url.endswith("/") else url + "/"
+        self.client = DAVClient(url=self.url, username=username, password=password, timeout=int(max(timeout_s, 1)))
+        self.calendar = Calendar(client=self.client, url=self.url)
 
     def close(self) -> None:
         self.client.close()
 
     def changes(self, sync_token: str | None, *, max_objects: int) -> RemoteChanges:
         try:
-            collection = self.calendar.get_objects_by_sync_token(sync_token=sync_token, load_objects=True)
-            assert isinstance(collection, SynchronizableCalendarObjectCollection)  # the blocking client's result
+            collection = self.calendar.objects_by_sync_token(sync_token=sync_token, load_objects=True)
         except Exception as exc:  # the library raises its own errors and its HTTP client's
             raise CalDavFailed(_reason(exc)) from exc
-        deleted = {str(url) for url in collection.deleted_urls}
+        deleted = {str(url) for url in getattr(collection, "deleted_urls", ())}
         changed: list[RemoteObject] = []
         for obj in collection.objects:
-            href = str(obj.url.canonical())
+            href = str(obj.url)
             if href in deleted:
                 continue
-            if not obj.data:
+            if not obj.data:  # reported by the sync, gone when loaded: deleted
                 deleted.add(href)
                 continue
             changed.append(RemoteObject(href=href, etag=obj.props.get(dav.GetEtag.tag), ics=obj.data))
         if len(changed) > max_objects:
             raise CalDavFailed(f"The calendar holds more than {max_objects} objects; not synced.")
-        token = collection.sync_token
-        token = str(token) if token is not None else None
+        token = str(collection.sync_token) if collection.sync_token is not None else None
         full = sync_token is None or token is None or token.startswith("fake-")
         return RemoteChanges(changed=changed, deleted=sorted(deleted), sync_token=token, full=full)
 
-    def put(self, ics: str, *, href: str | None, todo: bool) -> tuple[str, str | None]:
+    def put(self, ics: str, *, uid: str, href: str | None) -> tuple[str, str | None]:
         """Store one object (a new one named by its UID, or the one at `href`); returns its href and ETag."""
+        target = href or self.url + quote(uid, safe="") + ".ics"
         try:
-            if href is None:
-                added = (self.calendar.add_todo if todo else self.calendar.add_event)(ics, increase_seqno=False)
-                assert isinstance(added, Event | Todo) and added.url is not None  # the blocking client's result
-                return str(added.url.canonical()), added.etag
-            cls = Todo if todo else Event
-            obj = cls(self.client, url=href, data=ics, parent=self.calendar)
-            obj.save(increase_seqno=False)
-            return href, obj.etag
+            response = self.client.put(target, ics, {"Content-Type": "text/calendar; charset=utf-8"})
         except Exception as exc:
             raise CalDavFailed(_reason(exc)) from exc
+        if response.status not in (200, 201, 204):
+            raise CalDavFailed(f"The server refused to store an item (HTTP {response.status}).")
+        return target, response.headers.get("ETag")
 
     def delete(self, href: str) -> None:
         try:
-            Event(self.client, url=href, parent=self.calendar).delete()
+            response = self.client.delete(href)
         except error.NotFoundError:
-            pass  # gone already: what a delete wanted
+            return  # gone already: what a delete wanted
         except Exception as exc:
             raise CalDavFailed(_reason(exc)) from exc
+        if response.status not in (200, 204, 404):
+            raise CalDavFailed(f"The server refused to delete an item (HTTP {response.status}).")

@@ -1,4 +1,4 @@
-"""The feed out (docs/calendars.md): POST /api/v1/calendar/feeds makes a secret feed URL, DELETE revokes it, and
+"""The feed out (docs/calendars.md): POST /api/v1/calendar/feeds makes a secret feed URL, DELETE on it revokes it, and
 GET /api/v1/calendar/feeds/{token}.ics serves the user's items as iCalendar to any calendar app, without a login (the
 token is the secret), with an ETag and Last-Modified so an unchanged feed answers 304."""
 
@@ -32,7 +32,7 @@ async def create_feed(user: CurrentUser, store: StoreDep, state: StateDep) -> Fe
     return FeedCreated(url=state.settings.calendar.feed_base_url + FEED_PATH.format(token=token), token=token)
 
 
-@router.delete("/feeds/{token}", status_code=204, responses=errors(401, 404, 422, 503))
+@router.delete("/feeds/{token}.ics", status_code=204, responses=errors(401, 404, 422, 503))
 async def revoke_feed(token: TOKEN, user: CurrentUser, store: StoreDep) -> Response:
     async with store.db.connection() as conn:
         await feeds.revoke(conn, user.id, token)

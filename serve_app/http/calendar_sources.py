@@ -47,6 +47,7 @@ IMPORT_FORM = {
                 "schema": {
                     "type": "object",
                     "required": ["file"],
+                    "additionalProperties": False,
                     "properties": {
                         "file": {"type": "string", "format": "binary", "description": "An iCalendar (.ics) file."},
                         "name": {"type": "string", "minLength": 1, "maxLength": 100},
@@ -129,7 +130,7 @@ async def import_file(request: Request, user: CurrentUser, store: StoreDep, stat
 
 
 @router.post(
-    "/sources/url", response_model=CalendarImportCreated, status_code=201, responses=errors(401, 409, 413, 422, 503)
+    "/subscriptions", response_model=CalendarImportCreated, status_code=201, responses=errors(401, 409, 413, 422, 503)
 )
 async def register_url(
     body: FeedUrlRequest, user: CurrentUser, store: StoreDep, state: StateDep

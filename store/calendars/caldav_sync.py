@@ -105,7 +105,7 @@ async def _push(
         fields = {k: row[k] for k in FeedItem.__dataclass_fields__}
         component = item_component(FeedItem(**fields), tz)
         ics = single_object(component, tz)
-        href, etag = await asyncio.to_thread(remote.put, ics, href=row["href"], todo=component.name == "VTODO")
+        href, etag = await asyncio.to_thread(remote.put, ics, uid=str(component["UID"]), href=row["href"])
         async with db.connection() as conn:
             await _linked(conn, source, row["id"], href, etag, row["version"])
         pushed += 1
