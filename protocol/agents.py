@@ -127,6 +127,7 @@ class CalendarFact(WireModel):
     end_at: datetime | None = None
     due_at: datetime | None = None
     all_day: bool = False
+    busy: bool = True  # an event that takes the time (not transparent, not cancelled)
     source_name: str
 
 
