@@ -18,6 +18,7 @@ from engine.clock import app_clock
 from store.calendars import caldav_sync, sources
 from store.calendars.caldav_sync import SyncReport
 from store.database import Database
+from store.errors import NotFound, StoreUnavailable
 
 log = logging.getLogger(__name__)
 DUE_PER_ROUND = 20
@@ -33,6 +34,7 @@ class CalendarSync:
         self.clock = app_clock(self.tz, settings.testing.now)  # the app's clock: pinned in tests
         self._task: asyncio.Task[None] | None = None
         self._one = asyncio.Lock()  # one sync at a time on this replica
+        self._kicked: set[asyncio.Task[None]] = set()  # held until done (the loop keeps only weak references)
 
     def now(self) -> datetime:
         return self.clock()
@@ -67,6 +69,18 @@ class CalendarSync:
             except CalDavFailed as exc:
                 log.info("calendar %s did not sync: %s", source_id, exc.reason)
         return done
+
+    def kick(self, user_id: UUID, source_id: UUID) -> None:
+        """Sync one calendar soon, in the background (a newly linked one); its outcome shows in its status."""
+        task = asyncio.get_running_loop().create_task(self._quietly(user_id, source_id))
+        self._kicked.add(task)
+        task.add_done_callback(self._kicked.discard)
+
+    async def _quietly(self, user_id: UUID, source_id: UUID) -> None:
+        try:
+            await self.sync_one(user_id, source_id)
+        except (CalDavFailed, NotFound, StoreUnavailable):
+            pass  # recorded on the source (the status shows it), or the source went away meanwhile
 
     async def sync_one(self, user_id: UUID, source_id: UUID) -> SyncReport | None:
         """Sync one calendar now; None when another replica is syncing it."""

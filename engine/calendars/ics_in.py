@@ -43,15 +43,20 @@ def read_calendar(
         for c in calendar.walk()
         if c.name in ("VEVENT", "VTODO") and any(p in c for p in ("RRULE", "RDATE", "RECURRENCE-ID"))
     }
+    # an undated to-do has no place in a time range (the expansion gives it a far-future date of its own)
+    undated = {str(c.get("UID", "")) for c in calendar.walk("VTODO") if "DUE" not in c and "DTSTART" not in c}
     try:
         occurrences: Iterable[Component] = recurring_ical_events.of(
             calendar, components=("VEVENT", "VTODO"), skip_bad_series=True
         ).between(start, end)
         events: list[CalendarEvent] = []
         for component in occurrences:
-            if "UID" not in component:
-                continue  # RFC 5545 requires one; without it an occurrence has no stable identity
-            events.append(occurrence(component, tz, recurring))
+            if "UID" not in component or str(component["UID"]) in undated:
+                continue  # RFC 5545 requires a UID; without it an occurrence has no stable identity
+            event = occurrence(component, tz, recurring)
+            if (event.start_at if event.kind == "event" else event.due_at) is None:
+                continue  # an undated to-do (or an event without a start) has no place in a time range
+            events.append(event)
             if len(events) > max_events:
                 raise InvalidCalendar(
                     f"The calendar holds more than {max_events} events between {start:%Y-%m-%d} and {end:%Y-%m-%d}.",
@@ -68,9 +73,9 @@ def occurrence(component: Component, tz: ZoneInfo, recurring: set[str]) -> Calen
     all_day = _is_date(component.get("DTSTART"))
     status = str(component.get("STATUS", "")).lower() or None
     common: dict[str, Any] = {
-        "uid": uid[:MAX_TITLE],
+        "uid": _clean(uid)[:MAX_TITLE],
         "recurrence_id": _recurrence_key(component) if uid in recurring else "",
-        "title": (str(component.get("SUMMARY", "")).strip() or UNTITLED)[:MAX_TITLE],
+        "title": (_clean(str(component.get("SUMMARY", ""))).strip() or UNTITLED)[:MAX_TITLE],
         "description": _text(component.get("DESCRIPTION")),
         "location": _text(component.get("LOCATION")),
         "all_day": all_day,
@@ -85,6 +90,8 @@ def occurrence(component: Component, tz: ZoneInfo, recurring: set[str]) -> Calen
     if end is None and start is not None:
         duration = component.get("DURATION")
         end = start + (duration.dt if duration is not None else timedelta(days=1) if all_day else timedelta(0))
+    if end is not None and start is not None and end < start:
+        end = start  # an end before the start (a malformed export): an instant, not a negative span
     busy = str(component.get("TRANSP", "OPAQUE")).upper() != "TRANSPARENT" and status != "cancelled"
     return CalendarEvent(kind="event", start_at=start, end_at=end, due_at=None, busy=busy, **common)
 
@@ -120,5 +127,11 @@ def _recurrence_key(component: Component) -> str:
     return value.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def _clean(text: str) -> str:
+    """Text as PostgreSQL stores it: no NUL characters."""
+    return text.replace("\x00", "")
+
+
 def _text(prop: Any) -> str | None:
-    return str(prop)[:MAX_TEXT] if prop is not None and str(prop).strip() else None
+    text = _clean(str(prop)) if prop is not None else ""
+    return text[:MAX_TEXT] if text.strip() else None

@@ -35,7 +35,7 @@ from serve_app.http.deps import CurrentUser, StateDep, StoreDep
 from serve_app.state import AppState
 from store import business
 from store.calendars import entries, feeds, imports, sources
-from store.errors import NotFound, StoreUnavailable
+from store.errors import StoreUnavailable
 
 router = APIRouter(prefix="/api/v1/calendar")
 FORM_OVERHEAD_BYTES = 16 * 1024
@@ -159,17 +159,10 @@ async def link_caldav(
         source = await sources.create(
             conn, user.id, kind="caldav", name=body.name, url=body.url, username=body.username, password_sealed=sealed
         )
-    asyncio.get_running_loop().create_task(_quietly(syncer, user.id, source.id))
+    syncer.kick(user.id, source.id)
     return CalendarSourceStatus(
         id=source.id, kind="caldav", name=source.name, url=source.url, username=source.username, entries=0
     )
-
-
-async def _quietly(syncer: CalendarSync, user_id: UUID, source_id: UUID) -> None:
-    try:
-        await syncer.sync_one(user_id, source_id)
-    except (CalDavFailed, NotFound, StoreUnavailable):
-        pass  # recorded on the source (the status shows it), or the source went away meanwhile
 
 
 @router.post("/sources/{source_id}/sync", response_model=CalendarSourceStatus, responses=errors(401, 404, 422, 503))
