@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
 from config.settings import Settings
 from engine.calendars.caldav_client import CalDavFailed
+from engine.calendars.fetch import fetch_feed
+from engine.calendars.ics_in import read_calendar
+from engine.calendars.model import CalendarTooLarge, FeedRefused, InvalidCalendar
 from engine.calendars.secrets import PasswordBox
 from engine.clock import app_clock
-from store.calendars import caldav_sync, sources
+from store.calendars import caldav_sync, imports, sources
 from store.calendars.caldav_sync import SyncReport
 from store.database import Database
 from store.errors import NotFound, StoreUnavailable
@@ -59,16 +62,45 @@ class CalendarSync:
             await asyncio.sleep(self.cfg.caldav.interval_s)
 
     async def run_due(self) -> int:
+        """Sync the CalDAV calendars and fetch the feed URLs that are due; how many went through."""
+        interval = self.cfg.caldav.interval_s
         async with self.db.connection() as conn:
-            due = await sources.due_caldav(conn, interval_s=self.cfg.caldav.interval_s, limit=DUE_PER_ROUND)
+            calendars = await sources.due(conn, kind="caldav", interval_s=interval, limit=DUE_PER_ROUND)
+            feeds = await sources.due(conn, kind="url", interval_s=interval, limit=DUE_PER_ROUND)
         done = 0
-        for user_id, source_id in due:
+        for user_id, source_id in calendars:
             try:
                 await self.sync_one(user_id, source_id)
                 done += 1
             except CalDavFailed as exc:
                 log.info("calendar %s did not sync: %s", source_id, exc.reason)
+        for user_id, source_id in feeds:
+            done += await self.refresh_feed(user_id, source_id)
         return done
+
+    async def refresh_feed(self, user_id: UUID, source_id: UUID) -> bool:
+        """Fetch a subscribed feed URL again and apply its changes; a refusal is recorded on the source."""
+        async with self.db.connection() as conn:
+            source = await sources.get(conn, user_id, source_id)
+        if source.url is None:
+            return False
+        start, end = (
+            self.now() - timedelta(days=self.cfg.horizon_past_days),
+            self.now() + timedelta(days=self.cfg.horizon_days),
+        )
+        try:
+            data = await fetch_feed(source.url, self.cfg.fetch)
+            events = await asyncio.to_thread(
+                read_calendar, data, tz=self.tz, start=start, end=end, max_events=self.cfg.max_events
+            )
+        except (FeedRefused, InvalidCalendar, CalendarTooLarge) as exc:
+            async with self.db.connection() as conn:
+                await sources.failed(conn, source_id, exc.message)
+            log.info("feed %s was not refreshed: %s", source_id, exc.code)
+            return False
+        async with self.db.connection() as conn:
+            await imports.refresh(conn, user_id, source_id, events)
+        return True
 
     def kick(self, user_id: UUID, source_id: UUID) -> None:
         """Sync one calendar soon, in the background (a newly linked one); its outcome shows in its status."""

@@ -167,7 +167,8 @@ async def link_caldav(
 
 @router.post("/sources/{source_id}/sync", response_model=CalendarSourceStatus, responses=errors(401, 404, 422, 503))
 async def sync_now(source_id: UUID, user: CurrentUser, store: StoreDep, state: StateDep) -> CalendarSourceStatus:
-    """Sync a CalDAV calendar or fetch a feed URL again now; a failure is in the returned status, not an error."""
+    """Sync a CalDAV calendar or fetch a subscribed feed URL again now; a failure is in the returned status (as the
+    background sync records it), not an error."""
     async with store.db.connection() as conn:
         source = await sources.get(conn, user.id, source_id)
     if source.kind == "caldav":
@@ -175,10 +176,8 @@ async def sync_now(source_id: UUID, user: CurrentUser, store: StoreDep, state: S
             await _sync(state).sync_one(user.id, source_id)
         except CalDavFailed:
             pass
-    elif source.kind == "url" and source.url is not None:
-        events = await _events(state, await fetch_feed(source.url, state.settings.calendar.fetch))
-        async with store.db.connection() as conn:
-            await imports.refresh(conn, user.id, source_id, events)
+    elif source.kind == "url":
+        await _sync(state).refresh_feed(user.id, source_id)
     else:
         raise InvalidCalendar("An uploaded calendar is refreshed by uploading it again.", field="source_id")
     async with store.db.connection() as conn:

@@ -105,15 +105,17 @@ async def statuses(conn: asyncpg.Connection, user_id: UUID) -> list[CalendarSour
     return [CalendarSourceStatus.model_validate(dict(r)) for r in rows]
 
 
-async def due_caldav(conn: asyncpg.Connection, *, interval_s: float, limit: int) -> list[tuple[UUID, UUID]]:
-    """(user, source) of CalDAV calendars not synced for `interval_s`, the longest waiting first."""
+async def due(conn: asyncpg.Connection, *, kind: str, interval_s: float, limit: int) -> list[tuple[UUID, UUID]]:
+    """(user, source) of the `kind` sources (caldav, url) not synced nor failed for `interval_s`, the longest waiting
+    first."""
     rows = await conn.fetch(
-        "SELECT user_id, id FROM calendar_sources WHERE kind = 'caldav'"
+        "SELECT user_id, id FROM calendar_sources WHERE kind = $3"
         " AND (last_synced_at IS NULL OR last_synced_at < now() - make_interval(secs => $1))"
         " AND (last_error_at IS NULL OR last_error_at < now() - make_interval(secs => $1))"
         " ORDER BY coalesce(last_synced_at, '-infinity') LIMIT $2",
         interval_s,
         limit,
+        kind,
     )
     return [(r["user_id"], r["id"]) for r in rows]
 

@@ -164,6 +164,9 @@ def test_a_feed_url_on_an_allowed_host_imports_and_refreshes(client):
     finally:
         server.shutdown()
         server.server_close()
+    gone = client.post(f"/api/v1/calendar/sources/{source_id}/sync", headers=headers)  # the server is gone
+    assert gone.status_code == 200 and gone.json()["entries"] == 2  # the entries stay as they were
+    assert gone.json()["last_error"].startswith("The feed could not be fetched")
 
 
 def test_refusals_are_typed(client):
