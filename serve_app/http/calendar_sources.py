@@ -36,6 +36,7 @@ from serve_app.state import AppState
 from store import business
 from store.calendars import entries, feeds, imports, sources
 from store.errors import StoreUnavailable
+from store.turn_log import utc_now  # a write request expires by the database clock, never a pinned one
 
 router = APIRouter(prefix="/api/v1/calendar")
 FORM_OVERHEAD_BYTES = 16 * 1024
@@ -124,7 +125,7 @@ async def import_file(request: Request, user: CurrentUser, store: StoreDep, stat
     async with store.db.transaction() as conn:
         created, preview = await imports.request(
             conn, user.id, name=name, kind="upload", url=None, events=events,
-            ttl_s=state.settings.database.write_request_ttl_s, now=_sync(state).now(),
+            ttl_s=state.settings.database.write_request_ttl_s, now=utc_now(),
         )  # fmt: skip
     return CalendarImportCreated(write_request=created, preview=preview)
 
@@ -141,7 +142,7 @@ async def register_url(
     async with store.db.transaction() as conn:
         created, preview = await imports.request(
             conn, user.id, name=body.name, kind="url", url=body.url, events=events,
-            ttl_s=state.settings.database.write_request_ttl_s, now=_sync(state).now(),
+            ttl_s=state.settings.database.write_request_ttl_s, now=utc_now(),
         )  # fmt: skip
     return CalendarImportCreated(write_request=created, preview=preview)
 

@@ -36,7 +36,7 @@ def app_url(postgres, tmp_path_factory):
         }
     )
     env = settings.env.model_copy(update={"calendar_key": SecretStr(Fernet.generate_key().decode())})
-    testing = settings.testing.model_copy(update={"now": datetime(2026, 12, 7, 12, 0, tzinfo=UTC)})  # the horizon's
+    testing = settings.testing.model_copy(update={"now": datetime(2026, 12, 1, 12, 0, tzinfo=UTC)})  # the horizon's
     settings = settings.model_copy(update={"calendar": cal, "env": env, "testing": testing})
     with served(store_app(postgres["dsn"], tmp_path_factory.mktemp("media"), settings)) as url:
         yield url
