@@ -40,13 +40,17 @@ class Environment(Section):
     metrics_dir: Path | None = Field(
         default=None, description=f"{METRICS_DIR_ENV}: where the replicas' metrics files are summed."
     )
+    calendar_key: SecretStr | None = Field(
+        default=None, description="The key CalDAV passwords are encrypted with, from `calendar.key_env`'s variable."
+    )
 
     @classmethod
-    def read(cls, env: Mapping[str, str], *, secret_env: str) -> Environment:
+    def read(cls, env: Mapping[str, str], *, secret_env: str, calendar_key_env: str = "") -> Environment:
         return cls(
             database_url=env.get(DATABASE_URL_ENV) or None,
             auth_secret=env.get(secret_env) or None,
             faults=env.get(FAULTS_ENV, ""),
             faults_file=Path(env[FAULTS_FILE_ENV]) if env.get(FAULTS_FILE_ENV) else None,
             metrics_dir=Path(env[METRICS_DIR_ENV]) if env.get(METRICS_DIR_ENV) else None,
+            calendar_key=(env.get(calendar_key_env) or None) if calendar_key_env else None,
         )

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from config.base import Section
 from config.budgets import Budgets
+from config.calendar import CalendarConfig
 from config.database import DatabaseConfig
 from config.engine import (
     ClauseConfig,
@@ -60,6 +61,7 @@ class Settings(Section):
     budgets: Budgets
     testing: TestingConfig = TestingConfig()
     media: MediaConfig
+    calendar: CalendarConfig = CalendarConfig()
     asr: AsrConfig
     ocr: OcrConfig
     state_dir: Path = Path("var")
@@ -138,7 +140,11 @@ def load_settings(
     raw["state_dir"] = state_dir or Path(env.get(STATE_DIR_ENV) or raw.get("state_dir") or "var")
     if env.get(METRICS_PORT_ENV):
         raw["serving"]["metrics_port"] = int(env[METRICS_PORT_ENV])
-    raw["env"] = Environment.read(env, secret_env=raw.get("auth", {}).get("secret_env", ""))
+    raw["env"] = Environment.read(
+        env,
+        secret_env=raw.get("auth", {}).get("secret_env", ""),
+        calendar_key_env=raw.get("calendar", {}).get("key_env", CalendarConfig().key_env),
+    )
     return Settings(**raw)
 
 

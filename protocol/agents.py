@@ -117,6 +117,20 @@ class FeedbackFact(WireModel):
     item_left_range: bool = False
 
 
+class CalendarFact(WireModel):
+    """An entry of one of the user's calendars (an import, a feed, a CalDAV calendar): read-only, never a candidate
+    for a write."""
+
+    title: str
+    kind: Literal["event", "deadline"]
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    due_at: datetime | None = None
+    all_day: bool = False
+    busy: bool = True  # an event that takes the time (not transparent, not cancelled)
+    source_name: str
+
+
 class SubAgentInputBase(WireModel):
     user_id: UUID
     raw_input: str
@@ -127,6 +141,9 @@ class SubAgentInputBase(WireModel):
     # facts execution reads for the agents that need them (seed 002's conditional inputs)
     feedbacks: list[FeedbackFact] = Field(default_factory=list, description="feedback in the range (review, replan)")
     user_profile: dict[str, Any] = Field(default_factory=dict)
+    calendar_entries: list[CalendarFact] = Field(
+        default_factory=list, description="the user's calendar entries in the range (query)"
+    )
     now: datetime
 
 

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from engine.calendars.model import CalendarKeyMissing, CalendarTooLarge
 from engine.errors import BatonError, InvalidInput, Overloaded, SessionForbidden, Starting, TextTooLong
 from engine.media_errors import MediaForbidden, MediaNotFound, MediaTooLarge, MediaUnavailable, UnsupportedMediaType
 from protocol.base import ErrorBody, ErrorEnvelope
@@ -26,6 +27,8 @@ from store.errors import Conflict, NotFound, SessionBusy, StoreUnavailable, Unsu
 STATUS_BY_ERROR: dict[type[BatonError], int] = {
     UnsupportedMediaType: 415,
     MediaTooLarge: 413,
+    CalendarTooLarge: 413,
+    CalendarKeyMissing: 503,
     MediaNotFound: 404,
     MediaForbidden: 403,
     MediaUnavailable: 503,

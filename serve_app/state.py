@@ -40,6 +40,7 @@ from media.uploads import MediaUploads
 from serve_app.agents.agent import ConversationAgent
 from serve_app.agents.http_turns import AgentChat
 from serve_app.auth import Auth, Callers, signing_secret
+from serve_app.calendar_sync import CalendarSync
 from serve_app.http.openai.serving import OpenAiServing
 from serve_app.http.ratelimit import RateLimits
 from serve_app.metrics import LlmMetrics, TurnMetrics
@@ -90,6 +91,7 @@ class AppState:
     llm_planner: LlmWorkflowPlanner | None = None
     llm_metrics: LlmMetrics = field(default_factory=LlmMetrics)
     ws_connections: UserConnections = field(default_factory=UserConnections)  # per user, on this replica
+    calendars: CalendarSync | None = None  # background CalDAV sync; needs the store
 
     @property
     def admission(self) -> Admission:
@@ -198,6 +200,7 @@ def build_state(
         agent_chat=agent_chat,
         llm_planner=planner,
         llm_metrics=llm_metrics or LlmMetrics(),
+        calendars=CalendarSync(db, settings) if db is not None else None,
     )
 
 
@@ -242,10 +245,15 @@ def on_start(api: FastAPI, build: Callable[[Database], AppState], dsn: str, sett
     @asynccontextmanager
     async def with_store(app: FastAPI) -> AsyncIterator[None]:
         db = await Database.open(dsn, settings.database)
-        attach(app, build(db))
+        state = build(db)
+        attach(app, state)
+        if state.calendars is not None:
+            state.calendars.start()
         try:
             yield
         finally:
+            if state.calendars is not None:
+                await state.calendars.stop()
             await db.close()
 
     api.router.lifespan_context = with_store

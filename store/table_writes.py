@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from protocol.rest import LongGoalPayload, ProfilePayload, TaskItemPayload
 from store import appliers
 from store.appliers import validated
+from store.calendars import imports as calendar_imports
 from store.errors import NotFound, StaleVersion
 
 
@@ -54,6 +55,8 @@ async def apply(conn: asyncpg.Connection, user_id: UUID, request: asyncpg.Record
         return await appliers.apply(conn, user_id, request)
     if target == "profile":
         return await _apply_profile(conn, user_id, request)
+    if (action, target) == (calendar_imports.ACTION, calendar_imports.TARGET):
+        return await calendar_imports.apply(conn, user_id, request)
     table = TABLES[target]
     if action == "create":
         values = validated(table.payload, request["payload"]).model_dump()

@@ -3,7 +3,7 @@
 An item moves when its latest feedback says it was not (fully) done or deferred, or when it is past and still
 planned with no completed feedback; completed and cancelled items never move. A moved item keeps its clock time and
 duration and steps one day at a time, from the day after `now` (or after its own day, for a later item), until it
-overlaps no item that stays and no item moved before it.
+overlaps no item that stays, no item moved before it and no busy event of the user's calendars.
 """
 
 from __future__ import annotations
@@ -129,6 +129,11 @@ class ReplanAgent:
             (item.start_at, item.end_at)
             for item in inp.candidate_items
             if item.id not in moving_ids and item.start_at and item.end_at
+        ]
+        busy += [  # the user's calendars: a moved item never lands on a busy event
+            (entry.start_at, entry.end_at)
+            for entry in inp.calendar_entries
+            if entry.kind == "event" and entry.busy and entry.start_at and entry.end_at
         ]
         changes = [_change(item, *_place(item, busy, inp.now, tz)) for item in moving]
         lines = [_line(item, change, inp.now) for item, change in zip(moving, changes, strict=True)]

@@ -14,7 +14,14 @@ from engine.agents.base import definition, failure, reply, the_one_candidate, un
 from engine.agents.schedule_words import derive_title, time_changes
 from engine.agents.text import clock, date_label, is_whole_days, moment_label, single_day
 from engine.slots import DEFAULT_LIMITS
-from protocol.agents import AgentFunctionDefinition, AgentName, AgentResponseEnvelope, CandidateItem, SubAgentInputBase
+from protocol.agents import (
+    AgentFunctionDefinition,
+    AgentName,
+    AgentResponseEnvelope,
+    CalendarFact,
+    CandidateItem,
+    SubAgentInputBase,
+)
 from protocol.rest import TaskItemPayload
 
 NAME: AgentName = "schedule_todo_agent"
@@ -59,6 +66,20 @@ def _line(item: CandidateItem, now: datetime, *, with_day: bool) -> str:
     if item.start_at:
         return f"{when} {item.title}"
     return f"{item.title}（{when}）" if when else item.title
+
+
+def _entry_line(entry: CalendarFact, now: datetime, *, with_day: bool) -> str:
+    """A calendar entry's line, marked by its calendar: "09:00 组会（日历：工作）", "作业 3（截止 …，日历：课程）"."""
+    moment = entry.start_at or entry.due_at
+    if moment is None:
+        return f"{entry.title}（日历：{entry.source_name}）"
+    when = moment_label(moment, now) if with_day else clock(moment.astimezone(now.tzinfo))
+    if entry.kind == "deadline":
+        return f"{entry.title}（截止 {when}，日历：{entry.source_name}）"
+    if entry.all_day:
+        day = moment_label(moment, now).split(" ")[0] if with_day else "全天"
+        return f"{day} {entry.title}（日历：{entry.source_name}）"
+    return f"{when} {entry.title}（日历：{entry.source_name}）"
 
 
 class ScheduleTodoAgent:
@@ -153,12 +174,21 @@ class ScheduleTodoAgent:
         if day and not is_whole_days(start, end, tz):
             label += f" {clock(start)}–{clock(end)}"
         items = sorted(inp.candidate_items, key=_sort_key)
-        if not items:
+        # Baton's items and the calendars' entries in one time order, each entry marked by its calendar
+        timed = [(_sort_key(i), _line(i, inp.now, with_day=day is None)) for i in items]
+        timed += [
+            (e.start_at or e.due_at or datetime.max.replace(tzinfo=UTC), _entry_line(e, inp.now, with_day=day is None))
+            for e in inp.calendar_entries
+        ]
+        if not timed:
             text = f"{label}没有安排。"
         else:
-            lines = [_line(item, inp.now, with_day=day is None) for item in items]
-            text = f"{label}有 {len(items)} 项安排：" + "；".join(lines) + "。"
-        return reply(NAME, "query", {"reply": text, "items": [item.model_dump(mode="json") for item in items]})
+            lines = [line for _, line in sorted(timed, key=lambda t: t[0])]
+            text = f"{label}有 {len(lines)} 项安排：" + "；".join(lines) + "。"
+        result: dict[str, Any] = {"reply": text, "items": [item.model_dump(mode="json") for item in items]}
+        if inp.calendar_entries:
+            result["calendar_entries"] = [entry.model_dump(mode="json") for entry in inp.calendar_entries]
+        return reply(NAME, "query", result)
 
 
 def _current(item: CandidateItem) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -16,6 +16,7 @@ from engine.conversation.scope import resolve
 from protocol.agents import (
     AgentFunctionDefinition,
     AgentResponseEnvelope,
+    CalendarFact,
     CandidateItem,
     ExecutionLayerInput,
     FeedbackFact,
@@ -26,6 +27,10 @@ from protocol.agents import (
 RANGE_FUNCTIONS = frozenset({("schedule_todo_agent", "query"), ("replan_agent", "replan"), ("review_agent", "review")})
 # functions whose agent reads the feedback in the range, or the user's profile
 NEEDS_FEEDBACK = frozenset({("replan_agent", "replan"), ("review_agent", "review")})
+# functions whose agent reads the user's calendar entries: a query lists the range's, a replan avoids busy calendar
+# time from the range's start to `CALENDAR_AHEAD` past the later of its end and now (where moved items may land)
+NEEDS_CALENDAR = frozenset({("schedule_todo_agent", "query"), ("replan_agent", "replan")})
+CALENDAR_AHEAD = timedelta(days=60)
 NEEDS_PROFILE = frozenset({("replan_agent", "replan"), ("long_task_split_agent", "split")})
 
 
@@ -37,6 +42,8 @@ class Facts(Protocol):
     async def feedbacks(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[FeedbackFact]: ...
 
     async def profile(self, user_id: UUID) -> dict[str, Any]: ...
+
+    async def calendar(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[CalendarFact]: ...
 
 
 class Agents(Protocol):
@@ -125,6 +132,12 @@ class Execution:
             else []
         )
         profile = await self._facts.profile(user_id) if key in NEEDS_PROFILE else {}
+        calendar: list[CalendarFact] = []
+        if key in NEEDS_CALENDAR:
+            end = inp.time_range.end_at
+            if key == ("replan_agent", "replan"):
+                end = max(end, now) + CALENDAR_AHEAD
+            calendar = await self._facts.calendar(user_id, inp.time_range.start_at, end)
         await processing("calling_agent")
         response = await self._agents.dispatch(
             agent,
@@ -138,6 +151,7 @@ class Execution:
                 candidate_items=candidates,
                 feedbacks=feedbacks,
                 user_profile=profile,
+                calendar_entries=calendar,
                 now=now,
             ),
         )

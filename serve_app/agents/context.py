@@ -14,12 +14,13 @@ import asyncpg
 from config.budgets import Budgets
 from engine.deadline import Deadline, StageTimeout
 from engine.errors import Overloaded
-from protocol.agents import CandidateItem, FeedbackFact
+from protocol.agents import CalendarFact, CandidateItem, FeedbackFact
 from protocol.http_chat import ChatResponse
 from protocol.store import ConversationMessageDTO
 from protocol.turn_debug import Timings
 from protocol.ws import TurnSummary
 from store import conversation, facts
+from store.calendars import entries
 from store.database import Database
 from store.users import User
 
@@ -72,6 +73,13 @@ class StoreFacts:
 
     async def profile(self, user_id: UUID) -> dict[str, Any]:
         return await self._read(lambda conn: facts.profile_data(conn, user_id))
+
+    async def calendar(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[CalendarFact]:
+        async def read(conn: asyncpg.Connection) -> list[CalendarFact]:
+            found = await entries.between(conn, user_id, start_at=start_at, end_at=end_at)
+            return [CalendarFact.model_validate(e.model_dump(include=set(CalendarFact.model_fields))) for e in found]
+
+        return await self._read(read)
 
     async def recent(self, user_id: UUID, limit: int) -> list[ConversationMessageDTO]:
         async def read(conn: asyncpg.Connection) -> list[ConversationMessageDTO]:

@@ -41,7 +41,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     409: "The request contradicts the stored state (`code` says which rule: `email_taken`, `already_decided`, ...).",
     413: (
         "The body is over `limits.max_body_bytes` (`body_too_large`), or an upload's file over the size limit of its "
-        "kind (`media_too_large`)."
+        "kind (`media_too_large`), or a calendar file or feed over its limit (`calendar_too_large`)."
     ),
     415: "The file is not an image or audio format Baton reads (`unsupported_media_type`).",
     422: (

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 
 from serve_app import errors
 from serve_app.apidocs import openapi
-from serve_app.http import account, chat, demo, media, rest
+from serve_app.http import account, calendar_feeds, calendar_sources, chat, demo, media, rest
 from serve_app.http.limits import BodyLimits
 from serve_app.http.middleware import AdmissionGate, ArrivalStamp, BrowserGuard, ReplicaName
 from serve_app.http.openai import api_router as openai
@@ -18,7 +18,8 @@ def create_api(*, replica: str | None = None) -> FastAPI:
     """`replica` names the replica in every response's `REPLICA_HEADER`."""
     api = FastAPI(title="Baton", version="0.1.0")
     openapi.install(api)
-    for router in (media.router, chat.router, rest.router, account.router, ws.router, openai.router, demo.router):
+    routers = (media.router, chat.router, rest.router, account.router, ws.router, openai.router, demo.router)
+    for router in (*routers, calendar_feeds.router, calendar_sources.router):
         api.include_router(router)
     errors.install(api)
     if replica is not None:

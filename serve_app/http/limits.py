@@ -16,7 +16,8 @@ from protocol.limits import text_limit
 from serve_app.errors import error_response
 from serve_app.state import state_of
 
-UPLOAD_PATHS = frozenset({"/api/v1/media/upload"})  # multipart, capped while the form is read (media.max_bytes)
+# multipart, capped while the form is read (media.max_bytes, calendar.max_upload_bytes)
+UPLOAD_PATHS = frozenset({"/api/v1/media/upload", "/api/v1/calendar/imports"})
 BODY_TOO_LARGE = "body_too_large"
 JSON_TOO_DEEP = "json_too_deep"
 # a JSON string (an unterminated one runs to the end, so no start is scanned twice) or a bracket

@@ -132,6 +132,8 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
     out[METRICS_DIR_ENV] = str(state_dir / "metrics" / str(port))
     out[FAULTS_FILE_ENV] = str(faults_file(config))
     settings = AppArgs.model_validate(app["args"]).settings()
+    if env.get(settings.calendar.key_env):  # the key CalDAV passwords are sealed with (docs/calendars.md)
+        out[settings.calendar.key_env] = env[settings.calendar.key_env]
     check_local_mode(config, settings)
     switches = serve_switches(settings)
     out.update(switches)

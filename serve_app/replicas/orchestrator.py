@@ -66,6 +66,8 @@ class Orchestrator:
         self.state = build_state(
             settings, clients, db, readiness=Readiness(ready=False, reason="warming up"), llm_metrics=llm_metrics
         )
+        if self.state.calendars is not None:
+            self.state.calendars.start()  # background CalDAV sync, beside the turns
         if settings.serving.metrics_port:
             self.state.metrics.serve(settings.serving.metrics_port, host=settings.serving.metrics_host)
         self._replica = context.replica_id.unique_id

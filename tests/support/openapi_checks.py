@@ -19,6 +19,10 @@ from pathlib import Path
 REFUSED_FOR_RULES_BEYOND_THE_SCHEMA = {
     "/api/v1/items/timeline": ((422,), "end_at must be after start_at: a rule between two parameters"),
     "/api/v1/media/upload": ((415, 422), "the file's bytes must decode as the declared file_type"),
+    "/api/v1/calendar/agenda": ((422,), "end_at must be after start_at: a rule between two parameters"),
+    "/api/v1/calendar/imports": ((422,), "the file's bytes must be an iCalendar file"),
+    "/api/v1/calendar/subscriptions": ((413, 422), "the URL's host must be allowed and answer with a calendar"),
+    "/api/v1/calendar/caldav": ((422,), "the URL's host must not be a loopback or private address"),
     "/api/v1/write-requests": (
         (422,),
         "payload times in order (end_at not before start_at), distinct replan items, "

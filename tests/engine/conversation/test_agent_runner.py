@@ -19,6 +19,9 @@ class NoFacts:
     async def items(self, user_id, start_at, end_at):
         return []
 
+    async def calendar(self, user_id, start_at, end_at):
+        return []
+
     async def feedbacks(self, user_id, start_at, end_at):
         return []
 

@@ -35,6 +35,9 @@ class FakeFacts:
         self.reads.append("items")
         return [i for i in self._items if start_at <= i.start_at < end_at]
 
+    async def calendar(self, user_id, start_at, end_at):
+        return []
+
     async def feedbacks(self, user_id, start_at, end_at):
         self.reads.append("feedbacks")
         return []

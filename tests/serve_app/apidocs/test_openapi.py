@@ -30,6 +30,7 @@ TOKEN_FREE = {
     ("/api/v1/metrics/summary", "get"),
     ("/v1/models", "get"),
     ("/v1/chat/completions", "post"),
+    ("/api/v1/calendar/feeds/{token}.ics", "get"),  # the token in the path is the feed's secret
 }
 LOCAL_MODE = {
     ("/api/v1/agent/chat", "post"),

@@ -35,6 +35,7 @@ def test_replicas_inherit_forwarded_variables_and_no_secret_enters_the_serve_con
         "BATON_FAULTS": "encoder:delay_ms=800",
         "DATABASE_URL": "postgresql://u:s3cret@db/baton",
         "BATON_AUTH_SECRET": "t0ps3cret",
+        "BATON_CALENDAR_KEY": "calendar-k3y",
     }
     config = load_serve_config(SERVE_LOCAL, env, port=8124)
     inherited = replica_environment(config, env)
@@ -42,10 +43,11 @@ def test_replicas_inherit_forwarded_variables_and_no_secret_enters_the_serve_con
     assert (
         inherited["DATABASE_URL"] == env["DATABASE_URL"] and inherited["BATON_AUTH_SECRET"] == env["BATON_AUTH_SECRET"]
     )
+    assert inherited["BATON_CALENDAR_KEY"] == "calendar-k3y"  # calendar.key_env's variable
     assert inherited["HF_HUB_OFFLINE"] == "1"  # the app's runtime_env variables
     assert inherited[FAULTS_FILE_ENV] == str(faults_file(config))
     dumped = json.dumps(config)
-    assert "s3cret" not in dumped and "t0ps3cret" not in dumped
+    assert "s3cret" not in dumped and "t0ps3cret" not in dumped and "calendar-k3y" not in dumped
     without = replica_environment(load_serve_config(SERVE_LOCAL, {"BATON_STATE_DIR": str(tmp_path)}), {})
     assert "BATON_FAULTS" not in without and "DATABASE_URL" not in without
 
