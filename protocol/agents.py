@@ -12,13 +12,16 @@ from pydantic import Field, model_validator
 from protocol.base import WireModel
 from protocol.store import ConversationMessageDTO
 
-AgentName = Literal["schedule_todo_agent", "feedback_agent", "replan_agent", "review_agent", "long_task_split_agent"]
+AgentName = Literal[
+    "schedule_todo_agent", "feedback_agent", "replan_agent", "review_agent", "long_task_split_agent", "scheduling_agent"
+]
 AGENT_NAMES: tuple[AgentName, ...] = (
     "schedule_todo_agent",
     "feedback_agent",
     "replan_agent",
     "review_agent",
     "long_task_split_agent",
+    "scheduling_agent",
 )
 
 
@@ -117,6 +120,13 @@ class FeedbackFact(WireModel):
     item_left_range: bool = False
 
 
+class BusySpan(WireModel):
+    """A time the user is busy (one of their items today; calendar events may join): [start_at, end_at)."""
+
+    start_at: datetime
+    end_at: datetime
+
+
 class SubAgentInputBase(WireModel):
     user_id: UUID
     raw_input: str
@@ -127,6 +137,9 @@ class SubAgentInputBase(WireModel):
     # facts execution reads for the agents that need them (seed 002's conditional inputs)
     feedbacks: list[FeedbackFact] = Field(default_factory=list, description="feedback in the range (review, replan)")
     user_profile: dict[str, Any] = Field(default_factory=dict)
+    busy_times: list[BusySpan] = Field(
+        default_factory=list, description="when the user is busy around the request's window (scheduling)"
+    )
     now: datetime
 
 

@@ -13,9 +13,11 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from engine.conversation.scope import resolve
+from engine.scheduling import BusyTimes, ItemBusyTimes, window
 from protocol.agents import (
     AgentFunctionDefinition,
     AgentResponseEnvelope,
+    BusySpan,
     CandidateItem,
     ExecutionLayerInput,
     FeedbackFact,
@@ -26,7 +28,11 @@ from protocol.agents import (
 RANGE_FUNCTIONS = frozenset({("schedule_todo_agent", "query"), ("replan_agent", "replan"), ("review_agent", "review")})
 # functions whose agent reads the feedback in the range, or the user's profile
 NEEDS_FEEDBACK = frozenset({("replan_agent", "replan"), ("review_agent", "review")})
-NEEDS_PROFILE = frozenset({("replan_agent", "replan"), ("long_task_split_agent", "split")})
+NEEDS_PROFILE = frozenset(
+    {("replan_agent", "replan"), ("long_task_split_agent", "split"), ("scheduling_agent", "plan")}
+)
+# functions whose agent plans into the user's free time: it gets the busy times of the request's window
+NEEDS_BUSY = frozenset({("scheduling_agent", "plan")})
 
 
 class Facts(Protocol):
@@ -80,9 +86,11 @@ async def _nothing(stage: str) -> None:
 
 
 class Execution:
-    def __init__(self, agents: Agents, facts: Facts) -> None:
+    def __init__(self, agents: Agents, facts: Facts, busy_times: BusyTimes | None = None) -> None:
+        """`busy_times`: when the user is busy (default: their items, read through `facts`)."""
         self._agents = agents
         self._facts = facts
+        self._busy_times = busy_times or ItemBusyTimes(facts)
 
     async def run(
         self,
@@ -125,6 +133,11 @@ class Execution:
             else []
         )
         profile = await self._facts.profile(user_id) if key in NEEDS_PROFILE else {}
+        busy: list[BusySpan] = []
+        if key in NEEDS_BUSY:
+            span = window(inp.raw_input, now=now, profile=profile)
+            found = await self._busy_times.busy(user_id, span.start, span.end)
+            busy = [BusySpan(start_at=b.start, end_at=b.end) for b in found]
         await processing("calling_agent")
         response = await self._agents.dispatch(
             agent,
@@ -138,6 +151,7 @@ class Execution:
                 candidate_items=candidates,
                 feedbacks=feedbacks,
                 user_profile=profile,
+                busy_times=busy,
                 now=now,
             ),
         )
