@@ -1,0 +1,213 @@
+"""`python -m benchmarks.timeflow_planning`: seed 000's Scheduling chain on the held-out planning requests
+(benchmarks/data/timeflow_planning_heldout.yaml), at the engine level, rules only (no classifier signal).
+
+Each request is planned for its user at the set's `now` over their seeded items (as the store returns them:
+CandidateItems through the chain's `BusyTimes`). Scored: the task level against the label (target ≥ 0.85), what is
+missing against the label (exact set), and every proposed slot — inside the user's working hours in their zone,
+in their free time, overlapping neither an item nor another slot of the same draft.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import NAMESPACE_URL, UUID, uuid5
+from zoneinfo import ZoneInfo
+
+import yaml
+
+from benchmarks.outputs import ROOT, provenance, write
+from engine.scheduling import Interval, ItemBusyTimes, SchedulingChain, WorkingHours, plan
+from engine.scheduling.free_time import is_free, item_intervals
+from protocol.agents import CandidateItem
+from protocol.scheduling import SchedulingDraft
+
+HELDOUT = ROOT / "benchmarks" / "data" / "timeflow_planning_heldout.yaml"
+OUT = ROOT / "benchmarks" / "results" / "timeflow_planning"
+LEVELS = ("L1", "L2", "L3")
+
+
+def seeded_items(user: dict[str, Any], today: date, tz: ZoneInfo) -> list[CandidateItem]:
+    items = []
+    for i, row in enumerate(user["items"]):
+        day = today + timedelta(days=row["day"])
+
+        def at(clock: str, day: date = day) -> datetime:
+            return datetime.combine(day, datetime.strptime(clock, "%H:%M").time(), tzinfo=tz)
+
+        common = {"id": uuid5(NAMESPACE_URL, f"planning:{i}:{row['title']}"), "title": row["title"]}
+        if "due" in row:
+            items.append(CandidateItem(**common, item_type="todo", due_at=at(row["due"])))
+        else:
+            items.append(
+                CandidateItem(**common, item_type="schedule", start_at=at(row["start"]), end_at=at(row["end"]))
+            )
+    return items
+
+
+class SeededItems:
+    """The user's items as the store's range read returns them (the store-backed test covers PostgreSQL itself)."""
+
+    def __init__(self, items: list[CandidateItem]) -> None:
+        self._items = items
+
+    async def items(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[CandidateItem]:
+        return [
+            i
+            for i in self._items
+            if (i.start_at and i.start_at < end_at and (i.end_at or i.start_at) >= start_at)
+            or (i.start_at is None and i.due_at and start_at <= i.due_at < end_at)
+        ]
+
+
+def score_case(case: dict[str, Any], draft: SchedulingDraft, items: list[CandidateItem], tz: ZoneInfo) -> dict:
+    """One request's scores: level and missing right, and each slot's checks."""
+    hours = WorkingHours.of({"working_hours": draft.working_hours})
+    busy = item_intervals(items)
+    slots = [Interval(s.start_at, s.end_at) for s in draft.slots]
+    outside = [i for i, s in enumerate(slots) if not is_free(s, tz=tz, hours=hours, busy=[])]
+    overlapping = [i for i, s in enumerate(slots) if any(s.overlaps(b) for b in busy)]
+    clashing = [i for i, s in enumerate(slots) if any(s.overlaps(o) for j, o in enumerate(slots) if j != i)]
+    return {
+        "text": case["text"],
+        "user": case.get("user", "shanghai"),
+        "level": case["level"],
+        "got_level": draft.task_level,
+        "level_right": draft.task_level == case["level"],
+        "missing": sorted(case.get("missing", [])),
+        "got_missing": sorted(draft.missing),
+        "missing_right": sorted(case.get("missing", [])) == sorted(draft.missing),
+        "slots": len(slots),
+        "slots_outside_working_hours": len(outside),
+        "slots_overlapping_items": len(overlapping),
+        "slots_overlapping_each_other": len(clashing),
+        "title": draft.title,
+        "draft_text": draft.draft_text,
+    }
+
+
+def summarize(rows: list[dict]) -> dict:
+    n = len(rows)
+    slots = sum(r["slots"] for r in rows)
+    by_level = {
+        level: {
+            "n": sum(1 for r in rows if r["level"] == level),
+            "right": sum(1 for r in rows if r["level"] == level and r["level_right"]),
+        }
+        for level in LEVELS
+    }
+    confusion = {
+        a: {b: sum(1 for r in rows if r["level"] == a and r["got_level"] == b) for b in LEVELS} for a in LEVELS
+    }
+    return {
+        "requests": n,
+        "level_accuracy": round(sum(r["level_right"] for r in rows) / n, 3) if n else 0.0,
+        "missing_exact": round(sum(r["missing_right"] for r in rows) / n, 3) if n else 0.0,
+        "by_level": by_level,
+        "confusion": confusion,
+        "slots": slots,
+        "requests_without_slots": sum(1 for r in rows if r["slots"] == 0),
+        "slots_outside_working_hours": sum(r["slots_outside_working_hours"] for r in rows),
+        "slots_overlapping_items": sum(r["slots_overlapping_items"] for r in rows),
+        "slots_overlapping_each_other": sum(r["slots_overlapping_each_other"] for r in rows),
+    }
+
+
+async def run(path: Path = HELDOUT) -> dict:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    chain, rows = SchedulingChain(), []
+    started = time.perf_counter()
+    for case in data["requests"]:
+        user = data["users"][case.get("user", "shanghai")]
+        tz = ZoneInfo(user["time_zone"])
+        now = datetime.fromisoformat(data["now_local"]).replace(tzinfo=tz)
+        items = seeded_items(user, now.date(), tz)
+        profile = {"timezone": user["time_zone"], "working_hours": user["working_hours"]}
+        draft = await plan(
+            chain,
+            case["text"],
+            user_id=uuid5(NAMESPACE_URL, user["time_zone"]),
+            now=now,
+            busy_times=ItemBusyTimes(SeededItems(items)),
+            profile=profile,
+        )
+        rows.append(score_case(case, draft, items, tz))
+    elapsed = time.perf_counter() - started
+    return {"summary": summarize(rows), "rows": rows, "ms_per_request": round(elapsed * 1000 / len(rows), 2)}
+
+
+def markdown(result: dict) -> str:
+    s = result["summary"]
+    lines = [
+        "# Planning requests: seed 000's Scheduling chain on the held-out set",
+        "",
+        f"Commit {result['provenance']['git_commit'][:7]}, {result['provenance']['measured_at']}; "
+        f"`python -m benchmarks.timeflow_planning`, engine level, rules only (no classifier signal), "
+        f"{result['ms_per_request']} ms per request.",
+        "",
+        "| | value | target |",
+        "|---|---|---|",
+        f"| requests | {s['requests']} | ≥ 30 |",
+        f"| task level right | **{s['level_accuracy']:.3f}** | ≥ 0.85 |",
+        f"| what is missing, exact set | {s['missing_exact']:.3f} | |",
+        f"| slots proposed | {s['slots']} ({s['requests_without_slots']} requests without any) | |",
+        f"| slots outside working hours | {s['slots_outside_working_hours']} | 0 |",
+        f"| slots overlapping a seeded item | {s['slots_overlapping_items']} | 0 |",
+        f"| slots overlapping another slot | {s['slots_overlapping_each_other']} | 0 |",
+        "",
+        "Confusion (rows: labelled, columns: got):",
+        "",
+        "| | L1 | L2 | L3 |",
+        "|---|---|---|---|",
+        *(f"| {a} | " + " | ".join(str(s["confusion"][a][b]) for b in LEVELS) + " |" for a in LEVELS),
+        "",
+        "Misses:",
+        "",
+        "| request | level | got | missing | got |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {r['text']} | {r['level']} | {r['got_level']} | {','.join(r['missing'])} | "
+            f"{','.join(r['got_missing'])} |"
+            for r in result["rows"]
+            if not (r["level_right"] and r["missing_right"])
+        ),
+        "",
+        "![accuracy by level](by_level.png)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def figure(result: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by = result["summary"]["by_level"]
+    fig, ax = plt.subplots(figsize=(5, 3))
+    shares = [by[level]["right"] / by[level]["n"] if by[level]["n"] else 0 for level in LEVELS]
+    ax.bar(LEVELS, shares, color=["#7aa6c2", "#4c72b0", "#2a4d69"])
+    ax.axhline(0.85, color="red", linestyle="--", linewidth=1, label="target 0.85")
+    for i, level in enumerate(LEVELS):
+        ax.text(i, shares[i] + 0.02, f"{by[level]['right']}/{by[level]['n']}", ha="center")
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("task level right")
+    ax.set_title("Held-out planning requests by labelled level")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out / "by_level.png", dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    result = asyncio.run(run())
+    result["provenance"] = provenance()
+    print(write(OUT, "report", result, markdown, figure))
+
+
+if __name__ == "__main__":
+    main()
