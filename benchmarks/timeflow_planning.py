@@ -1,29 +1,38 @@
 """`python -m benchmarks.timeflow_planning`: seed 000's Scheduling chain on the held-out planning requests
-(benchmarks/data/timeflow_planning_heldout.yaml), at the engine level, rules only (no classifier signal).
+(benchmarks/data/timeflow_planning_heldout.yaml), at the engine level over a real PostgreSQL store, rules only (no
+classifier signal, no Serve).
 
-Each request is planned for its user at the set's `now` over their seeded items (as the store returns them:
-CandidateItems through the chain's `BusyTimes`). Scored: the task level against the label (target ≥ 0.85), what is
+Each request is planned for its user at the set's `now`: the users, their profiles (time zone, working hours) and
+their items are seeded in the store first, and the chain reads the busy times through `ItemBusyTimes` over
+store.facts, as execution does. Scored: the task level against the label (target ≥ 0.85), what is
 missing against the label (exact set), and every proposed slot — inside the user's working hours in their zone,
 in their free time, overlapping neither an item nor another slot of the same draft.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import shutil
+import tempfile
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from uuid import NAMESPACE_URL, UUID, uuid5
+from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
 from zoneinfo import ZoneInfo
 
 import yaml
 
 from benchmarks.outputs import ROOT, provenance, write
+from config.settings import load_settings
 from engine.scheduling import Interval, ItemBusyTimes, SchedulingChain, WorkingHours, plan
 from engine.scheduling.free_time import is_free, item_intervals
 from protocol.agents import CandidateItem
 from protocol.scheduling import SchedulingDraft
+from store import facts, users
+from store.database import Database
 
 HELDOUT = ROOT / "benchmarks" / "data" / "timeflow_planning_heldout.yaml"
 OUT = ROOT / "benchmarks" / "results" / "timeflow_planning"
@@ -48,19 +57,32 @@ def seeded_items(user: dict[str, Any], today: date, tz: ZoneInfo) -> list[Candid
     return items
 
 
-class SeededItems:
-    """The user's items as the store's range read returns them (the store-backed test covers PostgreSQL itself)."""
+class StoreItems:
+    """The user's items as execution reads them: store.facts over a real PostgreSQL."""
 
-    def __init__(self, items: list[CandidateItem]) -> None:
-        self._items = items
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     async def items(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[CandidateItem]:
-        return [
-            i
-            for i in self._items
-            if (i.start_at and i.start_at < end_at and (i.end_at or i.start_at) >= start_at)
-            or (i.start_at is None and i.due_at and start_at <= i.due_at < end_at)
-        ]
+        async with self._db.connection() as conn:
+            return await facts.items_in_range(conn, user_id, start_at=start_at, end_at=end_at)
+
+
+async def seed(db: Database, user: dict[str, Any], items: list[CandidateItem]) -> UUID:
+    """A new user with `items` and a profile holding their time zone and working hours."""
+    profile = {"timezone": user["time_zone"], "working_hours": user["working_hours"]}
+    async with db.transaction() as conn:
+        email = f"planning-{uuid4().hex[:12]}@bench.example"
+        user_id: UUID = (await users.register(conn, email=email, password_hash="x", display_name=None)).id
+        await conn.execute(
+            "INSERT INTO user_profiles (user_id, profile_data) VALUES ($1, $2::jsonb)", user_id, json.dumps(profile)
+        )
+        await conn.executemany(
+            "INSERT INTO task_items (user_id, item_type, title, start_at, end_at, due_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6)",
+            [(user_id, i.item_type, i.title, i.start_at, i.end_at, i.due_at) for i in items],
+        )
+    return user_id
 
 
 def score_case(case: dict[str, Any], draft: SchedulingDraft, items: list[CandidateItem], tz: ZoneInfo) -> dict:
@@ -116,27 +138,47 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
-async def run(path: Path = HELDOUT) -> dict:
+async def run(db: Database, path: Path = HELDOUT) -> dict:
+    """Every held-out request planned for its seeded user over the store, scored."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    chain, rows = SchedulingChain(), []
-    started = time.perf_counter()
-    for case in data["requests"]:
-        user = data["users"][case.get("user", "shanghai")]
+    chain, rows, busy_times = SchedulingChain(), [], ItemBusyTimes(StoreItems(db))
+    seeded: dict[str, tuple[UUID, list[CandidateItem], ZoneInfo, datetime]] = {}
+    for name, user in data["users"].items():
         tz = ZoneInfo(user["time_zone"])
         now = datetime.fromisoformat(data["now_local"]).replace(tzinfo=tz)
         items = seeded_items(user, now.date(), tz)
-        profile = {"timezone": user["time_zone"], "working_hours": user["working_hours"]}
-        draft = await plan(
-            chain,
-            case["text"],
-            user_id=uuid5(NAMESPACE_URL, user["time_zone"]),
-            now=now,
-            busy_times=ItemBusyTimes(SeededItems(items)),
-            profile=profile,
-        )
+        seeded[name] = (await seed(db, user, items), items, tz, now)
+    started = time.perf_counter()
+    for case in data["requests"]:
+        user_id, items, tz, now = seeded[case.get("user", "shanghai")]
+        async with db.connection() as conn:
+            profile = await facts.profile_data(conn, user_id)
+        draft = await plan(chain, case["text"], user_id=user_id, now=now, busy_times=busy_times, profile=profile)
         rows.append(score_case(case, draft, items, tz))
     elapsed = time.perf_counter() - started
     return {"summary": summarize(rows), "rows": rows, "ms_per_request": round(elapsed * 1000 / len(rows), 2)}
+
+
+async def _measured(dsn: str | None) -> dict:
+    if dsn is not None:
+        return await _on(dsn)
+    from store.embedded import EmbeddedPostgres
+
+    folder = Path(tempfile.mkdtemp(prefix="baton-planning-"))
+    server = EmbeddedPostgres(folder / "pgdata")
+    try:
+        return await _on(server.start())
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _on(dsn: str) -> dict:
+    db = await Database.open(dsn, load_settings(ROOT / "config", {}).database)
+    try:
+        return await run(db)
+    finally:
+        await db.close()
 
 
 def markdown(result: dict) -> str:
@@ -145,8 +187,8 @@ def markdown(result: dict) -> str:
         "# Planning requests: seed 000's Scheduling chain on the held-out set",
         "",
         f"Commit {result['provenance']['git_commit'][:7]}, {result['provenance']['measured_at']}; "
-        f"`python -m benchmarks.timeflow_planning`, engine level, rules only (no classifier signal), "
-        f"{result['ms_per_request']} ms per request.",
+        f"`python -m benchmarks.timeflow_planning`, engine level over PostgreSQL, rules only (no classifier "
+        f"signal), {result['ms_per_request']} ms per request.",
         "",
         "| | value | target |",
         "|---|---|---|",
@@ -204,7 +246,9 @@ def figure(result: dict, out: Path) -> None:
 
 
 def main() -> None:
-    result = asyncio.run(run())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn", help="a PostgreSQL to seed (default: an embedded server in a temp folder)")
+    result = asyncio.run(_measured(parser.parse_args().dsn))
     result["provenance"] = provenance()
     print(write(OUT, "report", result, markdown, figure))
 
