@@ -52,14 +52,21 @@ class SchedulingAgent:
             profile=inp.user_profile,
             signal=signal,
         )
-        text = "\n".join([draft.draft_text, *draft.questions, draft.next_steps_suggestion])
+        text = _said(draft)
         result = {"reply": text, "scheduling": draft.model_dump(mode="json")}
         if not draft.slots:
             return reply(NAME, function, result)
-        return reply(NAME, function, result, db_action=_write(draft, inp))
+        return reply(NAME, function, result, db_action=_write(draft, inp, text))
 
 
-def _write(draft: SchedulingDraft, inp: SubAgentInputBase) -> dict[str, object]:
+def _said(draft: SchedulingDraft) -> str:
+    """The draft as the user reads it: the draft, how to start (an action), the questions, what to do next."""
+    lines = [draft.draft_text, draft.start_instructions or "", *draft.questions, draft.next_steps_suggestion]
+    return "\n".join(line for line in lines if line)[:2000]
+
+
+def _write(draft: SchedulingDraft, inp: SubAgentInputBase, said: str) -> dict[str, object]:
+    """The write that saves the draft; its preview is the draft as said (the gate shows it for 确认)."""
     if draft.kind == "action":
         slot = draft.slots[0]
         item = TaskItemPayload(
@@ -73,7 +80,7 @@ def _write(draft: SchedulingDraft, inp: SubAgentInputBase) -> dict[str, object]:
             "action": "create",
             "target_type": "task_item",
             "payload": item.model_dump(mode="json", exclude_none=True),
-            "preview_text": f"新建日程：{draft.draft_text}"[:2000],
+            "preview_text": said,
         }
     payload = GoalSplitPayload(
         goal=LongGoalPayload(
@@ -93,5 +100,5 @@ def _write(draft: SchedulingDraft, inp: SubAgentInputBase) -> dict[str, object]:
         "action": "goal_split",
         "target_type": "long_goal",
         "payload": payload.model_dump(mode="json", exclude_none=True),
-        "preview_text": f"按草案加入 {len(draft.slots)} 个时段：{draft.draft_text}"[:2000],
+        "preview_text": said,
     }
