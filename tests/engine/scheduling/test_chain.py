@@ -134,3 +134,20 @@ def test_subtract_and_working_hours_edges():
     ]
     assert WorkingHours.of({"working_hours": {"start": "22:00", "end": "08:00"}}) == WorkingHours.of({})
     assert not is_free(Interval(at(1, 20, 30), at(1, 21, 30)), tz=TZ, hours=WorkingHours.of({}), busy=[])
+
+
+def test_an_unknown_time_zone_or_a_past_period_falls_back_sanely():
+    draft = run("想学做蛋糕", profile={"timezone": "Mars/Olympus"})
+    assert draft.time_zone == "Asia/Shanghai" and draft.slots
+    past = run("上周想约三次羽毛球")  # a period already over: the coming days instead
+    assert past.slots and all(s.start_at >= NOW for s in past.slots)
+
+
+def test_the_words_of_a_request():
+    from engine.scheduling.words import read
+
+    words = read("接下来两周每周去三次游泳馆，每次一个半小时", NOW)
+    assert (words.per_week, words.session_minutes, words.total_minutes) == (3, 90, None)
+    assert words.period == (at(1, 0), at(15, 0)) and words.title == "去游泳馆"
+    assert read("把积压的邮件回一下", NOW).title == "回积压的邮件"
+    assert read("这个方案大概要三个小时", NOW).total_minutes == 180
