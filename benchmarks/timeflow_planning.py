@@ -26,8 +26,9 @@ from zoneinfo import ZoneInfo
 import yaml
 
 from benchmarks.outputs import ROOT, provenance, write
+from benchmarks.timeflow_planning_report import LEVELS, figure, markdown
 from config.settings import load_settings
-from engine.scheduling import Interval, ItemBusyTimes, SchedulingChain, WorkingHours, plan
+from engine.scheduling import Interval, ItemBusyTimes, SchedulingChain, Signal, WorkingHours, plan
 from engine.scheduling.free_time import is_free, item_intervals
 from protocol.agents import CandidateItem
 from protocol.scheduling import SchedulingDraft
@@ -36,7 +37,6 @@ from store.database import Database
 
 HELDOUT = ROOT / "benchmarks" / "data" / "timeflow_planning_heldout.yaml"
 OUT = ROOT / "benchmarks" / "results" / "timeflow_planning"
-LEVELS = ("L1", "L2", "L3")
 
 
 def seeded_items(user: dict[str, Any], today: date, tz: ZoneInfo) -> list[CandidateItem]:
@@ -138,9 +138,18 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
-async def run(db: Database, path: Path = HELDOUT) -> dict:
-    """Every held-out request planned for its seeded user over the store, scored."""
+async def run(db: Database, path: Path = HELDOUT, *, with_engine: bool = False) -> dict:
+    """Every held-out request planned for its seeded user over the store, scored. `with_engine`: also through the
+    timeflow pack's turn engine with its built models, to say which reach the chain and the level with the
+    classifier's signal."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    turns = {}
+    if with_engine:
+        from benchmarks.planning_route import engine_turns
+
+        shanghai = ZoneInfo(data["users"]["shanghai"]["time_zone"])
+        now = datetime.fromisoformat(data["now_local"]).replace(tzinfo=shanghai)
+        turns = await engine_turns([c["text"] for c in data["requests"]], now)
     chain, rows, busy_times = SchedulingChain(), [], ItemBusyTimes(StoreItems(db))
     seeded: dict[str, tuple[UUID, list[CandidateItem], ZoneInfo, datetime]] = {}
     for name, user in data["users"].items():
@@ -155,100 +164,58 @@ async def run(db: Database, path: Path = HELDOUT) -> dict:
             profile = await facts.profile_data(conn, user_id)
         draft = await plan(chain, case["text"], user_id=user_id, now=now, busy_times=busy_times, profile=profile)
         rows.append(score_case(case, draft, items, tz))
+        turn = turns.get(case["text"])
+        if turn is not None:
+            given = turn["signal"].get("classifier_intent") or turn["intent"]
+            signal = Signal(given, float(turn["signal"].get("classifier_score") or 0.0)) if given else None
+            with_signal = await plan(
+                chain, case["text"], user_id=user_id, now=now, busy_times=busy_times, profile=profile, signal=signal
+            )
+            rows[-1]["engine"] = {**turn, "level_with_signal": with_signal.task_level}
     elapsed = time.perf_counter() - started
-    return {"summary": summarize(rows), "rows": rows, "ms_per_request": round(elapsed * 1000 / len(rows), 2)}
+    summary = summarize(rows)
+    if turns:
+        summary["engine"] = {
+            "reached_the_chain": sum(1 for r in rows if r["engine"]["reached"]),
+            "level_accuracy_with_signal": round(
+                sum(r["engine"]["level_with_signal"] == r["level"] for r in rows) / len(rows), 3
+            ),
+        }
+    return {"summary": summary, "rows": rows, "ms_per_request": round(elapsed * 1000 / len(rows), 2)}
 
 
-async def _measured(dsn: str | None) -> dict:
+async def _measured(dsn: str | None, with_engine: bool) -> dict:
     if dsn is not None:
-        return await _on(dsn)
+        return await _on(dsn, with_engine)
     from store.embedded import EmbeddedPostgres
 
     folder = Path(tempfile.mkdtemp(prefix="baton-planning-"))
     server = EmbeddedPostgres(folder / "pgdata")
     try:
-        return await _on(server.start())
+        return await _on(server.start(), with_engine)
     finally:
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
 
 
-async def _on(dsn: str) -> dict:
+async def _on(dsn: str, with_engine: bool) -> dict:
     db = await Database.open(dsn, load_settings(ROOT / "config", {}).database)
     try:
-        return await run(db)
+        return await run(db, with_engine=with_engine)
     finally:
         await db.close()
-
-
-def markdown(result: dict) -> str:
-    s = result["summary"]
-    lines = [
-        "# Planning requests: seed 000's Scheduling chain on the held-out set",
-        "",
-        f"Commit {result['provenance']['git_commit'][:7]}, {result['provenance']['measured_at']}; "
-        f"`python -m benchmarks.timeflow_planning`, engine level over PostgreSQL, rules only (no classifier "
-        f"signal), {result['ms_per_request']} ms per request.",
-        "",
-        "| | value | target |",
-        "|---|---|---|",
-        f"| requests | {s['requests']} | ≥ 30 |",
-        f"| task level right | **{s['level_accuracy']:.3f}** | ≥ 0.85 |",
-        f"| what is missing, exact set | {s['missing_exact']:.3f} | |",
-        f"| slots proposed | {s['slots']} ({s['requests_without_slots']} requests without any) | |",
-        f"| slots outside working hours | {s['slots_outside_working_hours']} | 0 |",
-        f"| slots overlapping a seeded item | {s['slots_overlapping_items']} | 0 |",
-        f"| slots overlapping another slot | {s['slots_overlapping_each_other']} | 0 |",
-        "",
-        "Confusion (rows: labelled, columns: got):",
-        "",
-        "| | L1 | L2 | L3 |",
-        "|---|---|---|---|",
-        *(f"| {a} | " + " | ".join(str(s["confusion"][a][b]) for b in LEVELS) + " |" for a in LEVELS),
-        "",
-        "Misses:",
-        "",
-        "| request | level | got | missing | got |",
-        "|---|---|---|---|---|",
-        *(
-            f"| {r['text']} | {r['level']} | {r['got_level']} | {','.join(r['missing'])} | "
-            f"{','.join(r['got_missing'])} |"
-            for r in result["rows"]
-            if not (r["level_right"] and r["missing_right"])
-        ),
-        "",
-        "![accuracy by level](by_level.png)",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def figure(result: dict, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    by = result["summary"]["by_level"]
-    fig, ax = plt.subplots(figsize=(5, 3))
-    shares = [by[level]["right"] / by[level]["n"] if by[level]["n"] else 0 for level in LEVELS]
-    ax.bar(LEVELS, shares, color=["#7aa6c2", "#4c72b0", "#2a4d69"])
-    ax.axhline(0.85, color="red", linestyle="--", linewidth=1, label="target 0.85")
-    for i, level in enumerate(LEVELS):
-        ax.text(i, shares[i] + 0.02, f"{by[level]['right']}/{by[level]['n']}", ha="center")
-    ax.set_ylim(0, 1.1)
-    ax.set_ylabel("task level right")
-    ax.set_title("Held-out planning requests by labelled level")
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(out / "by_level.png", dpi=110)
-    plt.close(fig)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", help="a PostgreSQL to seed (default: an embedded server in a temp folder)")
-    result = asyncio.run(_measured(parser.parse_args().dsn))
+    parser.add_argument(
+        "--engine",
+        action="store_true",
+        help="also run each request through the timeflow pack's turn engine (its built models, in-process)",
+    )
+    args = parser.parse_args()
+    result = asyncio.run(_measured(args.dsn, args.engine))
     result["provenance"] = provenance()
     print(write(OUT, "report", result, markdown, figure))
 
