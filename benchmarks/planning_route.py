@@ -4,6 +4,7 @@ the conversation and what the classifier said of each (the signal the chain's le
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ async def engine_turns(texts: list[str], now: datetime) -> dict[str, dict[str, A
     from engine.turn import TurnEngine
     from protocol.http_chat import ChatRequest
 
-    settings = load_settings(ROOT / "config", {"BATON_PACK": "timeflow"})
+    settings = load_settings(ROOT / "config", {**os.environ, "BATON_PACK": "timeflow"})
     pack = load_pack(find_pack("timeflow", shipped_dir=settings.packs_dir, state_dir=settings.state_dir))
     models = InProcessModels(build_nlu(settings))
     engine = TurnEngine(

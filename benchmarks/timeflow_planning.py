@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -215,6 +216,9 @@ def main() -> None:
         help="also run each request through the timeflow pack's turn engine (its built models, in-process)",
     )
     args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     result = asyncio.run(_measured(args.dsn, args.engine))
     result["provenance"] = provenance()
     print(write(OUT, "report", result, markdown, figure))
