@@ -38,27 +38,25 @@ def _week(app, user) -> list[dict]:
 def test_a_planning_request_is_a_draft_whose_slots_exist_only_after_confirmation(tf):
     app, user = tf, register(tf)
     http = Http(app, user)
-    http.confirmed("明天下午两点提醒我开组会")  # an item the draft must plan around
-    busy = [(i["start_at"], i["end_at"]) for i in _week(app, user)]
+    http.confirmed("明天晚上六点半提醒我开组会")  # an item the draft must plan around
+    busy = [(datetime.fromisoformat(i["start_at"]), datetime.fromisoformat(i["end_at"])) for i in _week(app, user)]
+    assert len(busy) == 1
 
-    turn = http.proposed("这周想约三次羽毛球", "scheduling_agent")
+    turn = http.proposed("打算这周每天晚上写一小时小说", "scheduling_agent")
     agent = turn["agent"]
     assert agent["target_agent_name"] == "scheduling_agent", agent
     draft = agent["scheduling"]
-    assert draft["task_level"] == "L2" and draft["kind"] == "plan" and len(draft["slots"]) == 3, draft
-    assert draft["missing"] == ["duration"] and draft["questions"] and draft["next_steps_suggestion"]
-    for slot in draft["slots"]:
-        start, end = datetime.fromisoformat(slot["start_at"]), datetime.fromisoformat(slot["end_at"])
-        assert start >= PINNED_NOW and 9 <= start.astimezone(TZ).hour and end.astimezone(TZ).hour <= 21
-        assert not any(
-            start < datetime.fromisoformat(b_end) and datetime.fromisoformat(b_start) < end for b_start, b_end in busy
-        )
+    assert draft["task_level"] == "L2" and draft["kind"] == "plan" and draft["missing"] == [], draft
+    slots = [(datetime.fromisoformat(s["start_at"]), datetime.fromisoformat(s["end_at"])) for s in draft["slots"]]
+    # one evening hour a day from today (Wednesday) to Sunday; tomorrow's after the 18:30 item
+    assert [s.astimezone(TZ).day for s, _ in slots] == [2, 3, 4, 5, 6], draft
+    assert all(s >= PINNED_NOW and s.astimezone(TZ).hour >= 18 and e.astimezone(TZ).hour <= 21 for s, e in slots)
+    assert all(e - s == timedelta(hours=1) for s, e in slots)
+    assert not any(s < b_end and b_start < e for s, e in slots for b_start, b_end in busy)
+    assert slots[1][0].astimezone(TZ).strftime("%H:%M") == "19:30"
     assert _goals(app, user) == [] and len(_week(app, user)) == 1  # nothing before the decision
 
     assert http.fill("确认")["agent"]["status"] == "applied"
-    goals = _goals(app, user)
-    assert [g["title"] for g in goals] == [draft["title"]]
-    sessions = sorted(i["start_at"] for i in _week(app, user) if i["item_type"] == "subtask")
-    assert [datetime.fromisoformat(s) for s in sessions] == [
-        datetime.fromisoformat(s["start_at"]) for s in draft["slots"]
-    ]
+    assert [g["title"] for g in _goals(app, user)] == [draft["title"]]
+    sessions = sorted(datetime.fromisoformat(i["start_at"]) for i in _week(app, user) if i["item_type"] == "subtask")
+    assert sessions == [s for s, _ in slots]
