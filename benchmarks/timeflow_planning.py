@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import tempfile
@@ -75,9 +74,7 @@ async def seed(db: Database, user: dict[str, Any], items: list[CandidateItem]) -
     async with db.transaction() as conn:
         email = f"planning-{uuid4().hex[:12]}@bench.example"
         user_id: UUID = (await users.register(conn, email=email, password_hash="x", display_name=None)).id
-        await conn.execute(
-            "INSERT INTO user_profiles (user_id, profile_data) VALUES ($1, $2::jsonb)", user_id, json.dumps(profile)
-        )
+        await conn.execute("INSERT INTO user_profiles (user_id, profile_data) VALUES ($1, $2)", user_id, profile)
         await conn.executemany(
             "INSERT INTO task_items (user_id, item_type, title, start_at, end_at, due_at)"
             " VALUES ($1, $2, $3, $4, $5, $6)",
