@@ -11,6 +11,7 @@ from pydantic import Field
 
 from protocol.agents import ExecutionLayerInput
 from protocol.base import WireModel
+from protocol.scheduling import SchedulingDraft
 from protocol.ws import ClarificationPayload, SelectionRequiredPayload, WsEnvelope
 
 StepState = Literal["applied", "completed", "not_found", "declined", "failed", "not_run"]
@@ -86,5 +87,10 @@ class AgentTurn(WireModel):
     results: list[str] = Field(default_factory=list, description="Each step's reply, in order.")
     steps: list[StepReport] = Field(
         default_factory=list, description="Several agents in one message: what each step did so far."
+    )
+    scheduling: SchedulingDraft | None = Field(
+        default=None,
+        description="A planning request (seed 000's Scheduling chain): its `task_level`, the draft with its candidate "
+        "`slots` (saved only when the write is confirmed) and the `questions` about what it leaves out.",
     )
     events: list[WsEnvelope] = Field(default_factory=list, description="The turn's events, as over the WebSocket.")

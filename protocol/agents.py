@@ -12,13 +12,16 @@ from pydantic import Field, model_validator
 from protocol.base import WireModel
 from protocol.store import ConversationMessageDTO
 
-AgentName = Literal["schedule_todo_agent", "feedback_agent", "replan_agent", "review_agent", "long_task_split_agent"]
+AgentName = Literal[
+    "schedule_todo_agent", "feedback_agent", "replan_agent", "review_agent", "long_task_split_agent", "scheduling_agent"
+]
 AGENT_NAMES: tuple[AgentName, ...] = (
     "schedule_todo_agent",
     "feedback_agent",
     "replan_agent",
     "review_agent",
     "long_task_split_agent",
+    "scheduling_agent",
 )
 
 
@@ -129,6 +132,11 @@ class CalendarFact(WireModel):
     all_day: bool = False
     busy: bool = True  # an event that takes the time (not transparent, not cancelled)
     source_name: str
+class BusySpan(WireModel):
+    """A time the user is busy (one of their items today; calendar events may join): [start_at, end_at)."""
+
+    start_at: datetime
+    end_at: datetime
 
 
 class SubAgentInputBase(WireModel):
@@ -143,6 +151,9 @@ class SubAgentInputBase(WireModel):
     user_profile: dict[str, Any] = Field(default_factory=dict)
     calendar_entries: list[CalendarFact] = Field(
         default_factory=list, description="the user's calendar entries in the range (query)"
+    )
+    busy_times: list[BusySpan] = Field(
+        default_factory=list, description="when the user is busy around the request's window (scheduling)"
     )
     now: datetime
 

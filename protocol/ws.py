@@ -13,6 +13,7 @@ from protocol.agents import AgentName, ClarificationQuestion
 from protocol.base import WireModel
 from protocol.media import InputModality
 from protocol.rest import PendingClarification
+from protocol.scheduling import SchedulingDraft
 from protocol.store import ConversationMessageDTO
 from protocol.turn_debug import RoutingDebug, Timings
 from protocol.workflow import Workflow
@@ -228,6 +229,9 @@ class ConfirmationRequiredPayload(WireModel):
     confirmation_payload: dict[str, Any]
     expires_at: datetime
     turn: TurnSummary
+    scheduling: SchedulingDraft | None = Field(
+        default=None, description="A planning request's draft (task level, slots, questions) the write would save."
+    )
 
 
 class WriteAppliedPayload(WireModel):

@@ -16,6 +16,7 @@ from engine.agents.long_task_split import LongTaskSplitAgent
 from engine.agents.replan import ReplanAgent
 from engine.agents.review import ReviewAgent
 from engine.agents.schedule_todo import ScheduleTodoAgent
+from engine.agents.scheduling import SchedulingAgent
 from engine.agents.text import TextWriter
 from engine.errors import BatonError
 from protocol.agents import AgentFunctionDefinition, AgentName, AgentResponseEnvelope, SubAgentInputBase
@@ -45,9 +46,17 @@ class AgentRegistry:
 
     @classmethod
     def default(cls, writer: TextWriter | None = None) -> AgentRegistry:
-        """The five sub-agents of seed 002; `writer` (optional) rephrases the review and the plan overview."""
+        """The five sub-agents of seed 002 and seed 000's Scheduling chain; `writer` (optional) rephrases the review
+        and the plan overview."""
         return cls(
-            [ScheduleTodoAgent(), FeedbackAgent(), ReplanAgent(), ReviewAgent(writer), LongTaskSplitAgent(writer)]
+            [
+                ScheduleTodoAgent(),
+                FeedbackAgent(),
+                ReplanAgent(),
+                ReviewAgent(writer),
+                LongTaskSplitAgent(writer),
+                SchedulingAgent(),
+            ]
         )
 
     def agent(self, name: AgentName) -> SubAgent:

@@ -32,6 +32,7 @@ AGENT_LABELS = {
     "replan_agent": "重新安排",
     "review_agent": "复盘",
     "long_task_split_agent": "拆解目标",
+    "scheduling_agent": "规划草案",
 }
 STATE_LABELS: dict[StepState, str] = {
     "applied": "已保存",

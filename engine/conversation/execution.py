@@ -13,10 +13,12 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from engine.conversation.scope import resolve
+from engine.scheduling import BusyTimes, ItemBusyTimes, window
 from protocol.agents import (
     AgentFunctionDefinition,
     AgentResponseEnvelope,
     CalendarFact,
+    BusySpan,
     CandidateItem,
     ExecutionLayerInput,
     FeedbackFact,
@@ -31,7 +33,11 @@ NEEDS_FEEDBACK = frozenset({("replan_agent", "replan"), ("review_agent", "review
 # time from the range's start to `CALENDAR_AHEAD` past the later of its end and now (where moved items may land)
 NEEDS_CALENDAR = frozenset({("schedule_todo_agent", "query"), ("replan_agent", "replan")})
 CALENDAR_AHEAD = timedelta(days=60)
-NEEDS_PROFILE = frozenset({("replan_agent", "replan"), ("long_task_split_agent", "split")})
+NEEDS_PROFILE = frozenset(
+    {("replan_agent", "replan"), ("long_task_split_agent", "split"), ("scheduling_agent", "plan")}
+)
+# functions whose agent plans into the user's free time: it gets the busy times of the request's window
+NEEDS_BUSY = frozenset({("scheduling_agent", "plan")})
 
 
 class Facts(Protocol):
@@ -87,9 +93,11 @@ async def _nothing(stage: str) -> None:
 
 
 class Execution:
-    def __init__(self, agents: Agents, facts: Facts) -> None:
+    def __init__(self, agents: Agents, facts: Facts, busy_times: BusyTimes | None = None) -> None:
+        """`busy_times`: when the user is busy (default: their items, read through `facts`)."""
         self._agents = agents
         self._facts = facts
+        self._busy_times = busy_times or ItemBusyTimes(facts)
 
     async def run(
         self,
@@ -138,6 +146,11 @@ class Execution:
             if key == ("replan_agent", "replan"):
                 end = max(end, now) + CALENDAR_AHEAD
             calendar = await self._facts.calendar(user_id, inp.time_range.start_at, end)
+        busy: list[BusySpan] = []
+        if key in NEEDS_BUSY:
+            span = window(inp.raw_input, now=now, profile=profile)
+            found = await self._busy_times.busy(user_id, span.start, span.end)
+            busy = [BusySpan(start_at=b.start, end_at=b.end) for b in found]
         await processing("calling_agent")
         response = await self._agents.dispatch(
             agent,
@@ -152,6 +165,7 @@ class Execution:
                 feedbacks=feedbacks,
                 user_profile=profile,
                 calendar_entries=calendar,
+                busy_times=busy,
                 now=now,
             ),
         )

@@ -13,6 +13,7 @@ from uuid import UUID
 from engine.conversation.agent_runner import start
 from engine.conversation.perception import Clarify, Shown
 from engine.events import TurnListener
+from engine.scheduling.route import routed
 from protocol.agents import ExecutionLayerInput
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.store import ConversationMessageDTO
@@ -85,7 +86,7 @@ async def user_turn(
     said = raw_content if modality == "text" else (response.recognized_text or "")
     out = Outbox(caller.user.id, key, send)
     perceived = agent.perception.perceive(
-        response,
+        routed(response, said or "", agent.now()),
         raw_input=said or "",
         source_message_id=source_id,
         question_id=reply_id,

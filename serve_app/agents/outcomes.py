@@ -15,6 +15,7 @@ from engine.errors import BatonError
 from protocol.agents import ExecutionLayerInput
 from protocol.http_chat import ChatResponse
 from protocol.rest import WriteRequestCreate, WriteRequestCreated
+from protocol.scheduling import SchedulingDraft
 from protocol.store import StoredTimeRange
 from protocol.ws import (
     ConfirmationRequiredPayload,
@@ -107,6 +108,7 @@ async def _propose(
                 confirmation_payload=confirmation,
                 expires_at=confirmation["expires_at"],
                 turn=summary("waiting_write_confirmation", write.preview_text, deadline, response),
+                scheduling=SchedulingDraft.of(outcome.response.result),
             ),
             message,
             after_commit=True,

@@ -7,6 +7,7 @@ from typing import Any
 from protocol.agent_turn import AgentTurn, AgentTurnStatus, AppliedWrite, PendingWrite, StepReport
 from protocol.base import WireModel
 from protocol.http_chat import ChatResponse, TurnStatus
+from protocol.scheduling import SchedulingDraft
 from protocol.ws import ClarificationPayload, SelectionRequiredPayload, WsEnvelope
 from serve_app.agents.steps import KEY
 
@@ -42,6 +43,7 @@ def agent_turn(events: list[WsEnvelope]) -> AgentTurn:
                 "waiting_confirmation",
                 PendingWrite.model_validate(_fields(PendingWrite, body)),
             )
+            turn.scheduling = SchedulingDraft.of(body) or turn.scheduling
         elif kind == "write.applied":
             turn.status, turn.write_request = "applied", None
             turn.applied.append(AppliedWrite.model_validate(_fields(AppliedWrite, body)))
@@ -56,6 +58,7 @@ def agent_turn(events: list[WsEnvelope]) -> AgentTurn:
             if (body.get("turn") or {}).get("status") == "not_found":
                 turn.status = "not_found"
             turn.results.append(body["reply"])
+            turn.scheduling = SchedulingDraft.of(result) or turn.scheduling
             if isinstance(result, dict) and isinstance(result.get(KEY), list):
                 turn.steps = [StepReport.model_validate(r) for r in result[KEY]]
                 turn.status = "completed"

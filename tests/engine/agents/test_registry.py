@@ -23,6 +23,7 @@ TABLE = {
     ("replan_agent", "replan"): (["time_range"], [], True, True),
     ("review_agent", "review"): (["time_range"], [], True, False),
     ("long_task_split_agent", "split"): (["goal_title", "deadline", "weekly_hours"], ["current_level"], False, True),
+    ("scheduling_agent", "plan"): ([], ["classifier_intent", "classifier_score"], False, True),
 }
 
 
@@ -150,6 +151,7 @@ async def test_every_default_function_answers_within_the_contract() -> None:
         "replan": "重新排一下",
         "review": "复盘一下",
         "split": "我想三个月学会日语，每周能花十个小时",
+        "plan": "这周想约三次羽毛球",
     }
     for agent, function in TABLE:
         inp = make_input(inputs[function], at(12, 2), at(12, 3), items=[meeting])
