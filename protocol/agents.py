@@ -132,6 +132,8 @@ class CalendarFact(WireModel):
     all_day: bool = False
     busy: bool = True  # an event that takes the time (not transparent, not cancelled)
     source_name: str
+
+
 class BusySpan(WireModel):
     """A time the user is busy (one of their items today; calendar events may join): [start_at, end_at)."""
 

@@ -17,8 +17,8 @@ from engine.scheduling import BusyTimes, ItemBusyTimes, window
 from protocol.agents import (
     AgentFunctionDefinition,
     AgentResponseEnvelope,
-    CalendarFact,
     BusySpan,
+    CalendarFact,
     CandidateItem,
     ExecutionLayerInput,
     FeedbackFact,
