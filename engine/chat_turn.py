@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from config.settings import Settings
 from engine.deadline import StageTimeout
 from engine.dialog_rules import DialogRules
+from engine.disambiguation import Disambiguation
 from engine.fusion import RouteDecision
 from engine.llm.replies import ReplyWriter
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
@@ -45,6 +47,7 @@ class ChatTurn:
         flows: WorkflowTurns,
         replies: ReplyWriter | None,
         clock: Callable[[], datetime],
+        disambiguation: Disambiguation,
     ) -> None:
         self._pack = pack
         self._settings = settings
@@ -57,10 +60,12 @@ class ChatTurn:
         self._flows = flows
         self._replies = replies
         self._clock = clock
+        self._disambiguation = disambiguation
 
     async def run(self, session: SessionState, text: str, ctx: TurnContext) -> ChatResponse:
         """The chat turn on `session` (mutated in place): a paused workflow's answer, a pending task's, a social
         reply, or the text rewritten, routed, planned and decided."""
+        session.asked = None  # a new message leaves an open disambiguation unanswered (fill-slots answers it)
         # a paused workflow first: a confirmation answer, a stop, or a slot value in so many words (22度, A12345);
         # a bare answer to a slot question (公司) counts only if it is not a command of its own (decided below)
         maybe_answer = False
@@ -134,6 +139,12 @@ class ChatTurn:
         response.multi_intent = route.multi_intent
         return response
 
+    async def answer(
+        self, session: SessionState, text: str, slots: dict[str, Any] | None, ctx: TurnContext
+    ) -> ChatResponse:
+        """The answer to the disambiguation `session.asked` holds (engine/disambiguation.py)."""
+        return await self._disambiguation.answer(session, text, slots, ctx, lambda said: self.run(session, said, ctx))
+
     async def _decide(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
         fusion = route.fusion
         top = fusion.top.intent if fusion.top else None
@@ -157,13 +168,16 @@ class ChatTurn:
             if not fusion.ranked and ctx.deadline.degraded:
                 return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
             return reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
-        # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates
-        # (seed 003 §27.2)
+        # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: the request's own words settle
+        # it among the candidates (安排一个… asks for a new item), else offer them (seed 003 §27.2)
         options = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS][
             : self._settings.fusion.max_clarify_options
         ]
+        cued = self._disambiguation.pick(text, options)
+        if cued is not None:
+            return await self._task.execute(session, self._pack.known_intent(cued), text, ctx)
         if options:
-            return reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)
+            return self._disambiguation.ask(session, text, options, intent=top)
         return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
 
     def _workflow_response(self, session: SessionState, outcome: Outcome) -> ChatResponse:

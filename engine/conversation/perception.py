@@ -111,7 +111,11 @@ class Perception:
                 mode="single",
                 questions=[
                     ClarificationQuestion(
-                        question_id=str(question_id), field_name=field_name, question_text=response.reply
+                        question_id=str(question_id),
+                        field_name=field_name,
+                        question_text=response.reply,
+                        # a disambiguation offers what it asks among; answering one, or the missing time, settles it
+                        options=[o.model_dump() for o in response.options],
                     )
                 ],
                 original_agent_name=None,

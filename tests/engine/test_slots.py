@@ -246,6 +246,10 @@ def test_extract_destination_none(text: str) -> None:
         ("下周三", at(12, 9), at(12, 10), True, "下周三"),
         ("下个星期一", at(12, 7), at(12, 8), True, "下个星期一"),
         ("下下周一", at(12, 14), at(12, 15), True, "下下周一"),
+        # 一下 is a verb's particle: its 下 is no "next"
+        ("帮我约一下周五下午去体检", at(12, 4, 13), at(12, 4, 18), False, "周五下午"),
+        ("看一下下周三", at(12, 9), at(12, 10), True, "下周三"),
+        ("查一下周末", at(12, 5), at(12, 7), True, "周末"),
         # week / weekend / month ranges
         ("这周", at(11, 30), at(12, 7), True, "这周"),
         ("本周", at(11, 30), at(12, 7), True, "本周"),

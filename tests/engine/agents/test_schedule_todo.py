@@ -32,6 +32,12 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("下午三点到五点帮我空出来写方案", "空出来写方案"),
         ("周四下午两点我有个体检", "体检"),
         ("记得提醒我一下", "日程"),
+        # the request's own verb is no part of the thing: 安排 / 约 / 预约 ask for it
+        ("帮我约一下周五下午去体检", "体检"),
+        ("帮我安排一个和房东见面的事，后天上午十点", "和房东见面"),
+        ("找个时间去理发，周六上午", "理发"),
+        ("预约了下周二看牙", "看牙"),
+        ("周六晚上约会", "约会"),
     ],
 )
 def test_derive_title_drops_the_time_and_the_command_words(raw: str, title: str) -> None:
