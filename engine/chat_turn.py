@@ -164,18 +164,19 @@ class ChatTurn:
             fusion.decision == RouteDecision.reject
             and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
         )
+        # routing unsure (anything but a sure execute): the request's own words settle it among the candidates
+        # (安排一个… asks for a new item, 参加了 says what was done), even against a weak out-of-scope reading
+        candidates = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS]
+        cued = self._disambiguation.pick(text, candidates) if fusion.decision != RouteDecision.execute else None
+        if cued is not None:
+            return await self._task.execute(session, self._pack.known_intent(cued), text, ctx)
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and ctx.deadline.degraded:
                 return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
             return reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
-        # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: the request's own words settle
-        # it among the candidates (安排一个… asks for a new item), else offer them (seed 003 §27.2)
-        options = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS][
-            : self._settings.fusion.max_clarify_options
-        ]
-        cued = self._disambiguation.pick(text, options)
-        if cued is not None:
-            return await self._task.execute(session, self._pack.known_intent(cued), text, ctx)
+        # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates
+        # (seed 003 §27.2)
+        options = candidates[: self._settings.fusion.max_clarify_options]
         if options:
             return self._disambiguation.ask(session, text, options, intent=top)
         return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)

@@ -25,7 +25,8 @@ _RE_MONTH = re.compile(
     rf"(?P<y>明年|今年|后年|\d{{4}}年)?(?P<m>\d{{1,2}}|(?<![一二三四五六七八九十])[一二三四五六七八九十]+)月份?"
     rf"(?:(?P<d>{_NUM})[日号])?(?P<edge>底|末|初|中)?(?P<before>之前|以前|前)?"
 )
-_RE_YEAR_END = re.compile(r"(?P<y>明年|今年|后年)?(?:年底|年末|年终)(?:之前|以前|前)?")
+# 年终 is a deadline only as one (年终前); 年终总结 is a thing
+_RE_YEAR_END = re.compile(r"(?P<y>明年|今年|后年)?(?:年底|年末|年终(?=之前|以前|前))(?:之前|以前|前)?")
 _YEARS = {"今年": 0, "明年": 1, "后年": 2}
 _RE_HOURS = re.compile(
     rf"(?P<per>工作日每天|每个星期|每个礼拜|每星期|每礼拜|每周|一周|每天|一天|每日|每晚|天天)?"
@@ -100,7 +101,9 @@ def _deadline_words(text: str, now: datetime) -> tuple[datetime, str] | None:
     found = extract_datetime(text, now=now, tz=tz)
     if found is None:
         return None
-    return (at_day_end(found.start.date(), tz) if found.all_day else found.start), found.text
+    if found.all_day:  # a day or a period (这周, 这个月): by the end of its last day
+        return at_day_end((found.end - timedelta(microseconds=1)).date(), tz), found.text
+    return found.start, found.text
 
 
 def find_weekly_hours(text: str, *, bare: bool) -> tuple[float, str] | None:

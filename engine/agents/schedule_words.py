@@ -50,6 +50,9 @@ _COMMAND_WORDS = sorted(
         "安排个时间",
         "安排时间",
         "抽空",
+        "排个时间",
+        "记个事",
+        "记件事",
     ],
     key=len,
     reverse=True,
@@ -57,7 +60,7 @@ _COMMAND_WORDS = sorted(
 _RE_COMMAND = re.compile("|".join(map(re.escape, _COMMAND_WORDS)))
 # a request's own verb before the thing (安排一个…, 约一下…, 预约…) is no part of its title; 约会 is a thing
 _VERB = r"(?:安排|预约|预订|预定|约(?!会))(?:了|好了|一下|个)?"
-_RE_LEADING = re.compile(rf"^(?:我|要|去|得|的|有个|一个|还要|请|{_VERB})+")
+_RE_LEADING = re.compile(rf"^(?:我|要|去|得|的|有个|一个|还要|请|(?:给我|替我)(?=安排|预|约)|{_VERB})+")
 _RE_TRAILING = re.compile(r"(?:的事情?|的事儿|这件事|这个事|的|吧|呀|啊|哈|呢|哦|噢|呗|嘛|啦)+$")
 _RE_CLAUSE = re.compile(r"[，,。.！!？?；;、：:\s]+")
 _RE_DEADLINE = re.compile(r"^(?:之前|以前|前)")

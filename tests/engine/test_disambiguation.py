@@ -122,3 +122,21 @@ async def test_a_goal_with_a_horizon_of_weeks_is_a_long_task_split_not_a_questio
     asked = await chat(rig(text, unsure=[("long_task_split", 0.41), ("review", 0.40)]), text)
     assert asked.status == TurnStatus.decided
     assert (asked.decision.agent, asked.decision.function) == ("long_task_split_agent", "split")
+
+
+async def test_a_cue_settles_a_weak_out_of_scope_reading_and_a_done_thing_is_feedback():
+    text = "安排个时间带狗去打疫苗"
+    unsure = [("__out_of_scope__", 0.45), ("schedule_create", 0.2), ("replan", 0.15)]
+    asked = await chat(rig(text, unsure=unsure), text)
+    assert asked.status == TurnStatus.waiting_slot and asked.intent == "schedule_create"
+    text = "上周五的周会我参加了"  # feedback is fifth among the candidates: the cue still names it
+    unsure = [("schedule_query", 0.4), ("schedule_create", 0.3), ("schedule_update", 0.2), ("feedback_record", 0.05)]
+    done = await chat(rig(text, unsure=unsure), text)
+    assert done.status == TurnStatus.decided and done.intent == "feedback_record"
+
+
+async def test_a_sure_reading_is_not_overruled_by_a_cue():
+    text = "帮我约一下下周的理发"
+    fake = FakeModelClient().sure(text, "__out_of_scope__")
+    refused = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert refused.status == TurnStatus.rejected
