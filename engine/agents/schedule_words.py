@@ -78,6 +78,7 @@ _RE_SHIFT = re.compile(
     r"(?P<dir>往后推|往后挪|推迟|延后|提前|往前挪|往前调)了?(?P<n>\d+|[一二两三四五六七八九十]+)?"
     r"个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟|天)"
 )
+_RE_SAME_TIME = re.compile(r"(?:的|在)?(?:同一|同样的?|相同的?|原来的?|一样的?)(?:时间|时刻|时候|钟点)")
 _RE_DATE_HINT = re.compile(r"[天日号周月年今明昨]|星期|礼拜|\d{1,4}[-/.]\d{1,2}")
 
 
@@ -105,6 +106,7 @@ def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, boo
 def time_changes(item: CandidateItem, text: str, inp: SubAgentInputBase) -> dict[str, datetime]:
     """The item's new time fields read from `text`, its duration kept; empty when no new time is said."""
     tz = zone(inp)
+    text = _RE_SAME_TIME.sub("", text)  # 后天同一时间: the day changes, the clock stays (一时 is no 1 o'clock)
     old = item.start_at or item.due_at
     anchor = (old or inp.now).astimezone(tz)
     shift = _RE_SHIFT.search(text)

@@ -133,6 +133,11 @@ async def test_update_with_only_a_day_keeps_the_clock_time() -> None:
     assert action["payload"] == {"start_at": "2026-12-11T15:00:00+08:00", "end_at": "2026-12-11T16:00:00+08:00"}
 
 
+async def test_update_to_another_day_at_the_same_time_keeps_the_clock() -> None:
+    action = checked_action(await update("明天的会改成后天同一时间", MEETING), None)
+    assert action["payload"] == {"start_at": "2026-12-03T15:00:00+08:00", "end_at": "2026-12-03T16:00:00+08:00"}
+
+
 @pytest.mark.parametrize(
     ("raw", "start", "end"),
     [
