@@ -156,7 +156,7 @@ class ChatTurn:
 
         if top == SOCIAL and fusion.decision != RouteDecision.reject:
             return await self._social_reply(session, "chitchat", intent=top, text=text, ctx=ctx)
-        if route.multi_intent and fusion.decision != RouteDecision.reject:
+        if route.multi_intent and fusion.decision != RouteDecision.reject and not self._one_agent_request(text, route):
             return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
             return await self._task.execute(session, self._pack.known_intent(top), text, ctx)
@@ -180,6 +180,18 @@ class ChatTurn:
         if options:
             return self._disambiguation.ask(session, text, options, intent=top)
         return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
+
+    def _one_agent_request(self, text: str, route: Route) -> bool:
+        """Several intents detected, no workflow planned, fusion sure of one an agent carries and the words cue no
+        second one (我想三个月内练出腹肌，每周能练三个小时: the hours are the goal's, no request of their own)."""
+        top = route.fusion.top
+        intent = self._pack.intent(top.intent) if top is not None else None
+        return (
+            route.fusion.decision == RouteDecision.execute
+            and intent is not None
+            and intent.agent is not None
+            and len(self._disambiguation.cued(text) - {intent.id}) == 0
+        )
 
     def _workflow_response(self, session: SessionState, outcome: Outcome) -> ChatResponse:
         return workflow_response(session, outcome, self._pack, self._flows)

@@ -47,6 +47,10 @@ class Disambiguation:
         """The option the request's own words ask for (its cue), when routing was not sure."""
         return self._cues.pick(text, options)
 
+    def cued(self, text: str) -> set[str]:
+        """Every intent whose cue `text` says."""
+        return self._cues.said(text)
+
     def ask(self, session: SessionState, text: str, options: list[str], *, intent: str | None) -> ChatResponse:
         """The question, its options in the response, and the request kept for the answer."""
         session.asked = Asked(text=text, options=options)

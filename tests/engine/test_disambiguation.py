@@ -140,3 +140,18 @@ async def test_a_sure_reading_is_not_overruled_by_a_cue():
     fake = FakeModelClient().sure(text, "__out_of_scope__")
     refused = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
     assert refused.status == TurnStatus.rejected
+
+
+async def test_a_goal_with_its_hours_is_one_request_not_a_multi_intent_decision():
+    text = "我想三个月内练出腹肌，每周能练三个小时"
+    fake = FakeModelClient().sure(text, "long_task_split", detector=[("long_task_split", 0.99), ("review", 0.97)])
+    decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert decided.status == TurnStatus.decided and decided.decision.agent == "long_task_split_agent"
+    assert decided.decision.function == "split"
+
+
+async def test_two_requests_cued_stay_a_multi_intent_decision():
+    text = "跑步完成了，帮我复盘这周"
+    fake = FakeModelClient().sure(text, "feedback_record", detector=[("feedback_record", 0.99), ("review", 0.97)])
+    decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert decided.multi_intent and decided.decision.agent is None
