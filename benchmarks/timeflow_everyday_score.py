@@ -30,7 +30,6 @@ class Observed:
     deadline: datetime | None = None
     title: str | None = None
     asked: list[str] = field(default_factory=list)  # the clarifications' question types, in order
-    answered: bool = False  # an answer was said to a clarification
     confirmation: bool = False  # the last turn waits for a write's confirmation
     applied: bool | None = None  # the confirmation applied (None: nothing to confirm)
     reply: str = ""
