@@ -75,7 +75,8 @@ def markdown(result: dict[str, Any]) -> str:
     for name, fig in result["figures"].items():
         mark = "" if fig["share"] >= fig["target"] else " (below target)"
         lines.append(
-            f"| {NAMES[name]} | {fig['right']} / {fig['cases']} | **{fig['share']:.3f}**{mark} | {fig['target'] or '–'} |"
+            f"| {NAMES[name]} | {fig['right']} / {fig['cases']} | **{fig['share']:.3f}**{mark} "
+            f"| {fig['target'] or '–'} |"
         )
     misses = [c for c in result["cases"] if any(v is False for v in c["score"].values())]
     lines += ["", f"## Misses ({len(misses)} cases)", ""]
