@@ -155,3 +155,14 @@ async def test_two_requests_cued_stay_a_multi_intent_decision():
     fake = FakeModelClient().sure(text, "feedback_record", detector=[("feedback_record", 0.99), ("review", 0.97)])
     decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
     assert decided.multi_intent and decided.decision.agent is None
+
+
+def test_the_cues_of_a_new_item():
+    from engine.cues import RequestCues
+    from tests.support.fakes import pack
+
+    cues = RequestCues(pack("timeflow"))
+    for said in ("帮我约一个和HR的面谈", "帮我排一下跟客户的电话会", "安排个时间带狗去打疫苗", "帮我记个事"):
+        assert cues.said(said) == {"schedule_create"}, said
+    assert "schedule_create" not in cues.said("帮我排一下明天的计划")
+    assert "schedule_create" not in cues.said("明天有什么安排")

@@ -38,6 +38,10 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("找个时间去理发，周六上午", "理发"),
         ("预约了下周二看牙", "看牙"),
         ("周六晚上约会", "约会"),
+        ("约个时间去银行取钱，那就周三下午三点吧", "去银行取钱"),  # an answer's 那就…吧 is no part of it
+        ("我要去体检", "体检"),  # 去 before a bare activity goes, before a place it stays
+        ("明天去机场送人", "去机场送人"),
+        ("周四上午十点到十一点半开部门会", "开部门会"),
     ],
 )
 def test_derive_title_drops_the_time_and_the_command_words(raw: str, title: str) -> None:
@@ -136,6 +140,8 @@ async def test_update_with_only_a_day_keeps_the_clock_time() -> None:
 async def test_update_to_another_day_at_the_same_time_keeps_the_clock() -> None:
     action = checked_action(await update("明天的会改成后天同一时间", MEETING), None)
     assert action["payload"] == {"start_at": "2026-12-03T15:00:00+08:00", "end_at": "2026-12-03T16:00:00+08:00"}
+    action = checked_action(await update("周四晚上的读书会推到周五晚上同一时间", READING), None)
+    assert action["payload"] == {"start_at": "2026-12-04T19:00:00+08:00", "end_at": "2026-12-04T20:30:00+08:00"}
 
 
 @pytest.mark.parametrize(
