@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from config.settings import Settings
 from engine.deadline import StageTimeout
 from engine.dialog_rules import DialogRules
+from engine.disambiguation import Disambiguation
 from engine.fusion import RouteDecision
 from engine.llm.replies import ReplyWriter
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
@@ -45,6 +47,7 @@ class ChatTurn:
         flows: WorkflowTurns,
         replies: ReplyWriter | None,
         clock: Callable[[], datetime],
+        disambiguation: Disambiguation,
     ) -> None:
         self._pack = pack
         self._settings = settings
@@ -57,10 +60,12 @@ class ChatTurn:
         self._flows = flows
         self._replies = replies
         self._clock = clock
+        self._disambiguation = disambiguation
 
     async def run(self, session: SessionState, text: str, ctx: TurnContext) -> ChatResponse:
         """The chat turn on `session` (mutated in place): a paused workflow's answer, a pending task's, a social
         reply, or the text rewritten, routed, planned and decided."""
+        session.asked = None  # a new message leaves an open disambiguation unanswered (fill-slots answers it)
         # a paused workflow first: a confirmation answer, a stop, or a slot value in so many words (22度, A12345);
         # a bare answer to a slot question (公司) counts only if it is not a command of its own (decided below)
         maybe_answer = False
@@ -134,6 +139,12 @@ class ChatTurn:
         response.multi_intent = route.multi_intent
         return response
 
+    async def answer(
+        self, session: SessionState, text: str, slots: dict[str, Any] | None, ctx: TurnContext
+    ) -> ChatResponse:
+        """The answer to the disambiguation `session.asked` holds (engine/disambiguation.py)."""
+        return await self._disambiguation.answer(session, text, slots, ctx, lambda said: self.run(session, said, ctx))
+
     async def _decide(self, session: SessionState, text: str, route: Route, ctx: TurnContext) -> ChatResponse:
         fusion = route.fusion
         top = fusion.top.intent if fusion.top else None
@@ -145,7 +156,7 @@ class ChatTurn:
 
         if top == SOCIAL and fusion.decision != RouteDecision.reject:
             return await self._social_reply(session, "chitchat", intent=top, text=text, ctx=ctx)
-        if route.multi_intent and fusion.decision != RouteDecision.reject:
+        if route.multi_intent and fusion.decision != RouteDecision.reject and not self._one_agent_request(text, route):
             return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
             return await self._task.execute(session, self._pack.known_intent(top), text, ctx)
@@ -153,18 +164,34 @@ class ChatTurn:
             fusion.decision == RouteDecision.reject
             and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
         )
+        # routing unsure (anything but a sure execute): the request's own words settle it among the candidates
+        # (安排一个… asks for a new item, 参加了 says what was done), even against a weak out-of-scope reading
+        candidates = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS]
+        cued = self._disambiguation.pick(text, candidates) if fusion.decision != RouteDecision.execute else None
+        if cued is not None:
+            return await self._task.execute(session, self._pack.known_intent(cued), text, ctx)
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and ctx.deadline.degraded:
                 return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
             return reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
         # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates
         # (seed 003 §27.2)
-        options = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS][
-            : self._settings.fusion.max_clarify_options
-        ]
+        options = candidates[: self._settings.fusion.max_clarify_options]
         if options:
-            return reply(session, TurnStatus.clarify, self._say.clarify(options), intent=top)
+            return self._disambiguation.ask(session, text, options, intent=top)
         return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
+
+    def _one_agent_request(self, text: str, route: Route) -> bool:
+        """Several intents detected, no workflow planned, fusion sure of one an agent carries and the words cue no
+        second one (我想三个月内练出腹肌，每周能练三个小时: the hours are the goal's, no request of their own)."""
+        top = route.fusion.top
+        intent = self._pack.intent(top.intent) if top is not None else None
+        return (
+            route.fusion.decision == RouteDecision.execute
+            and intent is not None
+            and intent.agent is not None
+            and len(self._disambiguation.cued(text) - {intent.id}) == 0
+        )
 
     def _workflow_response(self, session: SessionState, outcome: Outcome) -> ChatResponse:
         return workflow_response(session, outcome, self._pack, self._flows)

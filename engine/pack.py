@@ -105,9 +105,20 @@ class Rules(Strict):
         description="The last words in a turn naming a side of an opposite pair "
         "decide between the pair over the models' reading.",
     )
+    cues: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Intent → regexes of the words that ask for it (安排一个…: a new item). When routing is not sure, "
+        "the one candidate whose cue the turn says is executed instead of asking which (engine/cues.py).",
+    )
 
     @model_validator(mode="after")
     def _ceasing_compiles(self) -> Rules:
+        for intent, patterns in self.cues.items():
+            for pattern in patterns:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"rules.cues.{intent}: {pattern!r} is not a valid regex: {exc}") from exc
         for pattern in self.ceasing:
             try:
                 re.compile(pattern)
@@ -232,6 +243,9 @@ class Pack(Strict):
         unknown = sorted({*self.rules.opposites, *self.rules.opposites.values()} - set(ids))
         if unknown:
             raise ValueError(f"rules.opposites names unknown intents: {unknown}")
+        unknown = sorted(set(self.rules.cues) - set(ids))
+        if unknown:
+            raise ValueError(f"rules.cues names unknown intents: {unknown}")
         unpaired = sorted(set(self.rules.sides.words) - {*self.rules.opposites, *self.rules.opposites.values()})
         if unpaired:
             raise ValueError(f"rules.sides.words names intents without an opposite: {unpaired}")

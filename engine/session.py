@@ -28,6 +28,13 @@ class SessionStatus(StrEnum):
 ACTIVE = frozenset({SessionStatus.waiting_slot, SessionStatus.waiting_confirmation})
 
 
+class Asked(BaseModel):
+    """An open disambiguation: the request it asked about and the intents it offered."""
+
+    text: str
+    options: list[str]
+
+
 class SessionState(BaseModel):
     session_id: str
     user_id: str
@@ -40,6 +47,9 @@ class SessionState(BaseModel):
     )
     workflow: Workflow | None = Field(
         default=None, description="The planned workflow this conversation is running or paused in."
+    )
+    asked: Asked | None = Field(
+        default=None, description="The disambiguation the last turn asked; the next answer settles it."
     )
     last_user_text: str = ""
     last_agent_text: str = ""

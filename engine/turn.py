@@ -14,6 +14,7 @@ from engine.chat_turn import ChatTurn
 from engine.clauses import ClauseSplitter
 from engine.deadline import Deadline
 from engine.dialog_rules import DialogRules
+from engine.disambiguation import Disambiguation
 from engine.errors import InvalidInput, SessionForbidden, TextTooLong
 from engine.events import ClientGone, TurnListener
 from engine.keyword import KeywordMatcher
@@ -116,6 +117,9 @@ class TurnEngine:
             flows=self._flows,
             replies=self._replies,
             clock=self._clock,
+            disambiguation=Disambiguation(
+                pack=pack, router=self._router, task=self._task, rules=self._rules, say=self._say
+            ),
         )
 
     # ---- entry points -------------------------------------------------------------------------
@@ -179,6 +183,9 @@ class TurnEngine:
         if request.text is None and request.slots is None:
             raise InvalidInput("Provide 'text' or 'slots'.", field="text")
         text = self._checked_text(request.text) if request.text is not None else ""
+        if session is not None and session.asked is not None and not self._flows.active(session):
+            response = await self._turn.answer(session, text, request.slots, ctx)
+            return self._finish(session, text, response, ctx)
         if session is not None and self._flows.active(session):
             outcome = await self._flows.resume(session, text, request.slots, self._task.runner(ctx), ctx.step)
             response = workflow_response(session, outcome or self._flows.ask_again(session), self.pack, self._flows)

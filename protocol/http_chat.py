@@ -112,6 +112,13 @@ class Decision(WireModel):
     time_range: TimeRange | None = None
 
 
+class ClarifyOption(WireModel):
+    """One intent a `clarify` turn offers: answer with its `label` (or `value`), or say what the request lacked."""
+
+    value: str = Field(description="The intent id.")
+    label: str = Field(description="Its name, as the question says it.")
+
+
 class ChatResponse(WireModel):
     session_id: str
     reply: str
@@ -119,6 +126,11 @@ class ChatResponse(WireModel):
     intent: str | None = None
     slots: dict[str, Any] = Field(default_factory=dict)
     pending_slots: list[str] = Field(default_factory=list)
+    options: list[ClarifyOption] = Field(
+        default_factory=list,
+        description="A `clarify` turn: the intents it asks to choose among. The answer (fill-slots) may name one, or "
+        "give what the request was missing (a time), which settles it.",
+    )
     detected_intents: list[Candidate] = Field(default_factory=list)
     multi_intent: bool = False
     decision: Decision | None = None

@@ -25,7 +25,8 @@ _RE_MONTH = re.compile(
     rf"(?P<y>明年|今年|后年|\d{{4}}年)?(?P<m>\d{{1,2}}|(?<![一二三四五六七八九十])[一二三四五六七八九十]+)月份?"
     rf"(?:(?P<d>{_NUM})[日号])?(?P<edge>底|末|初|中)?(?P<before>之前|以前|前)?"
 )
-_RE_YEAR_END = re.compile(r"(?P<y>明年|今年|后年)?(?:年底|年末|年终)(?:之前|以前|前)?")
+# 年终 is a deadline only as one (年终前); 年终总结 is a thing
+_RE_YEAR_END = re.compile(r"(?P<y>明年|今年|后年)?(?:年底|年末|年终(?=之前|以前|前))(?:之前|以前|前)?")
 _YEARS = {"今年": 0, "明年": 1, "后年": 2}
 _RE_HOURS = re.compile(
     rf"(?P<per>工作日每天|每个星期|每个礼拜|每星期|每礼拜|每周|一周|每天|一天|每日|每晚|天天)?"
@@ -36,7 +37,9 @@ _DAYS_PER = {"工作日每天": 5, "每天": 7, "一天": 7, "每日": 7, "每�
 _RE_BARE_NUMBER = re.compile(rf"(?:大概|大约|差不多|能有)?(?P<n>{_NUM})(?:个)?(?:小时)?(?:左右)?")
 RE_LEVEL = re.compile(r"零基础|没有?(?:任何)?基础|有(?:一点|一些|一定的?)基础|学过一点|初学者?|新手")
 _RE_GOAL_CUT = re.compile(r"帮我|帮忙|请你|拆|分解|分阶段|规划|制定|怎么|如何|做个|做一个")
-_RE_GOAL_LEAD = re.compile(r"^(?:我|想要|想|要|打算|准备|计划|希望|在|把|争取|内|以内|之内|这个|将|今年|明年|后年)+")
+_RE_GOAL_LEAD = re.compile(
+    r"^(?:我|想要|想|要|打算|准备|计划|希望|在|把|争取|内|以内|之内|这个|将|今年|明年|后年|一下)+"
+)
 _RE_GOAL_TAIL = re.compile(r"(?:这个目标|这件事|这个|的|吧|呢)+$")
 _RE_CLAUSE = re.compile(r"[，,。！!？?；;\s]+")
 
@@ -100,7 +103,9 @@ def _deadline_words(text: str, now: datetime) -> tuple[datetime, str] | None:
     found = extract_datetime(text, now=now, tz=tz)
     if found is None:
         return None
-    return (at_day_end(found.start.date(), tz) if found.all_day else found.start), found.text
+    if found.all_day:  # a day or a period (这周, 这个月): by the end of its last day
+        return at_day_end((found.end - timedelta(microseconds=1)).date(), tz), found.text
+    return found.start, found.text
 
 
 def find_weekly_hours(text: str, *, bare: bool) -> tuple[float, str] | None:
@@ -126,8 +131,9 @@ def tidy(hours: float) -> float | int:
 
 def goal_title(text: str) -> str | None:
     for clause in _RE_CLAUSE.split(text):
-        cut = _RE_GOAL_CUT.search(clause)
-        title = _RE_GOAL_TAIL.sub("", _RE_GOAL_LEAD.sub("", clause[: cut.start()] if cut else clause))
-        if title:
-            return title[:200]
+        # the goal is said before the request words (…，帮我拆一下) or between them (帮我把…拆成计划)
+        for part in _RE_GOAL_CUT.split(clause):
+            title = _RE_GOAL_TAIL.sub("", _RE_GOAL_LEAD.sub("", part))
+            if title:
+                return title[:200]
     return None

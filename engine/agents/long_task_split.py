@@ -7,6 +7,7 @@ Besides `run`, the agent tells the dialogue what it needs: `questions` (one Chin
 from __future__ import annotations
 
 import math
+import re
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -105,7 +106,7 @@ class LongTaskSplitAgent:
         deadline = find_deadline(rest, now)
         if deadline:
             found["deadline"] = deadline[0].isoformat()
-            rest = rest.replace(deadline[1], "", 1)
+            rest = re.sub(re.escape(deadline[1]) + "(?:之前|以前|前)?", "", rest, count=1)  # 明天之前: both words
         level = RE_LEVEL.search(rest)
         if level:
             found["current_level"] = level.group(0)

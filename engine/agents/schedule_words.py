@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta, tzinfo
 
 from engine.agents.base import zone
@@ -44,13 +45,26 @@ _COMMAND_WORDS = sorted(
         "加进日程",
         "日程里",
         "待办",
+        "找个时间",
+        "抽个时间",
+        "约个时间",
+        "安排个时间",
+        "安排时间",
+        "抽空",
+        "排个时间",
+        "记个事",
+        "记件事",
     ],
     key=len,
     reverse=True,
 )
 _RE_COMMAND = re.compile("|".join(map(re.escape, _COMMAND_WORDS)))
-_RE_LEADING = re.compile(r"^(?:我|要|去|得|的|有个|一个|还要|请)+")
-_RE_TRAILING = re.compile(r"(?:的|吧|呀|啊|哈|呢|哦|噢|呗|嘛|啦)+$")
+# a request's own verb before the thing (安排一个…, 约一下…, 预约…) is no part of its title; 约会 is a thing
+_VERB = r"(?:安排|预约|预订|预定|约(?!会))(?:了|好了|一下|个)?"
+_RE_LEADING = re.compile(rf"^(?:我|要|得|的|有个|一个|还要|请|那就|就|(?:给我|替我)(?=安排|预|约)|{_VERB})+")
+# 去 before a bare activity is no part of it (去体检 → 体检); before a place it is the user's words (去机场接人)
+_RE_BARE_GO = re.compile(r"^去(?=.{1,3}$)")
+_RE_TRAILING = re.compile(r"(?:的事情?|的事儿|这件事|这个事|的|吧|呀|啊|哈|呢|哦|噢|呗|嘛|啦)+$")
 _RE_CLAUSE = re.compile(r"[，,。.！!？?；;、：:\s]+")
 _RE_DEADLINE = re.compile(r"^(?:之前|以前|前)")
 _RE_CONNECTOR = re.compile(r"(?:到|至|~|～|-|—)$")
@@ -67,6 +81,7 @@ _RE_SHIFT = re.compile(
     r"(?P<dir>往后推|往后挪|推迟|延后|提前|往前挪|往前调)了?(?P<n>\d+|[一二两三四五六七八九十]+)?"
     r"个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟|天)"
 )
+_RE_SAME_TIME = re.compile(r"(?:的|在)?(?:同一|同样的?|相同的?|原来的?|一样的?)(?:时间|时刻|时候|钟点)")
 _RE_DATE_HINT = re.compile(r"[天日号周月年今明昨]|星期|礼拜|\d{1,4}[-/.]\d{1,2}")
 
 
@@ -85,7 +100,7 @@ def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, boo
             deadline = deadline or (due is not None and not clauses)
             clause = _RE_CONNECTOR.sub("", head) + tail[due.end() if due else 0 :]
         clause = _RE_COMMAND.sub("", clause)
-        clause = _RE_TRAILING.sub("", _RE_LEADING.sub("", clause))
+        clause = _RE_BARE_GO.sub("", _RE_TRAILING.sub("", _RE_LEADING.sub("", clause)))
         if clause:
             clauses.append(clause)
     return "，".join(clauses)[:200] or _FALLBACK_TITLE, deadline
@@ -101,9 +116,14 @@ def time_changes(item: CandidateItem, text: str, inp: SubAgentInputBase) -> dict
         new_start = anchor + _shift_delta(shift)
     else:
         marker = _RE_MOVE.search(text)
-        found = extract_datetime(text[marker.end() :], now=inp.now, tz=tz) if marker else None
+        said = text[marker.end() :] if marker else ""
+        same_clock = _RE_SAME_TIME.search(said) is not None
+        found = extract_datetime(_RE_SAME_TIME.sub("", said), now=inp.now, tz=tz) if marker else None
         if found is None:
             return {}
+        if same_clock:  # 明晚同一时间 (一时 is no 1 o'clock): that day, the item's own clock
+            day = found.start.replace(hour=0, minute=0, second=0, microsecond=0)
+            found = replace(found, start=day, end=day + timedelta(days=1), all_day=True)
         if not _RE_DATE_HINT.search(found.text):
             # only a clock or a period was said: it stays on the item's own day
             day_start = anchor.replace(hour=0, minute=0, second=0, microsecond=0)

@@ -8,6 +8,7 @@ questions all at once, reusing answers given in the recent messages.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from typing import Any, Protocol
@@ -32,6 +33,9 @@ QUESTION_FIELDS = {
 }
 SPLIT = ("long_task_split_agent", "split")
 MOVES = frozenset({"update"})  # functions whose words name the item's time and then its new one
+PAST_FACING = frozenset({("feedback_agent", "record")})  # functions about what already happened
+_RE_AHEAD = re.compile(r"明|后天|下|以后|之后|未来")
+_RE_WEEKDAY = re.compile(r"周|星期|礼拜")
 
 
 class SplitQuestions(Protocol):
@@ -111,7 +115,11 @@ class Perception:
                 mode="single",
                 questions=[
                     ClarificationQuestion(
-                        question_id=str(question_id), field_name=field_name, question_text=response.reply
+                        question_id=str(question_id),
+                        field_name=field_name,
+                        question_text=response.reply,
+                        # a disambiguation offers what it asks among; answering one, or the missing time, settles it
+                        options=[o.model_dump() for o in response.options],
                     )
                 ],
                 original_agent_name=None,
@@ -192,9 +200,12 @@ class Perception:
             said = TimeRange(**found.to_dict()) if found else None
         if said is None:
             return default_range(self._cfg, agent, function, now)
-        return AgentTimeRange(
-            start_at=datetime.fromisoformat(said.start), end_at=datetime.fromisoformat(said.end), source="user_explicit"
-        )
+        start, end = datetime.fromisoformat(said.start), datetime.fromisoformat(said.end)
+        if (agent, function) in PAST_FACING and start > now and not _RE_AHEAD.search(said.text):
+            # what was (not) done is about the last 周一 / 早上, not the next one a bare time reads as
+            back = timedelta(days=7) if _RE_WEEKDAY.search(said.text) else timedelta(days=1)
+            start, end = (start - back, end - back) if start - back <= now else (start, end)
+        return AgentTimeRange(start_at=start, end_at=end, source="user_explicit")
 
     def split_questions(self, missing: list[str], known: dict[str, Any], question_id: UUID, *, reason: str) -> Clarify:
         questions = [

@@ -56,11 +56,13 @@ _RE_DAY_WORD = re.compile("|".join(sorted(_DAY_WORDS, key=len, reverse=True)))
 _RE_DAYS_LATER = re.compile(rf"(?P<n>{_INT_FIRST})个?(?P<unit>天|日|周|星期|礼拜|月)(?P<dir>以后|之后|后|以前|之前|前)")
 _RE_ISO_DATE = re.compile(r"(?<!\d)(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?!\d)")
 _RE_MONTH_DAY = re.compile(rf"(?:(?P<y>\d{{4}}|[{_CN_DIGITS}]{{4}})年)?(?P<m>{_INT_FIRST})月(?P<d>{_INT})[日号]?")
-_RE_MONTH_REL = re.compile(rf"(?P<rel>上|下|这|本)个?月(?:(?P<d>{_INT})[号日]|(?P<edge>底|末|初))?")
+# 一下 is a verb's particle, not 下 of a week or month: 约一下周五 is this Friday, 看一下下周 next week
+_NEXT = "(?<!一)下"
+_RE_MONTH_REL = re.compile(rf"(?P<rel>上|{_NEXT}|这|本)个?月(?:(?P<d>{_INT})[号日]|(?P<edge>底|末|初))?")
 _RE_MONTH_EDGE = re.compile(r"月(?P<edge>底|末|初)")
-_RE_WEEKEND = re.compile(r"(?P<rel>上|下|这|本)?个?周末")
+_RE_WEEKEND = re.compile(rf"(?P<rel>上|{_NEXT}|这|本)?个?周末")
 _RE_WEEK = re.compile(
-    r"(?P<rel>上上|下下|上|下|这|本)?(?P<ge>个)?(?:周|星期|礼拜)(?!末)(?P<d>[一二三四五六日天七1-7](?!气))?"
+    rf"(?P<rel>上上|{_NEXT}下|上|{_NEXT}|这|本)?(?P<ge>个)?(?:周|星期|礼拜)(?!末)(?P<d>[一二三四五六日天七1-7](?!气))?"
 )
 _RE_DAY_OF_MONTH = re.compile(rf"(?<![月\d{_CN_DIGITS}十])(?P<d>{_INT})[号日](?!线)")
 

@@ -180,4 +180,24 @@ def extract_datetime(
         return None
     parts = _Parts(days, period, clock)
     start, end, all_day = _range_from_parts(parts, now, tz, limits.event_duration)
-    return TimeRange(start, end, scanner.matched_text(), all_day)
+    said = scanner.matched_text()
+    if clock is not None and (until := _until(text, max(e for _, e in scanner.spans), start, tz, limits)):
+        end, said = until[0], said + until[1]
+    return TimeRange(start, end, said, all_day)
+
+
+_RE_UNTIL = re.compile(r"\s*(?:到|至|~|～|-|—)\s*")
+_LONGEST_SPAN = timedelta(hours=14)
+
+
+def _until(text: str, at: int, start: datetime, tz: tzinfo | None, limits: SlotLimits) -> tuple[datetime, str] | None:
+    """下午两点到四点: the clock right after `至/到` ends the range (a bare 四点 after a pm start is pm too)."""
+    joined = _RE_UNTIL.match(text, at)
+    if joined is None:
+        return None
+    rest = text[joined.end() :]
+    found = extract_datetime(rest, now=_at(start.date(), tz), tz=tz, limits=limits)
+    if found is None or found.all_day or not rest.startswith(found.text):
+        return None
+    end = found.start if found.start > start else found.start + timedelta(hours=12)
+    return (end, joined.group(0) + found.text) if start < end <= start + _LONGEST_SPAN else None

@@ -11,7 +11,7 @@ from engine.deadline import Deadline
 from engine.errors import InvalidInput
 from protocol.agents import ExecutionLayerInput
 from protocol.rest import PendingClarification
-from protocol.store import ConversationMessageDTO
+from protocol.store import ConversationMessageDTO, WriteDecisionResult
 from protocol.ws import (
     ExecutionResultPayload,
     SelectionCancelPayload,
@@ -125,12 +125,14 @@ async def cancel(
 
 async def decide(
     agent: ConversationAgent, caller: Caller, payload: WriteDecidePayload, arrived: float, send: Send
-) -> None:
-    """The gate decides and, confirmed, applies — in the transaction that logs the decision and its event."""
+) -> WriteDecisionResult | None:
+    """The gate decides and, confirmed, applies — in the transaction that logs the decision and its event — and the
+    message's steps after this one run. Returns the gate's result; None for a decision answered already (its events
+    were sent again; the gate answers a replay from its record)."""
     key = f"decide:{payload.write_request_id}:{payload.idempotency_key}"
     deadline = agent.deadline("text", arrived)
     if await agent.replayed(caller, key, send, deadline):
-        return
+        return None
     out = Outbox(caller.user.id, key, send)
     try:
         with deadline.measure("commit"):
@@ -198,6 +200,7 @@ async def decide(
             deadline=deadline,
             send=send,
         )
+    return result
 
 
 async def resume(agent: ConversationAgent, caller: Caller, last_seen_message_id: UUID | None) -> WsEnvelope:

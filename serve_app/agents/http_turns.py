@@ -12,9 +12,12 @@ from __future__ import annotations
 import re
 import uuid
 from typing import Any
+from uuid import UUID
 
 from engine.events import TurnListener
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
+from protocol.rest import WriteDecisionRequest
+from protocol.store import WriteDecisionResult
 from protocol.ws import (
     DialogueAnswerPayload,
     SelectionCancelPayload,
@@ -28,7 +31,8 @@ from serve_app.agents.context import Caller, ExecutionError
 from serve_app.agents.wire import answered
 from serve_app.auth import Callers
 from serve_app.turns.stored import derived_session_id
-from store import conversation_events
+from store import conversation, conversation_events
+from store.users import User
 
 CONFIRM = re.compile(r"^(确认|确定|是的?|好的?|可以|对|没问题|保存|行|ok|yes)[。！!.]?$", re.IGNORECASE)
 DECLINE = re.compile(r"^(算了|取消|不要?了?|不用了?|别|否|no)[。！!.]?$", re.IGNORECASE)
@@ -128,6 +132,33 @@ class AgentChat:
                 )
             )
         return answered(response, events, body.session_id)
+
+    async def decide(
+        self, write_request_id: UUID, body: WriteDecisionRequest, user: User, *, arrived: float
+    ) -> WriteDecisionResult | None:
+        """`POST /write-requests/{id}/decide` on a write the conversation proposed: `write.decide`, as fill-slots'
+        确认 / 算了, so the message's steps after it run too (their results go to the conversation's log). None for a
+        write no conversation proposed, or a decision already made: the gate alone answers those."""
+        deadline = self._agent.deadline("text", arrived)
+        asked = await self._agent.lookup(
+            deadline, lambda conn: conversation.confirmation(conn, user.id, write_request_id)
+        )
+        if asked is None:
+            return None
+        payload = WriteDecidePayload(
+            write_request_id=write_request_id,
+            decision=body.decision,
+            idempotency_key=body.idempotency_key,
+            payload_hash=body.payload_hash,
+        )
+
+        async def logged_only(event: WsEnvelope) -> None:
+            return None  # REST answers the gate's result; the events stay in the log for the conversation
+
+        decided: WriteDecisionResult | None = await _unwrapped(
+            frames.decide(self._agent, Caller(user=user, key=str(user.id)), payload, arrived, logged_only)
+        )
+        return decided
 
 
 def _decision(text: str, slots: dict[str, Any]) -> Any:

@@ -32,7 +32,7 @@ from protocol.rest import (
 from protocol.store import UserProfileDTO, WriteDecisionResult
 from serve_app.apidocs.openapi import errors
 from serve_app.auth import Unauthorized
-from serve_app.http.deps import CurrentUser, StateDep, StoreDep
+from serve_app.http.deps import ArrivedDep, CurrentUser, StateDep, StoreDep
 from serve_app.http.ratelimit import RateLimited
 from serve_app.state import Persistence
 from store import business, conversation, users, write_gate
@@ -193,8 +193,19 @@ async def create_write_request(
     responses=errors(*SIGNED_IN, 400, 404, 409, 422),
 )
 async def decide(
-    write_request_id: UUID, body: WriteDecisionRequest, user: CurrentUser, store: StoreDep
+    write_request_id: UUID,
+    body: WriteDecisionRequest,
+    user: CurrentUser,
+    store: StoreDep,
+    state: StateDep,
+    arrived: ArrivedDep,
 ) -> WriteDecisionResult:
+    """Confirm or reject a write request. One the conversation proposed is decided as fill-slots' 确认 / 算了 decides
+    it: a message of several agent steps goes on with the steps after it (their results are in the conversation)."""
+    if state.agent_chat is not None:
+        decided = await state.agent_chat.decide(write_request_id, body, user, arrived=arrived)
+        if decided is not None:
+            return decided
     async with store.db.connection() as conn:
         return await write_gate.decide(
             conn,

@@ -225,7 +225,7 @@ class ConversationSocket:
             finally:
                 self._busy = False
 
-    def _frame(self, caller: Caller, payload: WireModel, arrived: float) -> Callable[[], Awaitable[None]]:
+    def _frame(self, caller: Caller, payload: WireModel, arrived: float) -> Callable[[], Awaitable[object]]:
         """What a queued frame runs, by its payload's type."""
         agent, send = self._agent, self.send
         if isinstance(payload, DialogueInputPayload):
@@ -254,7 +254,7 @@ class ConversationSocket:
         return lambda: frames.decide(agent, caller, decided, arrived, send)
 
     async def _guarded(
-        self, kind: str, run: Callable[[], Awaitable[None]], *, client_message_id: str | None = None
+        self, kind: str, run: Callable[[], Awaitable[object]], *, client_message_id: str | None = None
     ) -> None:
         try:
             await run()

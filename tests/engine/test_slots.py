@@ -246,6 +246,14 @@ def test_extract_destination_none(text: str) -> None:
         ("下周三", at(12, 9), at(12, 10), True, "下周三"),
         ("下个星期一", at(12, 7), at(12, 8), True, "下个星期一"),
         ("下下周一", at(12, 14), at(12, 15), True, "下下周一"),
+        # 一下 is a verb's particle: its 下 is no "next"
+        ("帮我约一下周五下午去体检", at(12, 4, 13), at(12, 4, 18), False, "周五下午"),
+        ("看一下下周三", at(12, 9), at(12, 10), True, "下周三"),
+        ("查一下周末", at(12, 5), at(12, 7), True, "周末"),
+        # a clock right after 到 ends the range; 到 a place does not
+        ("周四上午十点到十一点半开部门会", at(12, 3, 10), at(12, 3, 11, 30), False, "周四上午十点到十一点半"),
+        ("明天下午两点到四点", at(12, 1, 14), at(12, 1, 16), False, "明天下午两点到四点"),
+        ("明天下午三点到公司开会", at(12, 1, 15), at(12, 1, 16), False, "明天下午三点"),
         # week / weekend / month ranges
         ("这周", at(11, 30), at(12, 7), True, "这周"),
         ("本周", at(11, 30), at(12, 7), True, "本周"),

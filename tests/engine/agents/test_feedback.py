@@ -19,6 +19,8 @@ GYM = item("健身", start=at(12, 1, 7), end=at(12, 1, 8), version=4)
         ("健身做完了，用了四十分钟", "completed"),
         ("周报早就交上去了", "completed"),
         ("单词已经背完啦", "completed"),
+        ("昨天游泳游完了", "completed"),
+        ("周会我参加了", "completed"),
         ("加班到九点，背单词没做完", "not_completed"),
         ("今天太忙了没时间弄", "not_completed"),
         ("报告写了一半，剩下的还得改", "partially_completed"),

@@ -28,6 +28,11 @@ def test_a_question_for_every_field() -> None:
     ("raw", "expected"),
     [
         ("我想三个月学会日语帮我拆一下", {"goal_title": "学会日语", "deadline": "2027-03-01T10:00:00+08:00"}),
+        # the goal between the request words; a period as the deadline ends with its last day; 年终总结 is a thing
+        ("帮我把三个月内学会游泳拆一下", {"goal_title": "学会游泳", "deadline": "2027-03-01T10:00:00+08:00"}),
+        ("我想这个月把雅思准备好", {"goal_title": "雅思准备好", "deadline": "2026-12-31T23:59:00+08:00"}),
+        ("明天之前把报告写完", {"goal_title": "报告写完", "deadline": "2026-12-02T23:59:00+08:00"}),
+        ("月底前把年终总结写好", {"goal_title": "年终总结写好", "deadline": "2026-12-31T23:59:00+08:00"}),
         (
             "我想三个月学会日语，每周能花十个小时",
             {"goal_title": "学会日语", "deadline": "2027-03-01T10:00:00+08:00", "weekly_hours": 10},

@@ -32,6 +32,16 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("下午三点到五点帮我空出来写方案", "空出来写方案"),
         ("周四下午两点我有个体检", "体检"),
         ("记得提醒我一下", "日程"),
+        # the request's own verb is no part of the thing: 安排 / 约 / 预约 ask for it
+        ("帮我约一下周五下午去体检", "体检"),
+        ("帮我安排一个和房东见面的事，后天上午十点", "和房东见面"),
+        ("找个时间去理发，周六上午", "理发"),
+        ("预约了下周二看牙", "看牙"),
+        ("周六晚上约会", "约会"),
+        ("约个时间去银行取钱，那就周三下午三点吧", "去银行取钱"),  # an answer's 那就…吧 is no part of it
+        ("我要去体检", "体检"),  # 去 before a bare activity goes, before a place it stays
+        ("明天去机场送人", "去机场送人"),
+        ("周四上午十点到十一点半开部门会", "开部门会"),
     ],
 )
 def test_derive_title_drops_the_time_and_the_command_words(raw: str, title: str) -> None:
@@ -125,6 +135,13 @@ async def test_update_with_only_a_clock_stays_on_the_items_day() -> None:
 async def test_update_with_only_a_day_keeps_the_clock_time() -> None:
     action = checked_action(await update("开会改到下周五", MEETING), None)
     assert action["payload"] == {"start_at": "2026-12-11T15:00:00+08:00", "end_at": "2026-12-11T16:00:00+08:00"}
+
+
+async def test_update_to_another_day_at_the_same_time_keeps_the_clock() -> None:
+    action = checked_action(await update("明天的会改成后天同一时间", MEETING), None)
+    assert action["payload"] == {"start_at": "2026-12-03T15:00:00+08:00", "end_at": "2026-12-03T16:00:00+08:00"}
+    action = checked_action(await update("周四晚上的读书会推到周五晚上同一时间", READING), None)
+    assert action["payload"] == {"start_at": "2026-12-04T19:00:00+08:00", "end_at": "2026-12-04T20:30:00+08:00"}
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from config.settings import load_settings
 from engine.conversation.perception import Clarify, Decided, Perception, Shown, default_range
-from protocol.http_chat import ChatResponse, Decision, TimeRange, TurnStatus
+from protocol.http_chat import ChatResponse, ClarifyOption, Decision, TimeRange, TurnStatus
 from protocol.store import ConversationMessageDTO, ConversationMessageMetadata
 
 TZ = timezone(timedelta(hours=8))
@@ -101,6 +101,49 @@ def test_a_missing_slot_is_a_single_clarification_and_asked_again_is_invalid_ans
     assert first.request.reason == "missing_required_params"
     assert first.request.questions[0].question_id == str(QUESTION) and first.request.questions[0].field_name == "when"
     assert perceive(asking, reasked=True).request.reason == "invalid_answer"
+
+
+@pytest.mark.parametrize(
+    ("said", "start", "end"),
+    [
+        # NOW is Tuesday 10:00: a bare 周一 reads as the next one, 早上 as tomorrow's; feedback is about the last ones
+        ("周一", "2026-12-07T00:00:00+08:00", "2026-11-30T00:00:00+08:00"),
+        ("早上", "2026-12-02T06:00:00+08:00", "2026-12-01T06:00:00+08:00"),
+        ("下周一", "2026-12-07T00:00:00+08:00", "2026-12-07T00:00:00+08:00"),  # said ahead: kept
+    ],
+)
+def test_feedback_reads_a_bare_time_as_the_last_one(said, start, end):
+    when = TimeRange(start=start, end=start[:11] + "23:59:00+08:00", text=said, all_day=True)
+    result = perception().perceive(
+        decided("feedback_agent", "record", {"when": when.model_dump()}, when),
+        raw_input=f"{said}的跑步没去",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
+    assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime.fromisoformat(end)
+
+
+def test_a_disambiguation_is_a_question_that_offers_its_options():
+    asking = ChatResponse(
+        session_id="s",
+        reply="您是想查询日程还是新建日程？",
+        status=TurnStatus.clarify,
+        intent="schedule_query",
+        options=[
+            ClarifyOption(value="schedule_query", label="查询日程"),
+            ClarifyOption(value="schedule_create", label="新建日程"),
+        ],
+    )
+    result = perceive(asking)
+    assert isinstance(result, Clarify) and result.question_type == "disambiguation"
+    question = result.request.questions[0]
+    assert question.field_name == "intent"
+    assert question.options == [
+        {"value": "schedule_query", "label": "查询日程"},
+        {"value": "schedule_create", "label": "新建日程"},
+    ]
 
 
 def test_a_split_asks_every_missing_question_at_once_and_reuses_recent_answers():

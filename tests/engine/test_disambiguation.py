@@ -1,0 +1,168 @@
+"""A disambiguation that converges: unsure routing settled by the request's own words, a question that offers its
+options, and an answer that either names one or gives what the request lacked (timeflow pack, scripted models)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from engine.session import SessionStatus
+from protocol.http_chat import ChatRequest, FillSlotsRequest, TurnStatus
+from tests.support.fakes import FakeModelClient, Rig
+
+TZ = ZoneInfo("Asia/Shanghai")
+NOW = datetime(2026, 12, 9, 9, 0, tzinfo=TZ)  # a Wednesday
+UNSURE = [("schedule_query", 0.40), ("replan", 0.38), ("schedule_create", 0.37)]
+
+
+def rig(*texts: str, unsure: list[tuple[str, float]] = UNSURE, sure: dict[str, str] | None = None) -> Rig:
+    """Every text routed unsure among `unsure` (close scores: fusion asks), except those `sure` names."""
+    fake = FakeModelClient()
+    for text in texts:
+        fake.on(text, classifier=unsure, retriever=unsure)
+    for text, intent in (sure or {}).items():
+        fake.sure(text, intent)
+    return Rig("timeflow", models=fake, clock=lambda: NOW)
+
+
+async def chat(r: Rig, text: str):
+    return await r.engine.chat(ChatRequest(user_id="u1", session_id="s1", text=text))
+
+
+async def fill(r: Rig, text: str | None = None, slots: dict | None = None):
+    return await r.engine.fill_slots(FillSlotsRequest(user_id="u1", session_id="s1", text=text, slots=slots))
+
+
+async def test_a_disambiguation_offers_its_options():
+    text = "和房东见面的事"
+    asked = await chat(rig(text), text)
+    assert asked.status == TurnStatus.clarify
+    assert [(o.value, o.label) for o in asked.options] == [
+        ("schedule_query", "查询日程"),
+        ("replan", "重新规划"),
+        ("schedule_create", "新建日程"),
+    ]
+    assert asked.reply == "您是想查询日程还是重新规划还是新建日程？"
+
+
+async def test_an_answer_that_gives_the_missing_time_settles_it_as_the_option_that_lacked_it():
+    text = "和房东见面的事"
+    r = rig(text, f"{text}，后天上午十点", "后天上午十点")
+    await chat(r, text)
+    answered = await fill(r, "后天上午十点")
+    assert answered.status == TurnStatus.decided
+    assert (answered.decision.agent, answered.decision.function) == ("schedule_todo_agent", "create")
+    assert datetime.fromisoformat(answered.decision.time_range.start) == datetime(2026, 12, 11, 10, tzinfo=TZ)
+
+
+async def test_an_answer_naming_an_option_runs_the_request_as_that_intent():
+    text = "和房东见面的事"
+    r = rig(text)
+    await chat(r, text)
+    chosen = await fill(r, "新建日程")
+    assert chosen.status == TurnStatus.waiting_slot and chosen.intent == "schedule_create"
+    assert chosen.reply == "打算安排在什么时候？"
+    booked = await fill(r, "后天上午十点")
+    assert booked.status == TurnStatus.decided and booked.decision.function == "create"
+
+
+async def test_an_option_chosen_by_its_id_or_its_place():
+    text = "和房东见面的事"
+    for answer, slots, intent in (("", {"intent": "replan"}, "replan"), ("第一个", None, "schedule_query")):
+        r = rig(text)
+        await chat(r, text)
+        chosen = await fill(r, answer or None, slots)
+        assert chosen.status == TurnStatus.decided and chosen.intent == intent
+
+
+async def test_an_answer_that_is_a_request_of_its_own_is_a_new_turn():
+    text = "和房东见面的事"
+    r = rig(text, sure={"明天有什么安排": "schedule_query"})
+    await chat(r, text)
+    new = await fill(r, "明天有什么安排")
+    assert new.status == TurnStatus.decided and new.intent == "schedule_query"
+
+
+async def test_an_answer_that_settles_nothing_asks_again_with_the_options_and_a_stop_ends_it():
+    text = "和房东见面的事"
+    r = rig(text)
+    await chat(r, text)
+    again = await fill(r, "嗯嗯")
+    assert again.status == TurnStatus.clarify and len(again.options) == 3
+    stopped = await fill(r, "算了")
+    assert stopped.status == TurnStatus.stopped
+    assert (await r.store.load("s1")).asked is None
+
+
+async def test_a_new_message_leaves_the_question_unanswered():
+    text = "和房东见面的事"
+    r = rig(text, sure={"明天有什么安排": "schedule_query"})
+    await chat(r, text)
+    await chat(r, "明天有什么安排")
+    state = await r.store.load("s1")
+    assert state.asked is None and state.status == SessionStatus.decided
+
+
+async def test_arrange_said_settles_unsure_routing_as_a_new_item():
+    """安排 asks to create: an unsure routing among query, replan and create asks for the time, not which."""
+    text = "帮我安排一个和房东见面的事"
+    asked = await chat(rig(text), text)
+    assert asked.status == TurnStatus.waiting_slot and asked.intent == "schedule_create"
+    assert asked.reply == "打算安排在什么时候？" and asked.options == []
+
+
+async def test_two_cues_at_once_settle_nothing():
+    text = "帮我安排一下这周剩下的事"  # 安排 (a new item) and 剩下的 (what is left: a replan)
+    asked = await chat(rig(text), text)
+    assert asked.status == TurnStatus.clarify
+
+
+async def test_a_goal_with_a_horizon_of_weeks_is_a_long_task_split_not_a_question():
+    text = "我想这个月把雅思准备好"
+    asked = await chat(rig(text, unsure=[("long_task_split", 0.41), ("review", 0.40)]), text)
+    assert asked.status == TurnStatus.decided
+    assert (asked.decision.agent, asked.decision.function) == ("long_task_split_agent", "split")
+
+
+async def test_a_cue_settles_a_weak_out_of_scope_reading_and_a_done_thing_is_feedback():
+    text = "安排个时间带狗去打疫苗"
+    unsure = [("__out_of_scope__", 0.45), ("schedule_create", 0.2), ("replan", 0.15)]
+    asked = await chat(rig(text, unsure=unsure), text)
+    assert asked.status == TurnStatus.waiting_slot and asked.intent == "schedule_create"
+    text = "上周五的周会我参加了"  # feedback is fifth among the candidates: the cue still names it
+    unsure = [("schedule_query", 0.4), ("schedule_create", 0.3), ("schedule_update", 0.2), ("feedback_record", 0.05)]
+    done = await chat(rig(text, unsure=unsure), text)
+    assert done.status == TurnStatus.decided and done.intent == "feedback_record"
+
+
+async def test_a_sure_reading_is_not_overruled_by_a_cue():
+    text = "帮我约一下下周的理发"
+    fake = FakeModelClient().sure(text, "__out_of_scope__")
+    refused = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert refused.status == TurnStatus.rejected
+
+
+async def test_a_goal_with_its_hours_is_one_request_not_a_multi_intent_decision():
+    text = "我想三个月内练出腹肌，每周能练三个小时"
+    fake = FakeModelClient().sure(text, "long_task_split", detector=[("long_task_split", 0.99), ("review", 0.97)])
+    decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert decided.status == TurnStatus.decided and decided.decision.agent == "long_task_split_agent"
+    assert decided.decision.function == "split"
+
+
+async def test_two_requests_cued_stay_a_multi_intent_decision():
+    text = "跑步完成了，帮我复盘这周"
+    fake = FakeModelClient().sure(text, "feedback_record", detector=[("feedback_record", 0.99), ("review", 0.97)])
+    decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert decided.multi_intent and decided.decision.agent is None
+
+
+def test_the_cues_of_a_new_item():
+    from engine.cues import RequestCues
+    from tests.support.fakes import pack
+
+    cues = RequestCues(pack("timeflow"))
+    for said in ("帮我约一个和HR的面谈", "帮我排一下跟客户的电话会", "安排个时间带狗去打疫苗", "帮我记个事"):
+        assert cues.said(said) == {"schedule_create"}, said
+    assert "schedule_create" not in cues.said("帮我排一下明天的计划")
+    assert "schedule_create" not in cues.said("明天有什么安排")
