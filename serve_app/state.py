@@ -90,6 +90,7 @@ class AppState:
     llm_planner: LlmWorkflowPlanner | None = None
     llm_metrics: LlmMetrics = field(default_factory=LlmMetrics)
     ws_connections: UserConnections = field(default_factory=UserConnections)  # per user, on this replica
+    assistants: dict[str, str] = field(default_factory=dict)  # the cluster's packs → route prefixes (AppArgs)
 
     @property
     def admission(self) -> Admission:
@@ -148,6 +149,7 @@ def build_state(
     admission: Admission | None = None,
     metrics: TurnMetrics | None = None,
     llm_metrics: LlmMetrics | None = None,
+    assistants: dict[str, str] | None = None,
 ) -> AppState:
     """The app state over `settings` and `models`, with the store when `db` is given (else sessions stay in-process).
 
@@ -198,6 +200,7 @@ def build_state(
         agent_chat=agent_chat,
         llm_planner=planner,
         llm_metrics=llm_metrics or LlmMetrics(),
+        assistants=assistants or {},
     )
 
 
