@@ -154,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [sys.executable, "-m", "benchmarks.two_apps", "--one", system, "--json", out.name]
             cmd += ["--every", str(args.every), "--settle", str(args.settle), "--timeout", str(args.timeout)]
             print(f"two_apps: {system} …", flush=True)
-            subprocess.run(cmd, cwd=ROOT, check=True)
-            runs.append(json.loads(Path(out.name).read_text(encoding="utf-8")))
+            done = subprocess.run(cmd, cwd=ROOT, check=False)
+            text = Path(out.name).read_text(encoding="utf-8")
+            failed = {"system": system, "error": done.returncode}
+            runs.append(json.loads(text) if done.returncode == 0 and text else failed)
     result = {
         "benchmark": "one pack alone vs both packs in one cluster (config/serve_local.yaml, BATON_APPS=all)",
         "runs": runs,

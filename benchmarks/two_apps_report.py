@@ -10,7 +10,8 @@ from benchmarks.two_apps import agreement
 
 
 def write_report(result: dict[str, Any], out: Path) -> None:
-    runs = {r["system"]: r for r in result["runs"]}
+    failed = [r for r in result["runs"] if "error" in r]
+    runs = {r["system"]: r for r in result["runs"] if "error" not in r}
     lines = [
         f"# One pack alone vs both in one cluster (commit {result['git_commit'][:8]}, {result['machine']['cores']} "
         f"cores, load {result['machine']['loadavg_1m']:.1f} at the end)",
@@ -48,6 +49,7 @@ def write_report(result: dict[str, Any], out: Path) -> None:
     for title in titles:
         cells = [f"{r['by_title'][title]['pss_mib']:.0f}" if title in r["by_title"] else "" for r in runs.values()]
         lines.append(f"| `{title}` | " + " | ".join(cells) + " |")
+    lines += [f"\nRun `{r['system']}` failed (exit status {r['error']}): not measured." for r in failed]
     lines += ["", "![idle memory and start](memory.png)", ""]
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
     plot(runs, out / "memory.png")
