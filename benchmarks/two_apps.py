@@ -138,8 +138,8 @@ def one(system: str, args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.two_apps", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--every", type=int, default=3, help="score every Nth held-out row")
-    parser.add_argument("--settle", type=float, default=30.0, help="idle seconds before memory is read")
+    parser.add_argument("--every", type=int, default=5, help="score every Nth held-out row")
+    parser.add_argument("--settle", type=float, default=20.0, help="idle seconds before memory is read")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a start may take")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="which runs, in order")
     parser.add_argument("--one", choices=sorted(SYSTEMS), help=argparse.SUPPRESS)  # a run, in its own process
