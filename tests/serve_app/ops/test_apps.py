@@ -5,6 +5,7 @@ database."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,9 @@ def test_only_a_one_app_config_is_split_per_pack():
     twice = {**config, "applications": config["applications"] * 2}
     with pytest.raises(ValueError, match="one Baton application"):
         per_pack(twice, ["cockpit", "timeflow"])
+
+
+def test_no_secret_enters_either_app():
+    secrets = {"DATABASE_URL": "postgresql://baton:pg-s3cret@db/baton", "BATON_AUTH_SECRET": "auth-s3cret-" * 4}
+    shown = json.dumps(both(**secrets))
+    assert not any(value in shown for value in secrets.values())
