@@ -102,3 +102,11 @@ def test_no_secret_enters_either_app():
     secrets = {"DATABASE_URL": "postgresql://baton:pg-s3cret@db/baton", "BATON_AUTH_SECRET": "auth-s3cret-" * 4}
     shown = json.dumps(both(**secrets))
     assert not any(value in shown for value in secrets.values())
+
+
+def test_a_kuberay_rayservice_of_both_packs_sizes_the_database_for_both_orchestrators():
+    from serve_app.ops.deploy import rayservice
+
+    one, two = rayservice(CONFIG / "serve_gpu.yaml"), rayservice(CONFIG / "serve_gpu.yaml", apps="all")
+    assert "route_prefix: /timeflow" in two and "route_prefix: /timeflow" not in one
+    assert "10 x 8 = 80 connections" in one and "10 x 16 = 160 connections" in two
