@@ -86,6 +86,7 @@ def score(url: str, pack: str, rows: list[tuple[str, str]]) -> dict[str, Any]:
                     "expected": gold,
                     "answered": body.get("intent"),
                     "status": resp.status_code,
+                    "error": (body.get("error") or {}).get("code"),
                     "degraded": body.get("timings", {}).get("degraded", []),
                     "wall_ms": round((time.perf_counter() - t0) * 1000, 1),
                 }
