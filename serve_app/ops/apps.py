@@ -64,6 +64,18 @@ def _max_replicas(app: dict[str, Any]) -> int:
     return 1
 
 
+def cpu_demand(config: dict[str, Any]) -> float:
+    """The logical CPUs every deployment of every app holds at its most replicas: one machine's Ray needs that many
+    (two packs' Orchestrators scaled out hold twice one's), or the last replicas wait unscheduled."""
+    total = 0.0
+    for app in config["applications"]:
+        for deployment in app.get("deployments", []):
+            auto = deployment.get("autoscaling_config") or {}
+            replicas = auto.get("max_replicas") or deployment.get("num_replicas") or 1
+            total += float((deployment.get("ray_actor_options") or {}).get("num_cpus", 1)) * int(replicas)
+    return total
+
+
 def route_prefixes(config: dict[str, Any]) -> dict[str, str]:
     """Application name → route prefix of every application in `config` (Serve's defaults filled in)."""
     return {app.get("name", APP_NAME): app.get("route_prefix", "/") for app in config["applications"]}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import math
 import os
 import shutil
 import signal
@@ -30,7 +31,7 @@ import yaml
 
 from config.environment import METRICS_DIR_ENV
 from deployments.faults import FaultSet
-from serve_app.ops.apps import APP_NAME, packs_of, per_pack, route_prefixes
+from serve_app.ops.apps import APP_NAME, cpu_demand, packs_of, per_pack, route_prefixes
 from serve_app.ops.health import wait_until_healthy
 from serve_app.ops.node_env import faults_file, haproxy_dir, replica_environment, selected_labels, stop_haproxy
 from serve_app.ops.ports import (  # noqa: F401 — free_ports re-exported for tests and benchmarks
@@ -107,6 +108,14 @@ def build_applications(config: dict[str, Any]) -> list[Any]:  # serve.RunTarget
     return targets
 
 
+def logical_cpus(config: dict[str, Any]) -> int | None:
+    """Ray's logical CPUs on this machine: its cores (None: Ray counts them) for one app; with one app per pack, the
+    cores plus what the later apps' own deployments hold at their most replicas, so each pack's app has the room the
+    first one has alone (fractional shares pack replicas onto the cores; a replica Ray cannot place would wait)."""
+    extra = cpu_demand({"applications": config["applications"][1:]})
+    return (os.cpu_count() or 1) + math.ceil(extra - 1e-9) if extra else None
+
+
 def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_cpus: int | None = None) -> str | None:
     """Start Ray (no dashboard) and Serve if needed, and deploy the config's apps; returns once submitted, with
     the folder of the Ray session it started (None when Ray was already running).
@@ -129,7 +138,7 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         # outside interface
         context: Any = ray.init(
             address="local",
-            num_cpus=num_cpus,
+            num_cpus=num_cpus if num_cpus is not None else logical_cpus(config),
             labels=selected_labels(config),
             include_dashboard=False,
             log_to_driver=False,

@@ -45,7 +45,10 @@ def both_packs(served, cockpit, timeflow) -> Iterator[dict[str, Any]]:
     app["args"]["assistants"] = {first: "", second: f"/{second}"}
     for deployment in app["deployments"]:
         if deployment["name"] == INGRESS:  # a few turns, not capacity: one replica
-            deployment["autoscaling_config"]["min_replicas"] = 1
+            deployment["autoscaling_config"].update(min_replicas=1, max_replicas=1)
+            # the session's Ray was started for one app (2 logical CPUs, 1.75 held by it); `make run BATON_APPS=all`
+            # sizes Ray for both (launcher.logical_cpus)
+            deployment["ray_actor_options"]["num_cpus"] = 0.25
     launcher.start({**config, "applications": [app]})
     try:
         launcher.wait_until_healthy(served.port, timeout_s=300, apps={second: f"/{second}"})

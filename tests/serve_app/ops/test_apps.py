@@ -110,3 +110,15 @@ def test_a_kuberay_rayservice_of_both_packs_sizes_the_database_for_both_orchestr
     one, two = rayservice(CONFIG / "serve_gpu.yaml"), rayservice(CONFIG / "serve_gpu.yaml", apps="all")
     assert "route_prefix: /timeflow" in two and "route_prefix: /timeflow" not in one
     assert "10 x 8 = 80 connections" in one and "10 x 16 = 160 connections" in two
+
+
+def test_one_machines_ray_has_room_for_the_second_app_scaled_out(monkeypatch):
+    """The timeflow app's Orchestrator (0.5 CPU, up to 2 replicas) on top of what cockpit alone has: Ray starts with
+    the cores plus that; one app alone gets the cores, counted by Ray as before."""
+    from serve_app.ops import launcher
+    from serve_app.ops.apps import cpu_demand
+
+    monkeypatch.setattr(launcher.os, "cpu_count", lambda: 2)
+    one = load_serve_config(CONFIG / "serve_local.yaml", {})
+    assert launcher.logical_cpus(one) is None
+    assert cpu_demand(both()) == cpu_demand(one) + 1.0 and launcher.logical_cpus(both()) == 3
