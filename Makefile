@@ -67,9 +67,14 @@ setup: $(STAMP) $(LLM_STAMP) system-packages
 models: setup
 	$(BIN)/python -m models.build --pack $(PACK) $(if $(DATA),--data $(DATA)) $(if $(RESELECT),--record-selection)
 
+# make run                   one pack (PACK, or BATON_PACK; default cockpit) at /
+# make run BATON_APPS=all    every shipped pack in one cluster, each under /<pack> (or BATON_APPS=cockpit,timeflow);
+#                            docs/deployment.md, "Both assistants in one cluster"
+comma := ,
+RUN_PACKS = $(if $(BATON_APPS),$(if $(filter all,$(BATON_APPS)),$(notdir $(wildcard config/domains/*)),$(subst $(comma), ,$(BATON_APPS))),$(PACK))
 run: setup
-	$(BIN)/python -m models.build --pack $(PACK)
-	BATON_PACK=$(PACK) $(BIN)/python -m serve_app.ops.launcher
+	$(foreach pack,$(RUN_PACKS),$(BIN)/python -m models.build --pack $(pack) &&) true
+	BATON_PACK=$(PACK) BATON_APPS=$(BATON_APPS) $(BIN)/python -m serve_app.ops.launcher
 
 # everything CI runs: lint and types, then every tier of the suite (tests/: the marks say which tier a test is in)
 test: setup lint

@@ -38,6 +38,11 @@ class Asked(BaseModel):
 class SessionState(BaseModel):
     session_id: str
     user_id: str
+    pack: str | None = Field(
+        default=None,
+        description="The pack whose conversation this is (stamped by the store-backed turns; None: not yet, or saved "
+        "before packs were recorded): a database shared by several packs keeps each session to its own.",
+    )
     status: SessionStatus = SessionStatus.idle
     current_intent: str | None = None
     slots: dict[str, Any] = Field(default_factory=dict)
@@ -65,6 +70,21 @@ class SessionState(BaseModel):
         """The last exchange as chat messages (the LLM planner's history), oldest first."""
         said = [("user", self.last_user_text), ("assistant", self.last_agent_text)]
         return [{"role": role, "content": text} for role, text in said if text]
+
+    def claim(self, pack: str) -> bool:
+        """Whether a turn of `pack` may resume this session, stamping it as that pack's. A session of another pack (two
+        assistants over one database) is not resumed: its state means nothing to this pack's engine, and a turn here
+        would overwrite that conversation. A session that recorded no pack is adopted."""
+        if self.pack not in (None, pack):
+            return False
+        self.pack = pack
+        return True
+
+    def other_pack_message(self, pack: str) -> str:
+        return (
+            f"Session '{self.session_id}' is a conversation with the {self.pack} assistant, not the {pack} one; "
+            "use another session_id."
+        )
 
     def reset_task(self) -> None:
         self.current_intent = None

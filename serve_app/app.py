@@ -19,8 +19,10 @@ def build_app(args: AppArgs | dict) -> Application:
     encoder and the three heads in each replica), in `split` an Encoder deployment and IntentClassifier,
     MultiIntentDetector and EmbeddingRetriever deployments; ASR and OCR in both. The language model is the
     Planner deployment (`planner: vllm`) or Ray Serve LLM's LLMServer (`planner: serve_llm`), named Planner too.
-    The Orchestrator ingress receives their handles. Replica counts, autoscaling, queue limits, CPU/GPU shares,
-    runtime environments and fault `user_config` come from the Serve config, matched by deployment name.
+    The Orchestrator ingress receives their handles. An app with `shared_from` deploys no ASR, OCR or Planner: its
+    Orchestrator calls that application's (one cluster serving several packs: serve_app.ops.apps). Replica counts,
+    autoscaling, queue limits, CPU/GPU shares, runtime environments and fault `user_config` come from the Serve
+    config, matched by deployment name.
     """
     args = AppArgs.model_validate(args) if isinstance(args, dict) else args
     plain = args.model_dump(exclude={"deployment_options"})
@@ -31,11 +33,12 @@ def build_app(args: AppArgs | dict) -> Application:
 
     bound = {kind: bind(ModelReplica, name, kind, plain) for kind, name in args.model_kinds().items()}
     media = {k: bound.pop(k) for k in ("asr", "ocr") if k in bound}
-    if args.planner == "vllm":
+    own_planner = args.shared_from is None  # else the Orchestrator calls the sharing app's Planner
+    if own_planner and args.planner == "vllm":
         from serve_app.replicas.planner import Planner  # runs in the LLM venv: imported only when deployed
 
         bound["planner"] = bind(Planner, PLANNER, planner_options(args))
-    elif args.planner == "serve_llm":
+    elif own_planner and args.planner == "serve_llm":
         from serve_app.replicas.serve_llm import serve_llm_deployment
 
         bound["planner"] = serve_llm_deployment(args.llm_config, args.deployment_options.get(PLANNER, {}))

@@ -58,6 +58,23 @@ class AppArgs(BaseModel):
         description="Settings merged over baton.yaml / budgets.yaml for this deployment "
         "(e.g. models.device, asr.model_path, auth.require_token): what a cluster changes, kept in its Serve config.",
     )
+    shared_from: str | None = Field(
+        default=None,
+        description="The Serve application (another pack's, in this cluster) whose ASR, OCR and Planner deployments "
+        "this app calls instead of deploying its own: their models are the same whatever the pack. None: this app "
+        "deploys them (serve_app.ops.apps writes it when one cluster serves several packs).",
+    )
+    assistants: dict[str, str] = Field(
+        default_factory=dict,
+        description="Every pack this cluster serves, pack → its application's route prefix (the demo page offers "
+        "them); empty when this app is the only one.",
+    )
+    pool_replicas: int | None = Field(
+        default=None,
+        gt=0,
+        description="Orchestrator replicas whose pools share the database, every app of the cluster counted: what "
+        "each replica's start-up check sizes PostgreSQL for (None: this app's own max_replicas).",
+    )
     deployment_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Per deployment name, serve.deployment options; the launcher fills it from the Serve config's "
@@ -65,12 +82,26 @@ class AppArgs(BaseModel):
     )
 
     def model_kinds(self) -> dict[str, str]:
-        """kind → deployment name of the model deployments of this layout."""
+        """kind → deployment name of the model deployments this app deploys (its layout's, and the media models
+        unless another app shares them)."""
         text = {"inline": {}, "fused": FUSED, "split": SPLIT}[self.layout]
-        return {**text, **(MEDIA if self.media else {})}
+        return {**text, **(MEDIA if self.media and self.shared_from is None else {})}
+
+    def shared_kinds(self) -> dict[str, str]:
+        """kind → deployment name of the deployments whose model is the same whatever the pack (ASR, OCR, the
+        Planner) that this app has: its own, or `shared_from`'s."""
+        return {**(MEDIA if self.media else {}), **({"planner": PLANNER} if self.planner != "none" else {})}
 
     def deployment_names(self) -> list[str]:
-        return [INGRESS, *self.model_kinds().values(), *([PLANNER] if self.planner != "none" else [])]
+        """The deployments this app deploys."""
+        planner = [PLANNER] if self.planner != "none" and self.shared_from is None else []
+        return [INGRESS, *self.model_kinds().values(), *planner]
+
+    def awaited_deployments(self, app_name: str) -> list[tuple[str, str]]:
+        """(application, deployment) of every deployment a turn of this app (deployed as `app_name`) may call:
+        its own and those it shares from another app."""
+        shared = list(self.shared_kinds().values()) if self.shared_from is not None else []
+        return [(app_name, d) for d in self.deployment_names()] + [(self.shared_from or app_name, d) for d in shared]
 
     def settings(self, environ: Mapping[str, str] | None = None) -> Settings:
         """The settings a replica of this app loads, with this app's pack and state dir: `environ` is the process's

@@ -92,6 +92,7 @@ class AppState:
     llm_metrics: LlmMetrics = field(default_factory=LlmMetrics)
     ws_connections: UserConnections = field(default_factory=UserConnections)  # per user, on this replica
     calendars: CalendarSync | None = None  # background CalDAV sync; needs the store
+    assistants: dict[str, str] = field(default_factory=dict)  # the cluster's packs → route prefixes (AppArgs)
 
     @property
     def admission(self) -> Admission:
@@ -150,6 +151,7 @@ def build_state(
     admission: Admission | None = None,
     metrics: TurnMetrics | None = None,
     llm_metrics: LlmMetrics | None = None,
+    assistants: dict[str, str] | None = None,
 ) -> AppState:
     """The app state over `settings` and `models`, with the store when `db` is given (else sessions stay in-process).
 
@@ -201,6 +203,7 @@ def build_state(
         llm_planner=planner,
         llm_metrics=llm_metrics or LlmMetrics(),
         calendars=CalendarSync(db, settings) if db is not None else None,
+        assistants=assistants or {},
     )
 
 

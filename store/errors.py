@@ -29,6 +29,13 @@ class SessionBusy(Conflict):
     code = "session_busy"
 
 
+class SessionOfOtherAssistant(Conflict):
+    """The session is a conversation with another pack served from the same database (one cluster, two assistants):
+    it is not resumed here, and nothing of this turn ran."""
+
+    code = "session_other_assistant"
+
+
 class EmailTaken(Conflict):
     code = "email_taken"
 

@@ -26,6 +26,7 @@ TIER_OF_FIXTURE = {
     "served": "ray",
     "serve_app": "ray",
     "switch_pack": "ray",
+    "both_packs": "ray",
     "browser": "browser",
     "postgres": "store",
     "db": "store",
@@ -35,10 +36,15 @@ TIER_OF_FIXTURE = {
 TIER_OF_FOLDER = {"integration": "ray", "models": "models", "deployments": "models"}
 
 
+def _last_rank(fixtures: tuple[str, ...]) -> int:
+    return 2 if "switch_pack" in fixtures else 1 if "both_packs" in fixtures else 0
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # the modules that switch the session's app to another pack run last, wherever they sit: every module before them
-    # finds the cockpit pack already served (each switch is a redeploy: minutes here)
-    items.sort(key=lambda item: "switch_pack" in getattr(item, "fixturenames", ()))
+    # finds the cockpit pack already served (each switch is a redeploy: minutes here); just before them the module
+    # that serves both packs in one cluster (`both_packs`: a second app beside the session's, which it leaves as is)
+    items.sort(key=lambda item: _last_rank(getattr(item, "fixturenames", ())))
     for item in items:
         folder = item.path.relative_to(item.config.rootpath / "tests").parts[0]
         tiers = {TIER_OF_FIXTURE[f] for f in set(getattr(item, "fixturenames", ())) & TIER_OF_FIXTURE.keys()}

@@ -39,11 +39,13 @@ class ExecutionError(Exception):
 class Caller:
     user: User
     key: str  # the id the engine and the media store own things by (see serve_app.auth.Callers.of_turn)
+    pack: str = ""  # the assistant talked to: one cluster may serve several over one database
 
     @property
     def session_id(self) -> str:
-        """One conversation per user over the WebSocket, whichever connection it arrives on (seed 002)."""
-        return f"ws-{self.user.id.hex}"
+        """One conversation per user and assistant over the WebSocket, whichever connection it arrives on (seed
+        002): a user of two packs served from one cluster has two conversations, never one resumed by the other."""
+        return f"ws-{self.pack}-{self.user.id.hex}" if self.pack else f"ws-{self.user.id.hex}"
 
 
 class StoreFacts:

@@ -45,7 +45,7 @@ class AgentChat:
 
     async def _caller(self, authorization: str | None, user_id: str) -> Caller:
         user, key = await self._callers.of_turn(authorization, user_id)
-        return Caller(user=user, key=key)
+        return Caller(user=user, key=key, pack=self._agent.turns.engine.pack.name)
 
     async def chat(
         self, body: ChatRequest, *, authorization: str | None, arrived: float, listener: TurnListener | None = None

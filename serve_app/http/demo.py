@@ -47,6 +47,14 @@ async def page() -> Response:
     return _file("index.html")
 
 
+@router.get("/demo/assistants", include_in_schema=False)
+async def assistants(state: StateDep) -> dict[str, object]:
+    """The page's chooser: the pack this app serves and every pack of the cluster, pack → route prefix (only this
+    one, at the app's own place, when it serves alone)."""
+    pack = state.engine.pack.name
+    return {"current": pack, "assistants": state.assistants or {pack: ""}}
+
+
 @router.get("/demo/{name}", include_in_schema=False)
 async def asset(name: str) -> Response:
     return _file(name)

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from protocol.limits import text_limit
 from serve_app.errors import error_response
+from serve_app.http.middleware import route_path
 from serve_app.state import state_of
 
 # multipart, capped while the form is read (media.max_bytes, calendar.max_upload_bytes)
@@ -55,7 +56,7 @@ class BodyLimits:
         settings = state_of(scope["app"]).settings
         bound = text_limit.set(settings.max_text_chars)
         try:
-            if scope["type"] == "http" and scope["path"] not in UPLOAD_PATHS:
+            if scope["type"] == "http" and route_path(scope) not in UPLOAD_PATHS:
                 await self._bounded(scope, receive, send)
             else:
                 await self.app(scope, receive, send)

@@ -17,6 +17,13 @@ TURN_PATHS = frozenset({"/api/v1/agent/chat", "/api/v1/agent/fill-slots", "/api/
 REPLICA_HEADER = "X-Baton-Replica"
 
 
+def route_path(scope: Scope) -> str:
+    """The request's path inside the app: Serve mounts an app served under a route prefix (`/cockpit`) at that
+    `root_path` and leaves `path` whole, as ASGI servers do; the routes match what follows it."""
+    path, root = str(scope["path"]), str(scope.get("root_path", ""))
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
 class ArrivalStamp:
     """Outermost: notes when each request arrived (epoch seconds) in `request.state.arrived`."""
 
@@ -85,7 +92,7 @@ class AdmissionGate:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in TURN_PATHS:
+        if scope["type"] == "http" and scope["method"] == "POST" and route_path(scope) in TURN_PATHS:
             state = state_of(scope["app"])
             try:
                 state.turns.admit("text")

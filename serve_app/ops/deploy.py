@@ -28,11 +28,12 @@ OUT = ROOT / "deploy" / "kuberay" / "rayservice.yaml"
 NETWORK = "networkpolicy.yaml"  # beside the RayService's file
 
 
-def rayservice(config: Path, cluster: Path = CLUSTER) -> str:
-    """The manifest text for `config` on `cluster`, with a header naming its sources and the command."""
+def rayservice(config: Path, cluster: Path = CLUSTER, apps: str = "") -> str:
+    """The manifest text for `config` on `cluster` (`apps`: BATON_APPS, one application per pack), with a header
+    naming its sources and the command."""
     spec = ClusterSpec.model_validate(yaml.safe_load(cluster.read_text(encoding="utf-8")))
     # the environment plays no part: the manifest is the same wherever it is rendered, and holds no secret
-    serve_config = load_serve_config(config, {})
+    serve_config = load_serve_config(config, {"BATON_APPS": apps} if apps else {})
     pool, replicas, margin = pool_demand(serve_config)
     sizing = (
         f"# PostgreSQL: the Orchestrators' pools open up to {pool} x {replicas} = {pool * replicas} connections, so "
@@ -42,10 +43,11 @@ def rayservice(config: Path, cluster: Path = CLUSTER) -> str:
     return render(serve_config, spec, header=_header("RayService", config, cluster) + sizing)
 
 
-def network_policies(config: Path, cluster: Path = CLUSTER) -> str:
+def network_policies(config: Path, cluster: Path = CLUSTER, apps: str = "") -> str:
     """The NetworkPolicies' text for the RayService of `config` on `cluster`."""
     spec = ClusterSpec.model_validate(yaml.safe_load(cluster.read_text(encoding="utf-8")))
-    return render_network(load_serve_config(config, {}), spec, header=_header("NetworkPolicies", config, cluster))
+    serve_config = load_serve_config(config, {"BATON_APPS": apps} if apps else {})
+    return render_network(serve_config, spec, header=_header("NetworkPolicies", config, cluster))
 
 
 def _header(what: str, config: Path, cluster: Path) -> str:
@@ -70,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     kuberay.add_argument("--cluster", type=Path, default=CLUSTER, help="the cluster spec (image, Secret, pod groups)")
     kuberay.add_argument("--out", default=str(OUT), help="where to write the manifest; - for stdout")
     kuberay.add_argument("--check", action="store_true", help="compare with --out instead of writing it")
+    kuberay.add_argument("--apps", default="", help="one application per pack: all, or packs separated by commas")
     env = targets.add_parser("env", help="the Serve switches every node's environment needs, as export lines")
     env.add_argument("--config", type=Path, default=ROOT / "config" / "serve_multinode.yaml", help="the Serve config")
     args = parser.parse_args(argv)
@@ -84,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"export {name}={shlex.quote(value)}")
         return 0
     try:
-        text, network = rayservice(args.config, args.cluster), network_policies(args.config, args.cluster)
+        text = rayservice(args.config, args.cluster, args.apps)
+        network = network_policies(args.config, args.cluster, args.apps)
     except (ValueError, OSError) as exc:
         print(f"cannot render: {exc}", file=sys.stderr)
         return 2

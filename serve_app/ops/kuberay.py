@@ -230,14 +230,14 @@ def _secret_groups(placements: dict[str, set[str]]) -> set[str]:
 
 
 def pool_demand(serve_config: dict[str, Any]) -> tuple[int, int, int]:
-    """(database.pool_max, the Orchestrator's most replicas, database.connection_margin): the PostgreSQL server needs
-    max_connections of at least their product plus the margin and its reserved connections (checked at start)."""
+    """(database.pool_max, every app's Orchestrators' most replicas, database.connection_margin): the PostgreSQL server
+    needs max_connections of at least their product plus the margin and its reserved connections (checked at start)."""
     database = AppArgs.model_validate(serve_config["applications"][0]["args"]).settings(environ={}).database
-    ingress = next(
-        d for app in serve_config["applications"] for d in app.get("deployments", []) if d["name"] == INGRESS
+    ingresses = [d for app in serve_config["applications"] for d in app.get("deployments", []) if d["name"] == INGRESS]
+    replicas = sum(
+        int((d.get("autoscaling_config") or {}).get("max_replicas") or d.get("num_replicas", 1)) for d in ingresses
     )
-    replicas = (ingress.get("autoscaling_config") or {}).get("max_replicas") or ingress.get("num_replicas", 1)
-    return database.pool_max, int(replicas), database.connection_margin
+    return database.pool_max, replicas, database.connection_margin
 
 
 def _serve_port(serve_config: dict[str, Any]) -> int:

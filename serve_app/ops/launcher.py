@@ -1,12 +1,13 @@
 """`python -m serve_app.ops.launcher`: start Ray and Serve on loopback, deploy a Serve config, stay up until signalled.
 
 The config is the standard Serve YAML; the launcher pins paths to absolute ones (replicas do not share the
-driver's working directory), applies `BATON_PACK` / `BATON_STATE_DIR` to the app args, builds each app with
+driver's working directory), applies `BATON_PACK` / `BATON_STATE_DIR` to the app args (`BATON_APPS=all`, or a list of
+packs: one application per pack, serve_app.ops.apps), builds each app with
 its `import_path` builder and deploys it with Serve's public API (`serve.start`, `serve.run_many`), the
 YAML's per-deployment options applied by the builder. Replicas inherit their environment from this process
 (the app's `runtime_env.env_vars`, `BATON_FAULTS`, `BATON_METRICS_PORT`, `DATABASE_URL`, `BATON_AUTH_SECRET`),
 so no secret is written into a Serve config. Without `DATABASE_URL` it starts an embedded PostgreSQL under
-the state dir. It prints its "serving" line once `/health` is green (every stage answered warm), and a stop
+the state dir. It prints its "serving" line once every app's `/health` is green (every stage answered warm), and a stop
 signal (SIGINT, SIGTERM, SIGHUP — also when the whole process group gets it) stops Ray and PostgreSQL.
 """
 
@@ -15,14 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import json
+import math
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,8 @@ import yaml
 
 from config.environment import METRICS_DIR_ENV
 from deployments.faults import FaultSet
+from serve_app.ops.apps import APP_NAME, cpu_demand, packs_of, per_pack, route_prefixes
+from serve_app.ops.health import wait_until_healthy
 from serve_app.ops.node_env import faults_file, haproxy_dir, replica_environment, selected_labels, stop_haproxy
 from serve_app.ops.ports import (  # noqa: F401 — free_ports re-exported for tests and benchmarks
     HAPROXY_PORT_RANGE,
@@ -42,13 +44,13 @@ from serve_app.ops.ports import (  # noqa: F401 — free_ports re-exported for t
 )
 from store.embedded import EmbeddedPostgres
 
-APP_NAME = "baton"
 CODE_ROOT = Path(__file__).resolve().parents[2]  # the checkout whose serve_app this is
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = None) -> dict[str, Any]:
-    """The Serve config with absolute paths, the env-selected pack and state dir, and an optional port."""
+    """The Serve config with absolute paths, the env-selected pack (or packs: `BATON_APPS`) and state dir, and an
+    optional port."""
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     root = path.resolve().parent.parent
     if port is not None:
@@ -61,6 +63,9 @@ def load_serve_config(path: Path, env: Mapping[str, str], *, port: int | None = 
             args["pack"] = env["BATON_PACK"]
         for deployment in app.get("deployments", []):
             _pin_interpreter(deployment, CODE_ROOT)
+    if env.get("BATON_APPS"):
+        config_dir = Path(config["applications"][0]["args"]["config_dir"])
+        config = per_pack(config, packs_of(env["BATON_APPS"], config_dir))
     return config
 
 
@@ -103,6 +108,14 @@ def build_applications(config: dict[str, Any]) -> list[Any]:  # serve.RunTarget
     return targets
 
 
+def logical_cpus(config: dict[str, Any]) -> int | None:
+    """Ray's logical CPUs on this machine: its cores (None: Ray counts them) for one app; with one app per pack, the
+    cores plus what the later apps' own deployments hold at their most replicas, so each pack's app has the room the
+    first one has alone (fractional shares pack replicas onto the cores; a replica Ray cannot place would wait)."""
+    extra = cpu_demand({"applications": config["applications"][1:]})
+    return (os.cpu_count() or 1) + math.ceil(extra - 1e-9) if extra else None
+
+
 def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_cpus: int | None = None) -> str | None:
     """Start Ray (no dashboard) and Serve if needed, and deploy the config's apps; returns once submitted, with
     the folder of the Ray session it started (None when Ray was already running).
@@ -125,7 +138,7 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         # outside interface
         context: Any = ray.init(
             address="local",
-            num_cpus=num_cpus,
+            num_cpus=num_cpus if num_cpus is not None else logical_cpus(config),
             labels=selected_labels(config),
             include_dashboard=False,
             log_to_driver=False,
@@ -143,31 +156,6 @@ def start(config: dict[str, Any], env: Mapping[str, str] | None = None, *, num_c
         build_applications(config), wait_for_ingress_deployment_creation=False, wait_for_applications_running=False
     )
     return session
-
-
-def wait_until_healthy(port: int, *, timeout_s: float, replicas: int = 1) -> str:
-    """Poll /health until green on `replicas` distinct orchestrator replicas; returns its reason (what degrades)."""
-    from ray import serve
-
-    from serve_app.http.middleware import REPLICA_HEADER
-
-    deadline = time.time() + timeout_s
-    last, green = "no answer", set()
-    while time.time() < deadline:
-        status = serve.status().applications.get(APP_NAME)
-        if status is not None and status.status == "DEPLOY_FAILED":
-            raise RuntimeError(f"Deploy failed: {status.message}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
-                green.add(resp.headers.get(REPLICA_HEADER))
-                if len(green) >= replicas:
-                    return str(json.load(resp).get("reason", ""))
-                continue
-        except OSError as exc:
-            last = (exc.read().decode("utf-8", "replace") if hasattr(exc, "read") else str(exc))[:200]
-            green.clear()
-        time.sleep(0.5)
-    raise TimeoutError(f"Baton did not become healthy on :{port} within {timeout_s:.0f} s (last: {last})")
 
 
 def ensure_database(
@@ -275,8 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         session_file.write_text(start(config, env) or "", encoding="utf-8")
         for sig in STOP_SIGNALS:  # ray.init installs its own SIGTERM handler: ours stops everything cleanly
             signal.signal(sig, on_signal)
-        degraded = wait_until_healthy(port, timeout_s=args.timeout)
-        print(f"Baton is serving on http://127.0.0.1:{port} (Ctrl-C or SIGTERM stops it) {degraded}", flush=True)
+        apps = route_prefixes(config)
+        degraded = wait_until_healthy(port, timeout_s=args.timeout, apps=apps)
+        where = " and ".join(f"http://127.0.0.1:{port}{prefix.rstrip('/')}" for prefix in apps.values())
+        print(f"Baton is serving on {where} (Ctrl-C or SIGTERM stops it) {degraded}", flush=True)
         parent = os.getppid()
         while os.getppid() == parent:  # a parent that died (e.g. `make` got SIGTERM) takes us down too
             time.sleep(0.5)

@@ -19,7 +19,7 @@ from deployments.faults import FaultSet
 from deployments.nlu import shared_heads
 from engine.llm.lm import RoutedLanguageModel
 from engine.model_client import ENCODER, HEADS, ModelClient
-from serve_app.args import AppArgs
+from serve_app.args import MEDIA, AppArgs
 from serve_app.http.api import create_api
 from serve_app.metrics import LlmMetrics
 from serve_app.readiness import AppReadiness, Readiness
@@ -58,24 +58,31 @@ class Orchestrator:
         context = serve.get_replica_context()
         dsn = settings.env.database_url.get_secret_value()
         # every replica's pool must fit the server: refuse to start, naming the figures, rather than fail turns later
-        await ensure_pool_fits(dsn, settings.database, replicas=max_replicas(context))
+        # (every app's replicas, when several packs share the database)
+        await ensure_pool_fits(dsn, settings.database, replicas=app_args.pool_replicas or max_replicas(context))
         llm_metrics = LlmMetrics()
         self._inline = await InlineModels.start(settings) if app_args.layout == "inline" else None
-        clients = model_clients(app_args, settings, dict(models), media, llm_metrics, inline=self._inline)
+        models, media = {**models, **shared_handles(app_args, "models")}, {**media, **shared_handles(app_args, "media")}
+        clients = model_clients(app_args, settings, models, media, llm_metrics, inline=self._inline)
         db = await connect(dsn, settings.database)  # migrates under a lock
         self.state = build_state(
-            settings, clients, db, readiness=Readiness(ready=False, reason="warming up"), llm_metrics=llm_metrics
+            settings,
+            clients,
+            db,
+            readiness=Readiness(ready=False, reason="warming up"),
+            llm_metrics=llm_metrics,
+            assistants=app_args.assistants,
         )
         if self.state.calendars is not None:
             self.state.calendars.start()  # background CalDAV sync, beside the turns
         if settings.serving.metrics_port:
             self.state.metrics.serve(settings.serving.metrics_port, host=settings.serving.metrics_host)
         self._replica = context.replica_id.unique_id
-        others = [d for d in app_args.deployment_names() if d != context.deployment]
+        awaited = [d for d in app_args.awaited_deployments(context.app_name) if d[1] != context.deployment]
         readiness = AppReadiness(
             state=self.state,
             replica=self._replica,
-            deployments_running=lambda: deployments_running(context.app_name, others),
+            deployments_running=lambda: deployments_running(awaited),
             models=clients.nlu,
             report=self.state.metrics.warm_up_degraded,
             allowed_degraded=frozenset(FaultSet.parse(settings.env.faults).faults),
@@ -155,15 +162,29 @@ def language_model(args: AppArgs, handle: DeploymentHandle, metrics: LlmMetrics)
     return HandleLanguageModel(handle, metrics)
 
 
-async def deployments_running(app_name: str, names: list[str]) -> str | None:
-    """None when every named deployment of the app has a running replica, else what is still missing."""
+def shared_handles(args: AppArgs, group: str) -> dict[str, DeploymentHandle]:
+    """The handles, kind → handle, of the deployments this app shares from `args.shared_from` (none when it deploys its
+    own): ASR and OCR (`group` "media") or the Planner ("models"). Not checked to exist: the other app may still be
+    building when this replica starts; readiness waits until they run."""
+    if args.shared_from is None:
+        return {}
+    return {
+        kind: serve.get_deployment_handle(name, app_name=args.shared_from, _check_exists=False)
+        for kind, name in args.shared_kinds().items()
+        if (kind in MEDIA) == (group == "media")
+    }
+
+
+async def deployments_running(names: list[tuple[str, str]]) -> str | None:
+    """None when every named (application, deployment) has a running replica, else what is still missing."""
     status = await asyncio.to_thread(serve.status)
-    app = status.applications.get(app_name)
-    if app is None:
-        return f"application {app_name!r} is not deployed yet"
-    waiting = [
-        f"{n} ({app.deployments[n].status})" if n in app.deployments else f"{n} (not created)"
-        for n in names
-        if n not in app.deployments or not cast(dict[str, int], app.deployments[n].replica_states).get("RUNNING")
-    ]
+    waiting = []
+    for app_name, name in names:
+        app = status.applications.get(app_name)
+        if app is None:
+            return f"application {app_name!r} is not deployed yet"
+        if name not in app.deployments:
+            waiting.append(f"{name} (not created)")
+        elif not cast(dict[str, int], app.deployments[name].replica_states).get("RUNNING"):
+            waiting.append(f"{name} ({app.deployments[name].status})")
     return f"waiting for {', '.join(waiting)}" if waiting else None

@@ -32,7 +32,7 @@ from protocol.media import InputModality
 from serve_app.turns.turn_memory import recaller, remember
 from store import conversation, sessions, turn_log, worlds
 from store.database import Database
-from store.errors import Conflict, SessionBusy, TurnExists
+from store.errors import Conflict, SessionBusy, SessionOfOtherAssistant, TurnExists
 from store.ids import new_id
 from store.sessions import SessionLease
 from store.turn_commit import commit_turn
@@ -86,6 +86,7 @@ class StoredChat:
                 if turn.stored is not None:
                     return turn.stored
                 state = turn.state or SessionState(session_id=session_id, user_id=body.user_id)
+                state.claim(self._engine.pack.name)
                 request = body.model_copy(update={"session_id": session_id})
                 response = await self._engine.chat_on(state, request, turn.context(listener))
                 return await turn.commit(response, state, said)
@@ -134,6 +135,8 @@ class StoredChat:
         lease = await self._lease(user_id, session_id, deadline, create=create)
         turn = LeasedTurn(self, user_id, session_id, client_message_id, lease, deadline)
         try:
+            if turn.state is not None and not turn.state.claim(self._engine.pack.name):  # another assistant's
+                raise SessionOfOtherAssistant(turn.state.other_pack_message(self._engine.pack.name), field="session_id")
             # a duplicate that waited for the original's lease finds the original's reply here
             turn.stored = await self._stored(user_id, client_message_id, deadline)
             yield turn

@@ -103,7 +103,7 @@ class ConversationSocket:
         except BatonError:
             await self.ws.close(code=UNAUTHORIZED, reason="unauthorized")
             return None
-        return Caller(user=user, key=key)
+        return Caller(user=user, key=key, pack=self.state.engine.pack.name)
 
     async def refuse(self, exc: BatonError) -> None:
         """A refusal that ends the connection: its typed event, then the close code named for it (bounds)."""

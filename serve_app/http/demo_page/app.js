@@ -2,7 +2,7 @@
 // Frames on one connection are answered in order, so each event belongs to the oldest frame still waiting.
 import { clarificationCard, confirmationCard, pendingQuestionCard, selectionCard } from "./cards.js";
 import { shownTurn, turnFooter } from "./details.js";
-import { h, uuid } from "./dom.js";
+import { BASE, h, uuid } from "./dom.js";
 import { startLive } from "./live.js";
 import { Recorder, upload } from "./media.js";
 import { shownIn } from "./resend.js";
@@ -247,6 +247,19 @@ function setupMedia() {
   });
 }
 
+// One cluster serving several packs: each pack's app has its own page, and the chooser goes to the other's (the user id
+// is kept: the page's origin is the same). A pack served alone shows no chooser.
+function chooseAssistant() {
+  fetch(`${BASE}/demo/assistants`).then((r) => r.json()).then(({ current, assistants }) => {
+    const select = $("assistant");
+    if (Object.keys(assistants).length < 2) return;
+    for (const name of Object.keys(assistants)) select.append(h("option", { value: name, text: name }));
+    select.value = current;
+    select.addEventListener("change", () => { location.href = `${assistants[select.value]}/demo`; });
+    $("assistant-choice").hidden = false;
+  }).catch(() => {});
+}
+
 function start() {
   // never from the URL: a link could otherwise sign the operator in as someone else (local mode has no password);
   // a per-browser id kept in localStorage, or what the operator types in the field
@@ -256,8 +269,9 @@ function start() {
   setupComposer();
   setupMedia();
   startLive($("live"), $("live-scope"));
-  fetch("/health").then((r) => r.json()).then((b) => { $("pack").textContent = b.pack ? `(pack ${b.pack}${b.status === "ok" ? "" : `, ${b.status}`})` : ""; })
+  fetch(`${BASE}/health`).then((r) => r.json()).then((b) => { $("pack").textContent = b.pack ? `(pack ${b.pack}${b.status === "ok" ? "" : `, ${b.status}`})` : ""; })
     .catch(() => {});
+  chooseAssistant();
   connect();
   window.batonDemo = { conn, busy: () => pending.length + retrying, shown: shownTurn };
 }

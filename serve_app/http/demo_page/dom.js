@@ -1,5 +1,9 @@
 // Building elements without innerHTML: every text from the server goes in as text, never as markup.
 
+// The app's place: "" at the root, or its route prefix ("/cockpit") when one cluster serves several packs, each
+// under its own; every URL the page asks for is under it.
+export const BASE = location.pathname.replace(/\/demo(\/[^/]*)?$/, "");
+
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {

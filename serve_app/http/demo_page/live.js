@@ -1,5 +1,5 @@
 // The live panel: GET /api/v1/metrics/summary every few seconds while the page is visible.
-import { ms } from "./dom.js";
+import { BASE, ms } from "./dom.js";
 
 const EVERY_MS = 2000;
 const SCOPES = { all_replicas: "all orchestrator replicas", process: "this process" };
@@ -9,7 +9,7 @@ export function startLive(root, scopeEl) {
   async function poll() {
     if (document.visibilityState === "hidden") return;
     try {
-      const resp = await fetch("/api/v1/metrics/summary", { cache: "no-store" });
+      const resp = await fetch(`${BASE}/api/v1/metrics/summary`, { cache: "no-store" });
       if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
       const s = await resp.json();
       const capped = (v) => (v === null ? "—" : v >= s.latency_cap_ms ? `≥ ${ms(v)}` : ms(v));

@@ -1,6 +1,7 @@
 // Voice and image turns: record with MediaRecorder (or pick an image), upload to /api/v1/media/upload, then send a
 // dialogue.input with the returned source_url (modality voice_asr / image_ocr). Upload refusals come back as the
 // error envelope and are shown as they are.
+import { BASE } from "./dom.js";
 
 export async function upload(blob, fileName, fileType, identity) {
   const form = new FormData();
@@ -8,7 +9,7 @@ export async function upload(blob, fileName, fileType, identity) {
   if (!identity.token) form.append("user_id", identity.userId);
   form.append("file", blob, fileName);
   const headers = identity.token ? { Authorization: `Bearer ${identity.token}` } : {};
-  const resp = await fetch("/api/v1/media/upload", { method: "POST", body: form, headers });
+  const resp = await fetch(`${BASE}/api/v1/media/upload`, { method: "POST", body: form, headers });
   const body = await resp.json().catch(() => ({}));
   if (!resp.ok) {
     const e = body.error || { code: `http_${resp.status}`, message: resp.statusText };

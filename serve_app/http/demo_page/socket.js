@@ -1,6 +1,7 @@
 // One WebSocket to /ws/v1/conversation speaking seed 002's envelope, reconnecting with backoff. After a reconnect it
 // asks for the snapshot (transport.resume) from the last message id it knows of: the frames it sent before the drop
 // ran to their commit on the server, and what they produced is in that snapshot.
+import { BASE } from "./dom.js";
 
 const BACKOFF_MS = [500, 1000, 2000, 4000, 5000];
 const PING_MS = 20000;
@@ -22,7 +23,7 @@ export class Connection {
     const { userId, token } = this.identity;
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const query = token ? `access_token=${encodeURIComponent(token)}` : `user_id=${encodeURIComponent(userId)}`;
-    return `${scheme}://${location.host}/ws/v1/conversation?${query}`;
+    return `${scheme}://${location.host}${BASE}/ws/v1/conversation?${query}`;
   }
 
   // A new identity: a fresh conversation, no resume of the previous one.

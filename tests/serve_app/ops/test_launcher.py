@@ -189,7 +189,7 @@ def test_make_run_stops_with_an_error_naming_the_stage_that_never_answered(monke
     monkeypatch.setattr(launcher, "start", lambda *a, **k: "session")
     monkeypatch.setattr(launcher, "stop", stopped.append)
 
-    def never_green(port: int, *, timeout_s: float, replicas: int = 1) -> str:
+    def never_green(port: int, *, timeout_s: float, replicas: int = 1, apps: dict | None = None) -> str:
         raise TimeoutError(f"Baton did not become healthy on :{port} within 5 s (last: classifier warm-up: no answer)")
 
     monkeypatch.setattr(launcher, "wait_until_healthy", never_green)

@@ -76,6 +76,7 @@ def app_state(connections: UserConnections | None = None) -> SimpleNamespace:
         settings=settings,
         store=SimpleNamespace(callers=SimpleNamespace(of_turn=of_turn)),
         conversation=object(),
+        engine=SimpleNamespace(pack=SimpleNamespace(name="cockpit")),  # whose conversation a connection holds
         metrics=SimpleNamespace(errors=Counts()),
         retry_after_s=1,
         ws_connections=connections or UserConnections(),
