@@ -40,13 +40,22 @@ class Environment(Section):
     metrics_dir: Path | None = Field(
         default=None, description=f"{METRICS_DIR_ENV}: where the replicas' metrics files are summed."
     )
+    llm_keys: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Each LLM backend's key, by backend name, from the variable its `api_key_env` names.",
+    )
 
     @classmethod
-    def read(cls, env: Mapping[str, str], *, secret_env: str) -> Environment:
+    def read(
+        cls, env: Mapping[str, str], *, secret_env: str, llm_key_envs: Mapping[str, str] | None = None
+    ) -> Environment:
+        """`llm_key_envs`: backend name -> the variable holding its key (`llm.backends.<name>.api_key_env`); a variable
+        that is unset or empty gives no key (the backend then answers 401 and its callers fall back)."""
         return cls(
             database_url=env.get(DATABASE_URL_ENV) or None,
             auth_secret=env.get(secret_env) or None,
             faults=env.get(FAULTS_ENV, ""),
             faults_file=Path(env[FAULTS_FILE_ENV]) if env.get(FAULTS_FILE_ENV) else None,
             metrics_dir=Path(env[METRICS_DIR_ENV]) if env.get(METRICS_DIR_ENV) else None,
+            llm_keys={name: SecretStr(env[var]) for name, var in (llm_key_envs or {}).items() if env.get(var)},
         )

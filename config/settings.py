@@ -138,8 +138,22 @@ def load_settings(
     raw["state_dir"] = state_dir or Path(env.get(STATE_DIR_ENV) or raw.get("state_dir") or "var")
     if env.get(METRICS_PORT_ENV):
         raw["serving"]["metrics_port"] = int(env[METRICS_PORT_ENV])
-    raw["env"] = Environment.read(env, secret_env=raw.get("auth", {}).get("secret_env", ""))
+    raw["env"] = Environment.read(
+        env, secret_env=raw.get("auth", {}).get("secret_env", ""), llm_key_envs=_llm_key_envs(raw)
+    )
     return Settings(**raw)
+
+
+def _llm_key_envs(raw: Mapping[str, Any]) -> dict[str, str]:
+    """The variables the LLM backends' keys are in, by backend name (validated with the rest, just after)."""
+    backends = (raw.get("llm") or {}).get("backends") or {}
+    if not isinstance(backends, Mapping):
+        return {}
+    return {
+        str(name): str(b["api_key_env"])
+        for name, b in backends.items()
+        if isinstance(b, Mapping) and isinstance(b.get("api_key_env"), str) and b["api_key_env"]
+    }
 
 
 def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

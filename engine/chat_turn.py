@@ -10,7 +10,7 @@ from config.settings import Settings
 from engine.deadline import StageTimeout
 from engine.dialog_rules import DialogRules
 from engine.fusion import RouteDecision
-from engine.llm.replies import ReplyWriter
+from engine.llm.replies import Replies
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
 from engine.polarity import Polarity
 from engine.replies import decision, reply
@@ -43,7 +43,7 @@ class ChatTurn:
         say: ResponsePolicy,
         task: SingleTask,
         flows: WorkflowTurns,
-        replies: ReplyWriter | None,
+        replies: Replies | None,
         clock: Callable[[], datetime],
     ) -> None:
         self._pack = pack
@@ -129,6 +129,7 @@ class ChatTurn:
             route.fusion = settle(route.fusion, plan, rewritten.text, self._polarity)
             debug.fusion = route.fusion.debug()
         response = await self._decide(session, rewritten.text, route, ctx)
+        debug.replies = ctx.replies
         response.routing_debug = debug
         response.detected_intents = route.detected
         response.multi_intent = route.multi_intent
@@ -156,6 +157,12 @@ class ChatTurn:
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and ctx.deadline.degraded:
                 return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
+            if self._replies is not None and self._settings.llm.answers_outside_catalog and not session.has_active_task:
+                # seed 003 §28.3: outside the catalog but answerable (我好焦虑, a question): the cloud responder's words
+                generated = await self._replies.social(text, ctx.deadline, notes=ctx.replies)
+                if generated:
+                    session.status = SessionStatus.social
+                    return reply(session, TurnStatus.social, generated, intent=top)
             return reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
         # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates
         # (seed 003 §27.2)
@@ -186,14 +193,18 @@ class ChatTurn:
     ) -> ChatResponse:
         """The category's template; for chit-chat the generated reply (seed 003 §10.3) when one comes in time and
         passes the checks (engine/llm/replies.py)."""
-        generated = await self._replies.social(text, ctx.deadline) if self._replies and category == "chitchat" else None
+        generated = None
+        if self._replies is not None and category == "chitchat":
+            generated = await self._replies.social(text, ctx.deadline, notes=ctx.replies)
         said = generated or self._say.social(category)
         if session.has_active_task:
             waiting = "确认" if session.status == SessionStatus.waiting_confirmation else "补充信息"
             said += self._say.pending_hint(self._pack.intent(session.current_intent or ""), waiting)
         else:
             session.status = SessionStatus.social
-        return reply(session, TurnStatus.social, said, intent=intent)
+        response = reply(session, TurnStatus.social, said, intent=intent)
+        response.routing_debug.replies = ctx.replies
+        return response
 
     async def _recall(self, ctx: TurnContext, text: str) -> list[str]:
         """The user's earlier messages near this turn (its own vector: no encoder pass), inside the store budget;

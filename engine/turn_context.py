@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.deadline import Deadline
 from engine.events import ClientGone, TurnListener
 from engine.plugins import TurnWorld
-from protocol.turn_debug import Timings
+from protocol.turn_debug import ReplyDebug, Timings
 from protocol.workflow import Workflow, WorkflowStep
 
 Recall = Callable[[tuple[float, ...], str], Awaitable[list[str]]]  # (vector, the turn's text) -> earlier messages
@@ -27,6 +27,7 @@ class TurnContext:
     # caller recalls the user's earlier messages near a vector (None: no memory, e.g. in-process sessions)
     vector: tuple[float, ...] | None = None
     recall: Recall | None = None
+    replies: list[ReplyDebug] = field(default_factory=list)  # the LLM backends asked to write the reply
 
     async def ack(self, reply: str, workflow: Workflow | None = None) -> None:
         if self.listener is not None and not self.acked:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from fastapi import FastAPI
@@ -26,9 +25,9 @@ from engine.conversation.perception import Perception
 from engine.llm.dspy_engine import dspy_lm
 from engine.llm.hooks import build_chain
 from engine.llm.lm import RoutedLanguageModel
+from engine.llm.plan_outcome import LOCAL
 from engine.llm.planner import LlmWorkflowPlanner
-from engine.llm.prompts import PromptSet
-from engine.llm.replies import LlmTextWriter, ReplyWriter
+from engine.llm.replies import LlmTextWriter
 from engine.media import MediaClient
 from engine.model_client import ModelClient
 from engine.pack import Pack, find_pack, load_pack
@@ -42,6 +41,7 @@ from serve_app.agents.http_turns import AgentChat
 from serve_app.auth import Auth, Callers, signing_secret
 from serve_app.http.openai.serving import OpenAiServing
 from serve_app.http.ratelimit import RateLimits
+from serve_app.llm_backends.registry import LlmBackends
 from serve_app.metrics import LlmMetrics, TurnMetrics
 from serve_app.readiness import Readiness
 from serve_app.turns.admission import Admission
@@ -101,18 +101,19 @@ class AppState:
 
 
 def build_engine(
-    settings: Settings, models: ModelClients, pack: Pack, clock: Clock, *, planner: LlmWorkflowPlanner | None = None
+    settings: Settings,
+    models: ModelClients,
+    pack: Pack,
+    clock: Clock,
+    *,
+    planners: list[LlmWorkflowPlanner] | None = None,
+    backends: LlmBackends | None = None,
 ) -> TurnEngine:
-    """The turn engine over `pack`. The hooks chain is built here whether or not an LLM is deployed, so a hook config
+    """The turn engine over `pack`: `planners` escalate in order after the local planners, `backends` write the
+    generated replies (llm.use). The hooks chain is built here whether or not an LLM is deployed, so a hook config
     that names an unknown hook stops the start, naming it."""
     build_chain(settings.hooks)
-    llm = models.llm
-    replies = None
-    if llm is not None and settings.llm.generate_replies:
-        replies = ReplyWriter(
-            dspy_lm(llm.for_route("reply"), max_tokens=settings.llm.reply_max_tokens),
-            budget_s=settings.budgets.stage_s("reply"),
-        )
+    backends = backends or LlmBackends(settings, models.llm)
     return TurnEngine(
         pack=pack,
         settings=settings,
@@ -121,19 +122,10 @@ def build_engine(
         plugins=PluginRegistry(),
         media=models.media,
         faults=StageFaults(settings.env.faults, settings.env.faults_file),
-        llm_planner=planner,
-        replies=replies,
+        llm_planner=planners or None,
+        replies=backends.replies(),
         clock=clock,
     )
-
-
-def llm_planner(settings: Settings, models: ModelClients, pack_dir: Path, pack: Pack) -> LlmWorkflowPlanner | None:
-    if models.llm is None:
-        return None
-    prompts = PromptSet.load(
-        pack_dir, settings.prompts
-    )  # a pack missing a required prompt file does not start; the error names it
-    return LlmWorkflowPlanner.configured(models.llm.for_route("planner"), pack, prompts, settings)
 
 
 def build_state(
@@ -155,11 +147,15 @@ def build_state(
     its own); `readiness` defaults to ready, since only a replica with a warm-up to run starts not ready."""
     planner = None
     clock = app_clock(ZoneInfo(settings.timezone), settings.testing.now)
+    llm_metrics = llm_metrics or LlmMetrics()
     if engine is None:
         pack_dir = find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)
         pack = load_pack(pack_dir)
-        planner = llm_planner(settings, models, pack_dir, pack)
-        engine = build_engine(settings, models, pack, clock, planner=planner)
+        backends = LlmBackends(settings, models.llm, metrics=llm_metrics)
+        planners = backends.planners(pack_dir, pack)
+        # the in-cluster planner is warmed up before the replica is ready; an endpoint elsewhere is not ours to wait on
+        planner = next((p for p in planners if p.backend == LOCAL), None)
+        engine = build_engine(settings, models, pack, clock, planners=planners, backends=backends)
     metrics = metrics or TurnMetrics(multiproc_dir=str(settings.env.metrics_dir) if settings.env.metrics_dir else None)
     readiness = readiness or Readiness()
     store = None
@@ -197,7 +193,7 @@ def build_state(
         conversation=conversation,
         agent_chat=agent_chat,
         llm_planner=planner,
-        llm_metrics=llm_metrics or LlmMetrics(),
+        llm_metrics=llm_metrics,
     )
 
 
