@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from config.settings import Settings
 from engine.deadline import StageTimeout
@@ -118,6 +119,7 @@ class ChatTurn:
                     now=self._clock(),
                     history=session.recent_dialog(),
                     memory=await self._recall(ctx, rewritten.text),
+                    user_profile=await self._profile(ctx),
                 )
             if plan.accepted and plan.workflow is not None:
                 await ctx.ack(self._say.simple("ack"), plan.workflow)
@@ -205,6 +207,17 @@ class ChatTurn:
         response = reply(session, TurnStatus.social, said, intent=intent)
         response.routing_debug.replies = ctx.replies
         return response
+
+    async def _profile(self, ctx: TurnContext) -> dict[str, Any] | None:
+        """The user's profile for the planner's PROFILE.md, inside the store budget; None without a store or when the
+        store is slow (the prompt then says there is none)."""
+        if ctx.profile is None:
+            return None
+        try:
+            async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store")):
+                return await ctx.profile() or None
+        except StageTimeout:
+            return None
 
     async def _recall(self, ctx: TurnContext, text: str) -> list[str]:
         """The user's earlier messages near this turn (its own vector: no encoder pass), inside the store budget;

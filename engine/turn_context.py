@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.deadline import Deadline
 from engine.events import ClientGone, TurnListener
@@ -12,6 +13,7 @@ from protocol.turn_debug import ReplyDebug, Timings
 from protocol.workflow import Workflow, WorkflowStep
 
 Recall = Callable[[tuple[float, ...], str], Awaitable[list[str]]]  # (vector, the turn's text) -> earlier messages
+Profile = Callable[[], Awaitable[dict[str, Any]]]  # the user's profile (seed 002's profile_data), {} before one exists
 
 
 @dataclass
@@ -27,6 +29,7 @@ class TurnContext:
     # caller recalls the user's earlier messages near a vector (None: no memory, e.g. in-process sessions)
     vector: tuple[float, ...] | None = None
     recall: Recall | None = None
+    profile: Profile | None = None  # how the caller reads the user's profile (None: no store, no profile)
     replies: list[ReplyDebug] = field(default_factory=list)  # the LLM backends asked to write the reply
 
     async def ack(self, reply: str, workflow: Workflow | None = None) -> None:

@@ -22,12 +22,10 @@ from engine.agents.long_task_split import LongTaskSplitAgent
 from engine.agents.registry import AgentRegistry
 from engine.clock import Clock, app_clock
 from engine.conversation.perception import Perception
-from engine.llm.dspy_engine import dspy_lm
 from engine.llm.hooks import build_chain
 from engine.llm.lm import RoutedLanguageModel
 from engine.llm.plan_outcome import LOCAL
 from engine.llm.planner import LlmWorkflowPlanner
-from engine.llm.replies import LlmTextWriter
 from engine.media import MediaClient
 from engine.model_client import ModelClient
 from engine.pack import Pack, find_pack, load_pack
@@ -148,10 +146,10 @@ def build_state(
     planner = None
     clock = app_clock(ZoneInfo(settings.timezone), settings.testing.now)
     llm_metrics = llm_metrics or LlmMetrics()
+    backends = LlmBackends(settings, models.llm, metrics=llm_metrics)  # no connection is opened before a call
     if engine is None:
         pack_dir = find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)
         pack = load_pack(pack_dir)
-        backends = LlmBackends(settings, models.llm, metrics=llm_metrics)
         planners = backends.planners(pack_dir, pack)
         # the in-cluster planner is warmed up before the replica is ready; an endpoint elsewhere is not ours to wait on
         planner = next((p for p in planners if p.backend == LOCAL), None)
@@ -176,7 +174,7 @@ def build_state(
         stored=store.chat if store else None,
         callers=store.callers if store else None,
     )
-    conversation = conversation_agent(settings, turns, store, models, clock) if store else None
+    conversation = conversation_agent(settings, turns, store, backends, clock) if store else None
     agent_chat = None
     if store is not None and conversation is not None and any(i.agent for i in engine.pack.intents):
         agent_chat = AgentChat(conversation, store.callers)
@@ -198,12 +196,11 @@ def build_state(
 
 
 def conversation_agent(
-    settings: Settings, turns: TurnRunner, store: Persistence, models: ModelClients, clock: Clock
+    settings: Settings, turns: TurnRunner, store: Persistence, backends: LlmBackends, clock: Clock
 ) -> ConversationAgent:
-    """The WebSocket main agent: the five sub-agents, perception over the long-task split agent's questions."""
-    writer = None
-    if models.llm is not None and settings.llm.generate_replies:
-        writer = LlmTextWriter(dspy_lm(models.llm.for_route("summary"), max_tokens=settings.llm.reply_max_tokens * 4))
+    """The WebSocket main agent: the five sub-agents (their summaries by the first `llm.use.summariser` backend),
+    perception over the long-task split agent's questions."""
+    writer = backends.summariser()
     agents = AgentRegistry.default(writer)
     split = agents.definition("long_task_split_agent", "split")
     split_agent = agents.agent("long_task_split_agent")

@@ -136,6 +136,7 @@ class LlmEscalation:
         now: datetime,
         history: list[dict[str, Any]] | None = None,
         memory: list[str] | None = None,
+        user_profile: dict[str, Any] | None = None,
     ) -> Plan:
         """The first LLM plan that may run, else `local` with the reasons added; `debug.llm` says what the deciding
         backend did (`debug.llm_attempts` each one's, when more than one was asked)."""
@@ -157,6 +158,7 @@ class LlmEscalation:
                 budget_s=min(budget_s, planner.timeout_s) if planner.timeout_s else budget_s,
                 history=history,
                 memory=memory,
+                user_profile=user_profile,
                 now=now,
                 degrade=False,
             )

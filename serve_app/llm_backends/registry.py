@@ -12,7 +12,7 @@ from engine.llm.dspy_engine import dspy_lm
 from engine.llm.lm import RoutedLanguageModel
 from engine.llm.planner import LlmWorkflowPlanner
 from engine.llm.prompts import PromptSet
-from engine.llm.replies import Replies, ReplyWriter
+from engine.llm.replies import LlmTextWriter, Replies, ReplyWriter
 from engine.llm.responder import TEMPERATURE, ReplyBackend, SocialResponder
 from engine.pack import Pack
 from serve_app.llm_backends.openai_lm import OpenAiLanguageModel
@@ -92,6 +92,14 @@ class LlmBackends:
             budget_s=self._settings.budgets.stage_s("reply"),
             extra_ms=self._settings.budgets.escalation_ms(),
         )
+
+    def summariser(self) -> LlmTextWriter | None:
+        """The sub-agents' summaries (seed 000's SummaryWriter) by the first `llm.use.summariser` backend; None: the
+        templates over the facts."""
+        chain = self.chain("summariser")
+        if not chain:
+            return None
+        return LlmTextWriter(dspy_lm(chain[0][1], max_tokens=self._settings.llm.reply_max_tokens * 4))
 
     async def aclose(self) -> None:
         for model in self.remote.values():
