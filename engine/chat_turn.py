@@ -161,7 +161,7 @@ class ChatTurn:
                 return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
             if self._replies is not None and self._settings.llm.answers_outside_catalog and not session.has_active_task:
                 # seed 003 §28.3: outside the catalog but answerable (我好焦虑, a question): the cloud responder's words
-                generated = await self._replies.social(text, ctx.deadline, notes=ctx.replies)
+                generated = await self._replies.social(text, ctx.deadline, notes=ctx.replies, on_delta=ctx.on_delta)
                 if generated:
                     session.status = SessionStatus.social
                     return reply(session, TurnStatus.social, generated, intent=top)
@@ -197,7 +197,7 @@ class ChatTurn:
         passes the checks (engine/llm/replies.py)."""
         generated = None
         if self._replies is not None and category == "chitchat":
-            generated = await self._replies.social(text, ctx.deadline, notes=ctx.replies)
+            generated = await self._replies.social(text, ctx.deadline, notes=ctx.replies, on_delta=ctx.on_delta)
         said = generated or self._say.social(category)
         if session.has_active_task:
             waiting = "确认" if session.status == SessionStatus.waiting_confirmation else "补充信息"

@@ -113,7 +113,7 @@ class SingleTask:
         """The decision's words; for seed 000's EmotionSupport module, the generated reply when it comes in time and
         passes the checks (engine/llm/replies.py)."""
         if self._replies is not None and text and self._pack.workflows.modules.get(intent.id) == "EmotionSupport":
-            generated = await self._replies.emotion(text, ctx.deadline, notes=ctx.replies)
+            generated = await self._replies.emotion(text, ctx.deadline, notes=ctx.replies, on_delta=ctx.on_delta)
             if generated:
                 return generated
         return self._say.decided(intent)

@@ -44,6 +44,12 @@ class TurnContext:
             self.acked = True
             await self.listener.planning(reply, self.deadline.budget_ms)
 
+    @property
+    def on_delta(self) -> Callable[[str], Awaitable[None]] | None:
+        """Where a generated reply's checked clauses go as they come: the streaming client, when there is one."""
+        listener = self.listener
+        return listener.delta if listener is not None else None
+
     async def step(self, step: WorkflowStep) -> None:
         if self.listener is not None:
             await self.listener.step(step)

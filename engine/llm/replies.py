@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.deadline import Deadline
@@ -33,6 +34,7 @@ _ACTION_CLAIM = re.compile(
 _OFFER = re.compile(r"可以|能|会|要不要|需要|想|要我|是否")
 _CLAUSE = re.compile(r"[^，。！？,.!?；;]+[，。！？,.!?；;]?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+OnDelta = Callable[[str], Awaitable[None]]
 
 
 def claims_an_action(text: str) -> bool:
@@ -62,12 +64,21 @@ def numbers_from(facts: Any) -> set[str]:
 
 class Replies(Protocol):
     """What writes the turn's generated replies; None means "use the template". `notes`, when given, collects what
-    each backend asked did (routing_debug.replies)."""
+    each backend asked did (routing_debug.replies); `on_delta`, when given, hears each checked clause as it comes (a
+    writer that cannot stream ignores it), and the reply returned then starts with what it heard."""
 
-    async def social(self, text: str, deadline: Deadline, *, notes: list[ReplyDebug] | None = None) -> str | None: ...
+    async def social(
+        self, text: str, deadline: Deadline, *, notes: list[ReplyDebug] | None = None, on_delta: OnDelta | None = None
+    ) -> str | None: ...
 
     async def emotion(
-        self, text: str, deadline: Deadline, *, history: str = "", notes: list[ReplyDebug] | None = None
+        self,
+        text: str,
+        deadline: Deadline,
+        *,
+        history: str = "",
+        notes: list[ReplyDebug] | None = None,
+        on_delta: OnDelta | None = None,
     ) -> str | None: ...
 
 
@@ -79,7 +90,9 @@ class ReplyWriter:
         self._lm, self._budget_s, self._max_chars, self._stage = lm, budget_s, max_chars, stage
         self._social, self._emotion = Program("SocialReply"), Program("EmotionSupport")
 
-    async def social(self, text: str, deadline: Deadline, *, notes: list[ReplyDebug] | None = None) -> str | None:
+    async def social(
+        self, text: str, deadline: Deadline, *, notes: list[ReplyDebug] | None = None, on_delta: OnDelta | None = None
+    ) -> str | None:
         out = await self._social.run(
             self._lm,
             deadline=deadline,
@@ -91,7 +104,13 @@ class ReplyWriter:
         return checked_reply(out["reply"], max_chars=self._max_chars) if out else None
 
     async def emotion(
-        self, text: str, deadline: Deadline, *, history: str = "", notes: list[ReplyDebug] | None = None
+        self,
+        text: str,
+        deadline: Deadline,
+        *,
+        history: str = "",
+        notes: list[ReplyDebug] | None = None,
+        on_delta: OnDelta | None = None,
     ) -> str | None:
         ctx = InteractionContext(user_input=text, dialog_history=history, pipeline=["EmotionSupport"])
         out = await self._emotion.run(

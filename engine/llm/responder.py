@@ -12,13 +12,23 @@ the LLM planner; each call gets min(its backend's timeout, the time left) and is
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from engine.deadline import Deadline, StageTimeout
-from engine.llm.lm import PRIORITY_INTERACTIVE, LanguageModel, LmFailed, LmRequest, complete_within, new_request_id
-from engine.llm.replies import checked_reply
+from engine.llm.lm import (
+    PRIORITY_INTERACTIVE,
+    LanguageModel,
+    LmFailed,
+    LmRequest,
+    RoutedLanguageModel,
+    abort_quietly,
+    complete_within,
+    new_request_id,
+)
+from engine.llm.replies import OnDelta, checked_reply, claims_an_action
 from protocol.turn_debug import ReplyDebug
 
 logger = logging.getLogger(__name__)
@@ -41,6 +51,8 @@ EMOTION_SYSTEM = (
 )
 
 Purpose = Literal["social", "emotion"]
+Outcome = Literal["generated", "refused", "timed_out", "error", "busy"]
+_CLAUSE_END = re.compile(r"[，。！？,.!?；;～~…\n]")
 
 
 @dataclass(frozen=True)
@@ -72,17 +84,31 @@ class SocialResponder:
         self._backends, self._budget_s, self._extra_ms = list(backends), budget_s, extra_ms
         self._max_tokens, self._max_chars = max_tokens, max_chars
 
-    async def social(self, text: str, deadline: Deadline, *, notes: list[ReplyDebug] | None = None) -> str | None:
-        return await self._write("social", SOCIAL_SYSTEM, text, deadline, notes)
+    async def social(
+        self, text: str, deadline: Deadline, *, notes: list[ReplyDebug] | None = None, on_delta: OnDelta | None = None
+    ) -> str | None:
+        return await self._write("social", SOCIAL_SYSTEM, text, deadline, notes, on_delta)
 
     async def emotion(
-        self, text: str, deadline: Deadline, *, history: str = "", notes: list[ReplyDebug] | None = None
+        self,
+        text: str,
+        deadline: Deadline,
+        *,
+        history: str = "",
+        notes: list[ReplyDebug] | None = None,
+        on_delta: OnDelta | None = None,
     ) -> str | None:
         system = f"{EMOTION_SYSTEM}\n\n最近的对话：\n{history}" if history else EMOTION_SYSTEM
-        return await self._write("emotion", system, text, deadline, notes)
+        return await self._write("emotion", system, text, deadline, notes, on_delta)
 
     async def _write(
-        self, purpose: Purpose, system: str, text: str, deadline: Deadline, notes: list[ReplyDebug] | None
+        self,
+        purpose: Purpose,
+        system: str,
+        text: str,
+        deadline: Deadline,
+        notes: list[ReplyDebug] | None,
+        on_delta: OnDelta | None,
     ) -> str | None:
         said = notes if notes is not None else []
         for backend in self._backends:
@@ -99,14 +125,20 @@ class SocialResponder:
                 request_id=new_request_id("reply"),
                 priority=PRIORITY_INTERACTIVE,
             )
+            if on_delta is not None and isinstance(backend.lm, RoutedLanguageModel):
+                streamed, outcome, why = await self._stream(backend.lm, request, deadline, budget_s, on_delta)
+                said.append(ReplyDebug(purpose=purpose, backend=backend.name, outcome=outcome, reason=why))
+                if streamed:
+                    return streamed
+                continue
             try:
                 reply = await complete_within(backend.lm, request, deadline=deadline, stage=STAGE, budget_s=budget_s)
             except StageTimeout:
                 said.append(ReplyDebug(purpose=purpose, backend=backend.name, outcome="timed_out"))
                 continue
             except LmFailed as exc:
-                outcome: Literal["busy", "error"] = "busy" if exc.busy else "error"
-                said.append(ReplyDebug(purpose=purpose, backend=backend.name, outcome=outcome, reason=exc.reason))
+                failed: Outcome = "busy" if exc.busy else "error"
+                said.append(ReplyDebug(purpose=purpose, backend=backend.name, outcome=failed, reason=exc.reason))
                 continue
             except Exception as exc:  # noqa: BLE001 — a failed writer is the template's turn, never a failed turn
                 logger.warning("reply from %s failed", backend.name, exc_info=True)
@@ -122,3 +154,54 @@ class SocialResponder:
             said.append(ReplyDebug(purpose=purpose, backend=backend.name, outcome="generated"))
             return checked
         return None
+
+    async def _stream(
+        self, lm: RoutedLanguageModel, request: LmRequest, deadline: Deadline, budget_s: float, on_delta: OnDelta
+    ) -> tuple[str, Outcome, str]:
+        """The reply as it is decoded, each clause handed to `on_delta` once it passed the checks; the first clause
+        that does not (a claimed action, past `max_chars`) ends it there, as does the deadline. Returns what was said
+        (the reply, when not empty), the outcome and why it stopped early."""
+        said, pending = "", ""
+        outcome: Outcome = "generated"
+        why = ""
+
+        async def say(clause: str) -> bool:
+            nonlocal said
+            clause = clause if said else clause.lstrip()
+            if not clause:
+                return True
+            if len(said) + len(clause) > self._max_chars or claims_an_action(clause):
+                return False
+            said += clause
+            await on_delta(clause)
+            return True
+
+        deltas = lm.stream(request)
+        try:
+            async with deadline.phase(STAGE, budget_s):
+                async for delta in deltas:
+                    pending += delta.get("text") or ""
+                    while (end := _CLAUSE_END.search(pending)) is not None:
+                        clause, pending = pending[: end.end()], pending[end.end() :]
+                        if not await say(clause):
+                            return self._refused(said)
+                if pending.strip() and not await say(pending.rstrip()):
+                    return self._refused(said)
+        except StageTimeout:
+            await abort_quietly(lm, request.request_id)
+            outcome, why = "timed_out", "deadline"
+        except LmFailed as exc:
+            outcome, why = ("busy" if exc.busy else "error"), exc.reason
+        except Exception as exc:  # noqa: BLE001 — a failed writer is the template's turn, never a failed turn
+            logger.warning("streamed reply failed", exc_info=True)
+            outcome, why = "error", type(exc).__name__
+        finally:
+            await deltas.aclose()  # type: ignore[attr-defined]  # an async generator: closing it closes the call
+        if said:
+            return said.rstrip(), "generated", f"cut: {why}" if why else ""
+        return "", outcome, why or ("blank" if outcome == "generated" else "")
+
+    @staticmethod
+    def _refused(said: str) -> tuple[str, Outcome, str]:
+        why = "too long or claims an action"
+        return (said.rstrip(), "generated", f"cut: {why}") if said else ("", "refused", why)
