@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
 from pydantic import SecretStr
 
 from config.llm import LlmBackend
