@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from config.settings import Settings
 from engine.deadline import Deadline, StageTimeout
-from engine.llm.compaction import ContextCompactor
+from engine.llm.compaction import ContextCompactor, Summarizer
 from engine.llm.hooks import HookChain, HookContext, build_chain
 from engine.llm.lm import (
     PRIORITY_INTERACTIVE,
@@ -98,10 +98,18 @@ class LlmWorkflowPlanner:
 
     @classmethod
     def configured(
-        cls, lm: LanguageModel, pack: Pack, prompts: PromptSet, settings: Settings, *, backend: str = LOCAL
+        cls,
+        lm: LanguageModel,
+        pack: Pack,
+        prompts: PromptSet,
+        settings: Settings,
+        *,
+        backend: str = LOCAL,
+        summarizer: Summarizer | None = None,
     ) -> LlmWorkflowPlanner:
-        """The planner of `pack` over `lm` (the backend named `backend`) as the settings say (hooks, compaction,
-        limits, tokens, the backend's schema support and timeout); timed as the `planner_llm` stage."""
+        """The planner of `pack` over `lm` (the backend named `backend`) as the settings say (hooks, compaction with
+        `summarizer` when given, limits, tokens, the backend's schema support and timeout); timed as the `planner_llm`
+        stage."""
         remote = settings.llm.backends.get(backend)
         temperature = remote.temperature if remote is not None and remote.temperature is not None else None
         return cls(
@@ -109,7 +117,7 @@ class LlmWorkflowPlanner:
             pack,
             prompts,
             build_chain(settings.hooks),
-            ContextCompactor(settings.compaction),
+            ContextCompactor(settings.compaction, summarizer),
             max_steps=settings.planner.max_steps,
             tz=ZoneInfo(settings.timezone),
             limits=SlotLimits(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from config.llm import LOCAL, Purpose
 from config.settings import Settings
+from engine.llm.compaction import lm_summarizer
 from engine.llm.dspy_engine import dspy_lm
 from engine.llm.lm import RoutedLanguageModel
 from engine.llm.planner import LlmWorkflowPlanner
@@ -65,7 +66,15 @@ class LlmBackends:
         if not chain:
             return []
         prompts = PromptSet.load(pack_dir, self._settings.prompts)
-        return [LlmWorkflowPlanner.configured(lm, pack, prompts, self._settings, backend=name) for name, lm in chain]
+        summariser = self.chain("summariser")
+        # a history past the compaction budget is summarised by the first summariser backend, else extractively
+        summarize = (
+            lm_summarizer(summariser[0][1], max_tokens=self._settings.llm.reply_max_tokens * 4) if summariser else None
+        )
+        return [
+            LlmWorkflowPlanner.configured(lm, pack, prompts, self._settings, backend=name, summarizer=summarize)
+            for name, lm in chain
+        ]
 
     def replies(self) -> Replies | None:
         """What writes social and emotion replies: the local model's DSPy programs when it is the only writer (as

@@ -70,3 +70,47 @@ async def test_the_summariser_writes_through_dspy_over_the_wire(tmp_path):
         assert text == "这周完成了3项，计划5项。" and wire.requests[0]["model"] == "m"
     finally:
         await wire.stop()
+
+
+async def test_a_long_history_is_summarised_by_the_summariser_backend_before_the_cloud_plans(tmp_path):
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from engine.deadline import Deadline
+
+    summary, planner = (
+        await OpenAiWire(script=Script(text="用户此前问过车窗和音乐。")).start(),
+        await OpenAiWire(script=Script(text=json.dumps({"steps": [{"intent_id": "cabin_window_open"}]}))).start(),
+    )
+    try:
+        backends = {
+            "sum": {"base_url": summary.base_url, "model": "s", "generates": True},
+            "qwen": {"base_url": planner.base_url, "model": "p"},
+        }
+        s = load_settings(
+            CONFIG_DIR,
+            {},
+            {"llm": {"backends": backends, "use": {"planner": ["qwen"], "summariser": ["sum"]}}},
+            state_dir=tmp_path,
+        )
+        pack_dir = find_pack("cockpit", shipped_dir=s.packs_dir, state_dir=s.state_dir)
+        (llm,) = LlmBackends(s, None).planners(pack_dir, load_pack(pack_dir))
+        history = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"第{i}句：" + "车窗和音乐的事情" * 25}
+            for i in range(40)
+        ]
+        assert sum(len(m["content"]) for m in history) > s.compaction.max_chars
+        outcome = await llm.plan(
+            "打开车窗",
+            deadline=Deadline(5000.0),
+            budget_s=2.4,
+            history=history,
+            now=datetime.now(ZoneInfo(s.timezone)),
+        )
+        assert outcome.accepted and outcome.planner == "llm:qwen"
+        asked = planner.requests[0]["messages"]
+        assert any(m["content"] == "此前对话摘要：用户此前问过车窗和音乐。" for m in asked)
+        assert len(asked) < len(history) and "摘要" in summary.requests[0]["messages"][0]["content"]
+    finally:
+        await summary.stop()
+        await planner.stop()
