@@ -137,7 +137,8 @@ async def test_a_json_schema_answer_comes_through_the_real_wire(vllm):
 async def test_the_answer_streams_as_deltas(vllm):
     deltas = [d async for d in lm(vllm).stream(request("Count: 1, 2, 3,", max_tokens=12))]
     assert len(deltas) > 2 and deltas[-1]["finish_reason"] in ("stop", "length")
-    assert "".join(d["text"] for d in deltas).strip() and deltas[-1]["completion_tokens"] > 0
+    # a base model's words may be blank lines: what is checked is that text came as it was decoded, and the count
+    assert "".join(d["text"] for d in deltas) and deltas[-1]["completion_tokens"] > 0
 
 
 async def test_the_deadline_closes_the_connection_and_the_server_aborts_the_request(vllm, caplog):
