@@ -85,7 +85,7 @@ test: setup lint
 
 # the tiers without Ray (unit, store, models, API documents): minutes, for the edit-test loop
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not ray and not browser"
+	$(BIN)/python -m pytest -m "not ray and not browser and not llm"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

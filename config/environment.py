@@ -43,9 +43,22 @@ class Environment(Section):
     calendar_key: SecretStr | None = Field(
         default=None, description="The key CalDAV passwords are encrypted with, from `calendar.key_env`'s variable."
     )
+    llm_keys: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Each LLM backend's key, by backend name, from the variable its `api_key_env` names.",
+    )
 
     @classmethod
-    def read(cls, env: Mapping[str, str], *, secret_env: str, calendar_key_env: str = "") -> Environment:
+    def read(
+        cls,
+        env: Mapping[str, str],
+        *,
+        secret_env: str,
+        calendar_key_env: str = "",
+        llm_key_envs: Mapping[str, str] | None = None,
+    ) -> Environment:
+        """`llm_key_envs`: backend name -> the variable holding its key (`llm.backends.<name>.api_key_env`); a variable
+        that is unset or empty gives no key (the backend then answers 401 and its callers fall back)."""
         return cls(
             database_url=env.get(DATABASE_URL_ENV) or None,
             auth_secret=env.get(secret_env) or None,
@@ -53,4 +66,5 @@ class Environment(Section):
             faults_file=Path(env[FAULTS_FILE_ENV]) if env.get(FAULTS_FILE_ENV) else None,
             metrics_dir=Path(env[METRICS_DIR_ENV]) if env.get(METRICS_DIR_ENV) else None,
             calendar_key=(env.get(calendar_key_env) or None) if calendar_key_env else None,
+            llm_keys={name: SecretStr(env[var]) for name, var in (llm_key_envs or {}).items() if env.get(var)},
         )

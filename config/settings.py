@@ -144,8 +144,21 @@ def load_settings(
         env,
         secret_env=raw.get("auth", {}).get("secret_env", ""),
         calendar_key_env=raw.get("calendar", {}).get("key_env", CalendarConfig().key_env),
+        llm_key_envs=_llm_key_envs(raw),
     )
     return Settings(**raw)
+
+
+def _llm_key_envs(raw: Mapping[str, Any]) -> dict[str, str]:
+    """The variables the LLM backends' keys are in, by backend name (validated with the rest, just after)."""
+    backends = (raw.get("llm") or {}).get("backends") or {}
+    if not isinstance(backends, Mapping):
+        return {}
+    return {
+        str(name): str(b["api_key_env"])
+        for name, b in backends.items()
+        if isinstance(b, Mapping) and isinstance(b.get("api_key_env"), str) and b["api_key_env"]
+    }
 
 
 def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

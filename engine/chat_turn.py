@@ -12,7 +12,7 @@ from engine.deadline import StageTimeout
 from engine.dialog_rules import DialogRules
 from engine.disambiguation import Disambiguation
 from engine.fusion import RouteDecision
-from engine.llm.replies import ReplyWriter
+from engine.llm.replies import Replies
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
 from engine.polarity import Polarity
 from engine.replies import decision, reply
@@ -45,7 +45,7 @@ class ChatTurn:
         say: ResponsePolicy,
         task: SingleTask,
         flows: WorkflowTurns,
-        replies: ReplyWriter | None,
+        replies: Replies | None,
         clock: Callable[[], datetime],
         disambiguation: Disambiguation,
     ) -> None:
@@ -123,6 +123,7 @@ class ChatTurn:
                     now=self._clock(),
                     history=session.recent_dialog(),
                     memory=await self._recall(ctx, rewritten.text),
+                    user_profile=await self._profile(ctx),
                 )
             if plan.accepted and plan.workflow is not None:
                 await ctx.ack(self._say.simple("ack"), plan.workflow)
@@ -134,6 +135,7 @@ class ChatTurn:
             route.fusion = settle(route.fusion, plan, rewritten.text, self._polarity)
             debug.fusion = route.fusion.debug()
         response = await self._decide(session, rewritten.text, route, ctx)
+        debug.replies = ctx.replies
         response.routing_debug = debug
         response.detected_intents = route.detected
         response.multi_intent = route.multi_intent
@@ -173,6 +175,12 @@ class ChatTurn:
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:
             if not fusion.ranked and ctx.deadline.degraded:
                 return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=None)
+            if self._replies is not None and self._settings.llm.answers_outside_catalog and not session.has_active_task:
+                # seed 003 §28.3: outside the catalog but answerable (我好焦虑, a question): the cloud responder's words
+                generated = await self._replies.social(text, ctx.deadline, notes=ctx.replies, on_delta=ctx.on_delta)
+                if generated:
+                    session.status = SessionStatus.social
+                    return reply(session, TurnStatus.social, generated, intent=top)
             return reply(session, TurnStatus.rejected, self._say.simple("reject"), intent=top)
         # clarify, route_to_cloud with no cloud planner, and a weak-but-known reject: offer the candidates
         # (seed 003 §27.2)
@@ -213,14 +221,29 @@ class ChatTurn:
     ) -> ChatResponse:
         """The category's template; for chit-chat the generated reply (seed 003 §10.3) when one comes in time and
         passes the checks (engine/llm/replies.py)."""
-        generated = await self._replies.social(text, ctx.deadline) if self._replies and category == "chitchat" else None
+        generated = None
+        if self._replies is not None and category == "chitchat":
+            generated = await self._replies.social(text, ctx.deadline, notes=ctx.replies, on_delta=ctx.on_delta)
         said = generated or self._say.social(category)
         if session.has_active_task:
             waiting = "确认" if session.status == SessionStatus.waiting_confirmation else "补充信息"
             said += self._say.pending_hint(self._pack.intent(session.current_intent or ""), waiting)
         else:
             session.status = SessionStatus.social
-        return reply(session, TurnStatus.social, said, intent=intent)
+        response = reply(session, TurnStatus.social, said, intent=intent)
+        response.routing_debug.replies = ctx.replies
+        return response
+
+    async def _profile(self, ctx: TurnContext) -> dict[str, Any] | None:
+        """The user's profile for the planner's PROFILE.md, inside the store budget; None without a store or when the
+        store is slow (the prompt then says there is none)."""
+        if ctx.profile is None:
+            return None
+        try:
+            async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store")):
+                return await ctx.profile() or None
+        except StageTimeout:
+            return None
 
     async def _recall(self, ctx: TurnContext, text: str) -> list[str]:
         """The user's earlier messages near this turn (its own vector: no encoder pass), inside the store budget;

@@ -22,6 +22,9 @@ class TurnListener(abc.ABC):
         """The turn escalated to the LLM planner and waits on it (sent once, instead of `ack`); `budget_ms` is
         its budget from arrival from now on."""
 
+    async def delta(self, text: str) -> None:  # noqa: B027 — optional hook, by default silent
+        """The next checked clause of a reply an LLM is writing (the final reply starts with the deltas sent)."""
+
     @abc.abstractmethod
     async def step(self, step: WorkflowStep) -> None:
         """A step finished (done, skipped or failed)."""

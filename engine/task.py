@@ -9,7 +9,7 @@ from config.settings import Settings
 from engine.deadline import StageTimeout
 from engine.dialog_rules import DialogRules
 from engine.errors import Overloaded
-from engine.llm.replies import ReplyWriter
+from engine.llm.replies import Replies
 from engine.pack import Intent, Pack, SlotSpec
 from engine.plugins import PluginRegistry, PluginResult
 from engine.replies import decision, reply
@@ -32,7 +32,7 @@ class SingleTask:
         rules: DialogRules,
         say: ResponsePolicy,
         slots: SlotFiller,
-        replies: ReplyWriter | None = None,
+        replies: Replies | None = None,
     ) -> None:
         self._pack = pack
         self._settings = settings
@@ -113,7 +113,7 @@ class SingleTask:
         """The decision's words; for seed 000's EmotionSupport module, the generated reply when it comes in time and
         passes the checks (engine/llm/replies.py)."""
         if self._replies is not None and text and self._pack.workflows.modules.get(intent.id) == "EmotionSupport":
-            generated = await self._replies.emotion(text, ctx.deadline)
+            generated = await self._replies.emotion(text, ctx.deadline, notes=ctx.replies, on_delta=ctx.on_delta)
             if generated:
                 return generated
         return self._say.decided(intent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -19,7 +19,7 @@ from engine.errors import InvalidInput, SessionForbidden, TextTooLong
 from engine.events import ClientGone, TurnListener
 from engine.keyword import KeywordMatcher
 from engine.llm.planner import LlmWorkflowPlanner
-from engine.llm.replies import ReplyWriter
+from engine.llm.replies import Replies
 from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
 from engine.pack import Pack
@@ -61,8 +61,8 @@ class TurnEngine:
         clock: Callable[[], datetime] | None = None,
         media: MediaClient | None = None,
         faults: Faults | None = None,
-        llm_planner: LlmWorkflowPlanner | None = None,
-        replies: ReplyWriter | None = None,
+        llm_planner: LlmWorkflowPlanner | Sequence[LlmWorkflowPlanner] | None = None,
+        replies: Replies | None = None,
     ) -> None:
         self.pack = pack
         self.settings = settings
@@ -86,7 +86,7 @@ class TurnEngine:
         )
         self._slots = SlotFiller(limits=limits, tz=self._tz, clock=self._clock)
         self._media = MediaStage(settings=settings, media=media)
-        self._replies = replies if settings.llm.generate_replies else None
+        self._replies = replies if settings.llm.writes_replies else None
         self._task = SingleTask(
             pack=pack,
             settings=settings,

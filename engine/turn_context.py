@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from engine.deadline import Deadline
 from engine.events import ClientGone, TurnListener
 from engine.plugins import TurnWorld
-from protocol.turn_debug import Timings
+from protocol.turn_debug import ReplyDebug, Timings
 from protocol.workflow import Workflow, WorkflowStep
 
 Recall = Callable[[tuple[float, ...], str], Awaitable[list[str]]]  # (vector, the turn's text) -> earlier messages
+Profile = Callable[[], Awaitable[dict[str, Any]]]  # the user's profile (seed 002's profile_data), {} before one exists
 
 
 @dataclass
@@ -27,6 +29,8 @@ class TurnContext:
     # caller recalls the user's earlier messages near a vector (None: no memory, e.g. in-process sessions)
     vector: tuple[float, ...] | None = None
     recall: Recall | None = None
+    profile: Profile | None = None  # how the caller reads the user's profile (None: no store, no profile)
+    replies: list[ReplyDebug] = field(default_factory=list)  # the LLM backends asked to write the reply
 
     async def ack(self, reply: str, workflow: Workflow | None = None) -> None:
         if self.listener is not None and not self.acked:
@@ -39,6 +43,12 @@ class TurnContext:
         if self.listener is not None and not self.acked:
             self.acked = True
             await self.listener.planning(reply, self.deadline.budget_ms)
+
+    @property
+    def on_delta(self) -> Callable[[str], Awaitable[None]] | None:
+        """Where a generated reply's checked clauses go as they come: the streaming client, when there is one."""
+        listener = self.listener
+        return listener.delta if listener is not None else None
 
     async def step(self, step: WorkflowStep) -> None:
         if self.listener is not None:

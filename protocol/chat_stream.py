@@ -1,4 +1,4 @@
-"""The chat-stream NDJSON events (POST /api/v1/agent/chat-stream): ack, step, final and error."""
+"""The chat-stream NDJSON events (POST /api/v1/agent/chat-stream): ack, step, delta, final and error."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ class StepEvent(WireModel):
     step: WorkflowStep
 
 
+class DeltaEvent(WireModel):
+    """chat-stream: the next words of a reply an LLM backend is writing, each clause sent once it passed the checks
+    (no claimed action, short enough to say); the final response's reply is these deltas joined, or, when none came,
+    the template's words."""
+
+    event: Literal["delta"] = "delta"
+    text: str
+
+
 class FinalEvent(WireModel):
     """chat-stream: the turn's response, exactly what POST /api/v1/agent/chat would have answered."""
 
@@ -46,6 +55,6 @@ class ErrorEvent(WireModel):
 
 
 class ChatStreamLine(
-    RootModel[Annotated[AckEvent | StepEvent | FinalEvent | ErrorEvent, Field(discriminator="event")]]
+    RootModel[Annotated[AckEvent | StepEvent | DeltaEvent | FinalEvent | ErrorEvent, Field(discriminator="event")]]
 ):
     """One line of the chat-stream NDJSON body (for the document; the stream writes each event model itself)."""

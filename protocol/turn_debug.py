@@ -52,10 +52,14 @@ class ClauseDebug(WireModel):
 
 class LlmPlanDebug(WireModel):
     """What the LLM planner did: `outcome` accepted (its plan ran), rejected (it failed validation or named what the
-    words do not say, and never ran), timed_out (aborted at the deadline), error, or held (not asked: it missed its
-    budget on the last calls, so the turn kept the local decision at once); `reasons` say why not."""
+    words do not say, and never ran), timed_out (aborted at the deadline), error, held (not asked: it missed its
+    budget on the last calls, so the turn kept the local decision at once) or busy (the backend had as many calls in
+    flight as it may: not asked, no wait); `reasons` say why not."""
 
-    outcome: Literal["accepted", "rejected", "timed_out", "error", "held"]
+    outcome: Literal["accepted", "rejected", "timed_out", "error", "held", "busy"]
+    backend: str = Field(
+        default="local", description="Which backend answered: `local` (the in-cluster Planner) or an llm.backends name."
+    )
     request_id: str | None = None
     reasons: list[str] = Field(default_factory=list)
     normalisations: list[str] = Field(default_factory=list)
@@ -75,8 +79,24 @@ class PlannerDebug(WireModel):
     detector_prior: list[Candidate] = Field(default_factory=list)
     degraded: bool = False
     llm: LlmPlanDebug | None = Field(
-        default=None, description="The LLM planner's call, when the local planners did not accept."
+        default=None,
+        description="The LLM planner's call, when the local planners did not accept: the accepted one, else the last.",
     )
+    llm_attempts: list[LlmPlanDebug] = Field(
+        default_factory=list,
+        description="Each LLM backend asked (llm.use.planner, in order) when more than one was, with its outcome.",
+    )
+
+
+class ReplyDebug(WireModel):
+    """One backend asked to write a reply (seed 003 §10.3's social responder, seed 000's EmotionSupport): `outcome`
+    generated (said), refused (it answered, the checks refused it), timed_out, error or busy; the template answers
+    when no backend's reply was said."""
+
+    purpose: Literal["social", "emotion"]
+    backend: str
+    outcome: Literal["generated", "refused", "timed_out", "error", "busy"]
+    reason: str = ""
 
 
 class RoutingDebug(WireModel):
@@ -85,6 +105,9 @@ class RoutingDebug(WireModel):
     fusion: FusionDebug | None = None
     detector: StageDebug | None = None
     planner: PlannerDebug | None = None
+    replies: list[ReplyDebug] = Field(
+        default_factory=list, description="The LLM backends asked to write this turn's reply (llm.use.social)."
+    )
 
 
 class Timings(WireModel):

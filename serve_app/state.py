@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from fastapi import FastAPI
@@ -23,12 +22,10 @@ from engine.agents.long_task_split import LongTaskSplitAgent
 from engine.agents.registry import AgentRegistry
 from engine.clock import Clock, app_clock
 from engine.conversation.perception import Perception
-from engine.llm.dspy_engine import dspy_lm
 from engine.llm.hooks import build_chain
 from engine.llm.lm import RoutedLanguageModel
+from engine.llm.plan_outcome import LOCAL
 from engine.llm.planner import LlmWorkflowPlanner
-from engine.llm.prompts import PromptSet
-from engine.llm.replies import LlmTextWriter, ReplyWriter
 from engine.media import MediaClient
 from engine.model_client import ModelClient
 from engine.pack import Pack, find_pack, load_pack
@@ -43,6 +40,7 @@ from serve_app.auth import Auth, Callers, signing_secret
 from serve_app.calendar_sync import CalendarSync
 from serve_app.http.openai.serving import OpenAiServing
 from serve_app.http.ratelimit import RateLimits
+from serve_app.llm_backends.registry import LlmBackends
 from serve_app.metrics import LlmMetrics, TurnMetrics
 from serve_app.readiness import Readiness
 from serve_app.turns.admission import Admission
@@ -104,18 +102,19 @@ class AppState:
 
 
 def build_engine(
-    settings: Settings, models: ModelClients, pack: Pack, clock: Clock, *, planner: LlmWorkflowPlanner | None = None
+    settings: Settings,
+    models: ModelClients,
+    pack: Pack,
+    clock: Clock,
+    *,
+    planners: list[LlmWorkflowPlanner] | None = None,
+    backends: LlmBackends | None = None,
 ) -> TurnEngine:
-    """The turn engine over `pack`. The hooks chain is built here whether or not an LLM is deployed, so a hook config
+    """The turn engine over `pack`: `planners` escalate in order after the local planners, `backends` write the
+    generated replies (llm.use). The hooks chain is built here whether or not an LLM is deployed, so a hook config
     that names an unknown hook stops the start, naming it."""
     build_chain(settings.hooks)
-    llm = models.llm
-    replies = None
-    if llm is not None and settings.llm.generate_replies:
-        replies = ReplyWriter(
-            dspy_lm(llm.for_route("reply"), max_tokens=settings.llm.reply_max_tokens),
-            budget_s=settings.budgets.stage_s("reply"),
-        )
+    backends = backends or LlmBackends(settings, models.llm)
     return TurnEngine(
         pack=pack,
         settings=settings,
@@ -124,19 +123,10 @@ def build_engine(
         plugins=PluginRegistry(),
         media=models.media,
         faults=StageFaults(settings.env.faults, settings.env.faults_file),
-        llm_planner=planner,
-        replies=replies,
+        llm_planner=planners or None,
+        replies=backends.replies(),
         clock=clock,
     )
-
-
-def llm_planner(settings: Settings, models: ModelClients, pack_dir: Path, pack: Pack) -> LlmWorkflowPlanner | None:
-    if models.llm is None:
-        return None
-    prompts = PromptSet.load(
-        pack_dir, settings.prompts
-    )  # a pack missing a required prompt file does not start; the error names it
-    return LlmWorkflowPlanner.configured(models.llm.for_route("planner"), pack, prompts, settings)
 
 
 def build_state(
@@ -159,11 +149,15 @@ def build_state(
     its own); `readiness` defaults to ready, since only a replica with a warm-up to run starts not ready."""
     planner = None
     clock = app_clock(ZoneInfo(settings.timezone), settings.testing.now)
+    llm_metrics = llm_metrics or LlmMetrics()
+    backends = LlmBackends(settings, models.llm, metrics=llm_metrics)  # no connection is opened before a call
     if engine is None:
         pack_dir = find_pack(settings.pack, shipped_dir=settings.packs_dir, state_dir=settings.state_dir)
         pack = load_pack(pack_dir)
-        planner = llm_planner(settings, models, pack_dir, pack)
-        engine = build_engine(settings, models, pack, clock, planner=planner)
+        planners = backends.planners(pack_dir, pack)
+        # the in-cluster planner is warmed up before the replica is ready; an endpoint elsewhere is not ours to wait on
+        planner = next((p for p in planners if p.backend == LOCAL), None)
+        engine = build_engine(settings, models, pack, clock, planners=planners, backends=backends)
     metrics = metrics or TurnMetrics(multiproc_dir=str(settings.env.metrics_dir) if settings.env.metrics_dir else None)
     readiness = readiness or Readiness()
     store = None
@@ -184,7 +178,7 @@ def build_state(
         stored=store.chat if store else None,
         callers=store.callers if store else None,
     )
-    conversation = conversation_agent(settings, turns, store, models, clock) if store else None
+    conversation = conversation_agent(settings, turns, store, backends, clock) if store else None
     agent_chat = None
     if store is not None and conversation is not None and any(i.agent for i in engine.pack.intents):
         agent_chat = AgentChat(conversation, store.callers)
@@ -201,19 +195,18 @@ def build_state(
         conversation=conversation,
         agent_chat=agent_chat,
         llm_planner=planner,
-        llm_metrics=llm_metrics or LlmMetrics(),
+        llm_metrics=llm_metrics,
         calendars=CalendarSync(db, settings) if db is not None else None,
         assistants=assistants or {},
     )
 
 
 def conversation_agent(
-    settings: Settings, turns: TurnRunner, store: Persistence, models: ModelClients, clock: Clock
+    settings: Settings, turns: TurnRunner, store: Persistence, backends: LlmBackends, clock: Clock
 ) -> ConversationAgent:
-    """The WebSocket main agent: the five sub-agents, perception over the long-task split agent's questions."""
-    writer = None
-    if models.llm is not None and settings.llm.generate_replies:
-        writer = LlmTextWriter(dspy_lm(models.llm.for_route("summary"), max_tokens=settings.llm.reply_max_tokens * 4))
+    """The WebSocket main agent: the five sub-agents (their summaries by the first `llm.use.summariser` backend),
+    perception over the long-task split agent's questions."""
+    writer = backends.summariser()
     agents = AgentRegistry.default(writer)
     split = agents.definition("long_task_split_agent", "split")
     split_agent = agents.agent("long_task_split_agent")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from config.llm import CompactionConfig
+from engine.llm.lm import PRIORITY_BACKGROUND, LanguageModel, LmRequest, new_request_id
 
 logger = logging.getLogger(__name__)
 
@@ -156,3 +157,34 @@ def _strip_prefix(text: str) -> str:
 
 def _fit(text: str, room: int) -> str:
     return text if len(text) <= room else text[: max(room - len(_ELLIPSIS), 0)] + _ELLIPSIS
+
+
+SUMMARISE_SYSTEM = (
+    "把下面这段对话压缩成一段不超过 {room} 个字的中文摘要：只写对话里说过的事实、用户的请求和偏好，"
+    "不加评论，不编造，不输出 JSON 或 markdown。"
+)
+
+
+def lm_summarizer(lm: LanguageModel, *, max_tokens: int) -> Summarizer:
+    """A `Summarizer` over a language model (an `llm.use.summariser` backend): a plain completion of the middle's
+    transcript. The compactor bounds it (summarizer_timeout_s, and the planner's share of its budget); cancelled, the
+    call is cancelled with it (an OpenAI-compatible endpoint's connection closed, a Serve call cancelled)."""
+
+    async def summarise(middle: list[Message], room: int) -> str:
+        transcript = "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in middle)
+        reply = await lm.complete(
+            LmRequest(
+                messages=[
+                    {"role": "system", "content": SUMMARISE_SYSTEM.format(room=room)},
+                    {"role": "user", "content": transcript},
+                ],
+                json_schema=None,
+                max_tokens=max_tokens,
+                temperature=0.0,
+                request_id=new_request_id("summary"),
+                priority=PRIORITY_BACKGROUND,
+            )
+        )
+        return reply.text
+
+    return summarise

@@ -28,6 +28,15 @@ ABORT_TIMEOUT_S = 0.5  # how long a caller that gave up waits for the abort to b
 _PENDING_ABORTS: set[asyncio.Task[bool]] = set()
 
 
+class LmFailed(Exception):
+    """A model call that failed in a way its backend names (busy, timed out, an HTTP status, a malformed answer).
+    The message is safe to show in routing_debug and logs: it never holds a key or the server's body."""
+
+    def __init__(self, reason: str, *, busy: bool = False) -> None:
+        super().__init__(reason)
+        self.reason, self.busy = reason, busy
+
+
 @dataclass(frozen=True)
 class LmRequest:
     """One completion request.

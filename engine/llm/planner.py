@@ -13,28 +13,33 @@ import asyncio
 import json
 import logging
 import time
-from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from config.settings import Settings
 from engine.deadline import Deadline, StageTimeout
-from engine.llm.compaction import ContextCompactor
+from engine.llm.compaction import ContextCompactor, Summarizer
 from engine.llm.hooks import HookChain, HookContext, build_chain
-from engine.llm.lm import PRIORITY_INTERACTIVE, LanguageModel, LmReply, LmRequest, complete_within, new_request_id
+from engine.llm.lm import (
+    PRIORITY_INTERACTIVE,
+    LanguageModel,
+    LmFailed,
+    LmRequest,
+    complete_within,
+    new_request_id,
+)
+from engine.llm.plan_outcome import LOCAL, NAME, LlmPlanOutcome
 from engine.llm.plan_schema import plan_json_schema
-from engine.llm.plan_validation import RejectedPlan, ValidatedPlan, validate_plan
+from engine.llm.plan_validation import RejectedPlan, validate_plan
 from engine.llm.prompts import PromptSet, catalog_of, format_now
 from engine.pack import Pack
 from engine.slots import DEFAULT_LIMITS, SlotLimits
-from engine.workflow.planners import Plan
 
 logger = logging.getLogger(__name__)
 
 STAGE = "planner_llm"  # the LLM planner's own budget and timing (budgets.yaml stages_ms)
 PLANNER = "planner"  # the stage that degrades: the turn's planner, whichever planner of the chain ran late
-NAME = "llm"  # Workflow.planner of an LLM plan
 # the pack's prompt files a plan reads: the catalog first, the user's profile with the turn's own part
 CATALOG_SECTION, PROFILE_SECTION = "SKILLS.md", "PROFILE.md"
 # where a plan's prompt starts to differ from call to call: the time, then the profile and recalled messages
@@ -58,42 +63,6 @@ PLANNING_INSTRUCTION = (
 )
 
 
-@dataclass(frozen=True)
-class LlmPlanOutcome:
-    """What one LLM planning call came to. Exactly one of: `plan` (validated, fit to run); `rejected` (the
-    model answered, the plan failed validation and must not run); `timed_out` (aborted at the deadline, the
-    turn degraded); `error` (the call failed otherwise, the turn degraded). `reply` is the model's answer when
-    there was one; `request_id`/`trace_id` name the call in the server's and the hooks' logs."""
-
-    plan: ValidatedPlan | None = None
-    rejected: RejectedPlan | None = None
-    timed_out: bool = False
-    reply: LmReply | None = None
-    error: str | None = None
-    request_id: str | None = None
-    trace_id: str | None = None
-
-    @property
-    def accepted(self) -> bool:
-        return self.plan is not None
-
-    @property
-    def reason(self) -> str:
-        """One line for PlannerDebug.reason."""
-        if self.plan is not None:
-            return f"{NAME}: {len(self.plan.workflow.steps)} steps"
-        if self.rejected is not None:
-            return f"{NAME}: plan rejected: " + "; ".join(self.rejected.reasons)
-        if self.timed_out:
-            return f"{NAME}: timed out"
-        return f"{NAME}: {self.error or 'no plan'}"
-
-    def to_plan(self) -> Plan:
-        """As the local planners' `Plan`, so the chain can treat the LLM like its other planners."""
-        workflow = self.plan.workflow if self.plan is not None else None
-        return Plan(workflow is not None, NAME if workflow is not None else "", self.reason, workflow)
-
-
 class LlmWorkflowPlanner:
     """Plans one turn with the language model. Built once per pack: the catalog and the schema are fixed."""
 
@@ -111,8 +80,16 @@ class LlmWorkflowPlanner:
         max_tokens: int = 256,
         temperature: float = 0.0,
         stage: str = PLANNER,
+        backend: str = LOCAL,
+        json_schema: bool = True,
+        timeout_s: float | None = None,
     ) -> None:
+        """`backend`: the name of the model's backend (`local`, or one of llm.backends); `json_schema`: whether the
+        request carries the plan's schema (an endpoint that does not honour it gets the instruction alone, and
+        validation checks the answer either way); `timeout_s`: the most a call may take, within the stage budget."""
         self._lm, self._pack, self._prompts, self._hooks, self._compactor = lm, pack, prompts, hooks, compactor
+        self.backend, self.timeout_s, self._json_schema = backend, timeout_s, json_schema
+        self.name = NAME if backend == LOCAL else f"{NAME}:{backend}"
         self._max_steps, self._tz, self._limits = max_steps, tz, limits
         self._max_tokens, self._temperature, self._stage = max_tokens, temperature, stage
         self.catalog = catalog_of(pack)
@@ -120,23 +97,38 @@ class LlmWorkflowPlanner:
         self._instruction = PLANNING_INSTRUCTION.format(max_steps=max_steps) + self._examples(pack)
 
     @classmethod
-    def configured(cls, lm: LanguageModel, pack: Pack, prompts: PromptSet, settings: Settings) -> LlmWorkflowPlanner:
-        """The planner of `pack` over `lm` as the settings say (hooks, compaction, limits, tokens); timed as the
-        `planner_llm` stage."""
+    def configured(
+        cls,
+        lm: LanguageModel,
+        pack: Pack,
+        prompts: PromptSet,
+        settings: Settings,
+        *,
+        backend: str = LOCAL,
+        summarizer: Summarizer | None = None,
+    ) -> LlmWorkflowPlanner:
+        """The planner of `pack` over `lm` (the backend named `backend`) as the settings say (hooks, compaction with
+        `summarizer` when given, limits, tokens, the backend's schema support and timeout); timed as the `planner_llm`
+        stage."""
+        remote = settings.llm.backends.get(backend)
+        temperature = remote.temperature if remote is not None and remote.temperature is not None else None
         return cls(
             lm,
             pack,
             prompts,
             build_chain(settings.hooks),
-            ContextCompactor(settings.compaction),
+            ContextCompactor(settings.compaction, summarizer),
             max_steps=settings.planner.max_steps,
             tz=ZoneInfo(settings.timezone),
             limits=SlotLimits(
                 temperature_min=settings.slots.temperature_min, temperature_max=settings.slots.temperature_max
             ),
             max_tokens=settings.llm.plan_max_tokens,
-            temperature=settings.llm.temperature,
+            temperature=settings.llm.temperature if temperature is None else temperature,
             stage=STAGE,
+            backend=backend,
+            json_schema=remote.json_schema if remote is not None else True,
+            timeout_s=remote.timeout_s if remote is not None else None,
         )
 
     def _examples(self, pack: Pack) -> str:
@@ -174,6 +166,7 @@ class LlmWorkflowPlanner:
         user_profile: dict[str, Any] | None = None,
         memory: list[str] | None = None,
         now: datetime,
+        degrade: bool = True,
     ) -> LlmPlanOutcome:
         """Plan `text` (the user's turn) within min(budget_s, the turn's work time left).
 
@@ -182,8 +175,8 @@ class LlmWorkflowPlanner:
         `user_profile` feeds the prompt, and its "timezone" (else the planner's `tz`) is the zone the prompt
         states the time in and datetime slots are read in; `now` must be tz-aware.
         On a timeout the request is aborted and `deadline.degrade("planner")` called; other failures (the
-        model server, a prompt that does not render) degrade the same way with `error` set. Raises only on
-        cancellation, after aborting the request."""
+        model server, a prompt that does not render) degrade the same way with `error` set (`degrade` False: the
+        caller decides, having other planners to try). Raises only on cancellation, after aborting the request."""
         start = time.monotonic()
         zone = self._zone(user_profile)
         request_id = new_request_id(NAME)
@@ -194,7 +187,7 @@ class LlmWorkflowPlanner:
             await self._hooks.before(ctx)
             request = LmRequest(
                 messages=[dict(m) for m in ctx.messages],
-                json_schema=self.schema,
+                json_schema=self.schema if self._json_schema else None,
                 max_tokens=self._max_tokens,
                 temperature=self._temperature,
                 request_id=request_id,
@@ -206,13 +199,24 @@ class LlmWorkflowPlanner:
             ctx.response = raw
             await self._hooks.after(ctx)
         except StageTimeout:
-            deadline.degrade(PLANNER)
-            logger.info("llm planner timed out (request %s, trace %s)", request_id, ctx.trace_id)
-            return LlmPlanOutcome(timed_out=True, request_id=request_id, trace_id=ctx.trace_id)
+            if degrade:
+                deadline.degrade(PLANNER)
+            logger.info("%s planner timed out (request %s, trace %s)", self.name, request_id, ctx.trace_id)
+            return LlmPlanOutcome(timed_out=True, trace_id=ctx.trace_id, request_id=request_id, planner=self.name)
+        except LmFailed as exc:  # the backend said why (busy, an HTTP status, a malformed answer): no stack needed
+            if degrade:
+                deadline.degrade(PLANNER)
+            logger.info("%s planner failed (request %s): %s", self.name, request_id, exc.reason)
+            return LlmPlanOutcome(
+                error=exc.reason, busy=exc.busy, trace_id=ctx.trace_id, request_id=request_id, planner=self.name
+            )
         except Exception as exc:  # noqa: BLE001 — a failed planner is a declared degradation, never a failed turn
-            deadline.degrade(PLANNER)
-            logger.warning("llm planner failed (request %s, trace %s)", request_id, ctx.trace_id, exc_info=True)
-            return LlmPlanOutcome(error=f"{type(exc).__name__}: {exc}", request_id=request_id, trace_id=ctx.trace_id)
+            if degrade:
+                deadline.degrade(PLANNER)
+            logger.warning("%s planner failed (request %s)", self.name, request_id, exc_info=True)
+            return LlmPlanOutcome(
+                error=f"{type(exc).__name__}: {exc}", trace_id=ctx.trace_id, request_id=request_id, planner=self.name
+            )
         # validate_plan never raises: bad output comes back as a RejectedPlan with its reasons
         checked = validate_plan(
             ctx.response or "",
@@ -222,12 +226,16 @@ class LlmWorkflowPlanner:
             now=now,
             limits=self._limits,
             text=text,
-            planner=NAME,
+            planner=self.name,
         )
         if isinstance(checked, RejectedPlan):
-            logger.info("llm plan rejected (request %s): %s", request_id, "; ".join(checked.reasons))
-            return LlmPlanOutcome(rejected=checked, reply=reply, request_id=request_id, trace_id=ctx.trace_id)
-        return LlmPlanOutcome(plan=checked, reply=reply, request_id=request_id, trace_id=ctx.trace_id)
+            logger.info("%s plan rejected (request %s): %s", self.name, request_id, "; ".join(checked.reasons))
+            return LlmPlanOutcome(
+                rejected=checked, reply=reply, trace_id=ctx.trace_id, request_id=request_id, planner=self.name
+            )
+        return LlmPlanOutcome(
+            plan=checked, reply=reply, trace_id=ctx.trace_id, request_id=request_id, planner=self.name
+        )
 
     async def _messages(
         self,

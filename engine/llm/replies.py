@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.deadline import Deadline
 from engine.llm.lm import PRIORITY_BACKGROUND, PRIORITY_INTERACTIVE
@@ -17,6 +18,8 @@ from engine.llm.programs import InteractionContext, Program
 
 if TYPE_CHECKING:
     import dspy
+
+    from protocol.turn_debug import ReplyDebug
 
 # "已经帮您打开了", "给你设置好了", "删除了": an action reported as done. An offer or a question ("我可以帮您打开",
 # "要不要我帮你安排一下？") reports nothing.
@@ -31,6 +34,7 @@ _ACTION_CLAIM = re.compile(
 _OFFER = re.compile(r"可以|能|会|要不要|需要|想|要我|是否")
 _CLAUSE = re.compile(r"[^，。！？,.!?；;]+[，。！？,.!?；;]?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+OnDelta = Callable[[str], Awaitable[None]]
 
 
 def claims_an_action(text: str) -> bool:
@@ -58,6 +62,26 @@ def numbers_from(facts: Any) -> set[str]:
     return set(_NUMBER.findall(json.dumps(facts, ensure_ascii=False, default=str)))
 
 
+class Replies(Protocol):
+    """What writes the turn's generated replies; None means "use the template". `notes`, when given, collects what
+    each backend asked did (routing_debug.replies); `on_delta`, when given, hears each checked clause as it comes (a
+    writer that cannot stream ignores it), and the reply returned then starts with what it heard."""
+
+    async def social(
+        self, text: str, deadline: Deadline, *, notes: list[ReplyDebug] | None = None, on_delta: OnDelta | None = None
+    ) -> str | None: ...
+
+    async def emotion(
+        self,
+        text: str,
+        deadline: Deadline,
+        *,
+        history: str = "",
+        notes: list[ReplyDebug] | None = None,
+        on_delta: OnDelta | None = None,
+    ) -> str | None: ...
+
+
 class ReplyWriter:
     """Seed 003's social responder and seed 000's EmotionSupport over the LLM (`lm`: a dspy.LM from
     engine.llm.dspy_engine.dspy_lm), each inside `budget_s` of the turn's deadline; None means "use the template"."""
@@ -66,7 +90,9 @@ class ReplyWriter:
         self._lm, self._budget_s, self._max_chars, self._stage = lm, budget_s, max_chars, stage
         self._social, self._emotion = Program("SocialReply"), Program("EmotionSupport")
 
-    async def social(self, text: str, deadline: Deadline) -> str | None:
+    async def social(
+        self, text: str, deadline: Deadline, *, notes: list[ReplyDebug] | None = None, on_delta: OnDelta | None = None
+    ) -> str | None:
         out = await self._social.run(
             self._lm,
             deadline=deadline,
@@ -77,7 +103,15 @@ class ReplyWriter:
         )
         return checked_reply(out["reply"], max_chars=self._max_chars) if out else None
 
-    async def emotion(self, text: str, deadline: Deadline, *, history: str = "") -> str | None:
+    async def emotion(
+        self,
+        text: str,
+        deadline: Deadline,
+        *,
+        history: str = "",
+        notes: list[ReplyDebug] | None = None,
+        on_delta: OnDelta | None = None,
+    ) -> str | None:
         ctx = InteractionContext(user_input=text, dialog_history=history, pipeline=["EmotionSupport"])
         out = await self._emotion.run(
             self._lm,

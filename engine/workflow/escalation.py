@@ -12,19 +12,24 @@ A planner that cannot keep up (a small model on a busy CPU) would make every esc
 for nothing, so after `llm.hold_after_timeouts` late calls in a row escalation is held: such turns keep the local
 decision at once (`planner` degraded, `llm.outcome: held`), and one turn per `llm.probe_every_s` escalates all the
 same; a probe that finishes in time ends the hold.
+
+The LLM layer may be several backends (`llm.use.planner`: the in-cluster Planner, then OpenAI-compatible endpoints as
+seed 003's cloud planner): each is asked in order, inside what is left of the same budget, until one's plan is valid
+and grounded; each has its own hold, and a busy, failing or late one only passes the turn on to the next.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from config.settings import Settings
 from engine.deadline import Deadline
 from engine.llm.grounding import Extract, ungrounded
-from engine.llm.planner import NAME, PLANNER, LlmPlanOutcome, LlmWorkflowPlanner
+from engine.llm.plan_outcome import NAME, LlmPlanOutcome
+from engine.llm.planner import PLANNER, LlmWorkflowPlanner
 from engine.model_client import ENCODER
 from engine.pack import Pack
 from engine.workflow.planners import Plan
@@ -46,12 +51,15 @@ class EscalationHold:
     def held(self) -> bool:
         return 0 < self._after <= self.late_in_a_row
 
+    def ready(self) -> bool:
+        """Whether a turn now would be admitted (without counting it as the probe)."""
+        return not (self.held and self._clock() - self._last_try < self._probe_every_s)
+
     def admit(self) -> bool:
         """Whether this turn may escalate; a turn admitted while held is the probe."""
-        now = self._clock()
-        if self.held and now - self._last_try < self._probe_every_s:
+        if not self.ready():
             return False
-        self._last_try = now
+        self._last_try = self._clock()
         return True
 
     def record(self, late: bool) -> None:
@@ -61,45 +69,57 @@ class EscalationHold:
 class LlmEscalation:
     def __init__(
         self,
-        llm: LlmWorkflowPlanner,
+        llm: LlmWorkflowPlanner | Sequence[LlmWorkflowPlanner],
         *,
         pack: Pack,
         settings: Settings,
         extract: Extract,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._llm, self._pack, self._settings, self._extract = llm, pack, settings, extract
-        self.hold = EscalationHold(settings.llm.hold_after_timeouts, settings.llm.probe_every_s, clock)
+        """`llm`: the LLM planner, or the planners of `llm.use.planner` in the order they are asked."""
+        planners = [llm] if isinstance(llm, LlmWorkflowPlanner) else list(llm)
+        if not planners:
+            raise ValueError("an escalation needs at least one LLM planner")
+        self._pack, self._settings, self._extract = pack, settings, extract
+        self._layers = [
+            (p, EscalationHold(settings.llm.hold_after_timeouts, settings.llm.probe_every_s, clock)) for p in planners
+        ]
+
+    @property
+    def hold(self) -> EscalationHold:
+        """The first backend's hold (the only one with a single LLM planner)."""
+        return self._layers[0][1]
 
     def wanted(self, plan: Plan, debug: PlannerDebug, deadline: Deadline) -> bool:
-        """The local planners ran inside their budget and did not accept, and escalation is not held; a held one
-        is said in `debug` and degrades `planner` (the turn keeps the local decision without waiting)."""
+        """The local planners ran inside their budget and did not accept, and escalation is not held for every
+        backend; a held one is said in `debug` and degrades `planner` (the turn keeps the local decision at once)."""
         if plan.accepted or debug.degraded or plan.analysis is None:
             return False
         if debug.trigger == "detector" and len(plan.analysis.matched()) == 1:
             # only the detector read two requests; nothing in the words joins two, and the clauses name one: a
             # request said with its reason (空调关了吧，冷死了). The LLM would be asked to split what was said once,
             # and the turn would wait seconds for it; the fusion decision stands
-            said = f"{NAME}: not asked, one clause names a request and nothing in the words joins a second"
-            debug.reason = f"{debug.reason}; {said}" if debug.reason else said
+            _said(debug, f"{NAME}: not asked, one clause names a request and nothing in the words joins a second")
             return False
         if ENCODER in deadline.degraded:
             # every head lost its input: no model evidence to ground a plan in, and a turn whose encoder missed its
             # deadline is on a machine that is out of time already; the LLM would add seconds of its work
-            said = f"{NAME}: not asked, the encoder was degraded"
-            debug.reason = f"{debug.reason}; {said}" if debug.reason else said
+            _said(debug, f"{NAME}: not asked, the encoder was degraded")
             return False
-        if self.hold.admit():
+        if any(hold.ready() for _, hold in self._layers):
             return True
-        reason = (
-            f"{NAME}: held, the last {self.hold.late_in_a_row} calls missed their budget "
-            f"(one turn per {self._settings.llm.probe_every_s:g} s tries again)"
-        )
-        debug.llm = LlmPlanDebug(outcome="held", reasons=[reason])
+        reason = self._held_reason(self.hold)
+        debug.llm = LlmPlanDebug(outcome="held", backend=self._layers[0][0].backend, reasons=[reason])
         debug.degraded = True
-        debug.reason = f"{debug.reason}; {reason}" if debug.reason else reason
+        _said(debug, reason)
         deadline.degrade(PLANNER)
         return False
+
+    def _held_reason(self, hold: EscalationHold) -> str:
+        return (
+            f"{NAME}: held, the last {hold.late_in_a_row} calls missed their budget "
+            f"(one turn per {self._settings.llm.probe_every_s:g} s tries again)"
+        )
 
     @property
     def extra_ms(self) -> float:
@@ -116,44 +136,81 @@ class LlmEscalation:
         now: datetime,
         history: list[dict[str, Any]] | None = None,
         memory: list[str] | None = None,
+        user_profile: dict[str, Any] | None = None,
     ) -> Plan:
-        """The LLM's plan if it may run, else `local` with the reason added; `debug.llm` says what happened."""
+        """The first LLM plan that may run, else `local` with the reasons added; `debug.llm` says what the deciding
+        backend did (`debug.llm_attempts` each one's, when more than one was asked)."""
         assert local.analysis is not None
-        outcome = await self._llm.plan(
-            text,
-            deadline=deadline,
-            budget_s=self._settings.budgets.stage_s(STAGE),
-            history=history,
-            memory=memory,
-            now=now,
-        )
-        self.hold.record(outcome.timed_out)
-        reasons = list(outcome.rejected.reasons) if outcome.rejected else ([outcome.error] if outcome.error else [])
-        if outcome.plan is not None:
-            reasons = ungrounded(
-                outcome.plan.workflow,
-                text=text,
-                clauses=local.analysis.clauses,
-                pack=self._pack,
-                extract=self._extract,
-                min_evidence=self._settings.planner.llm_min_evidence,
+        attempts: list[LlmPlanDebug] = []
+        said: list[str] = []
+        for planner, hold in self._layers:
+            if not hold.admit():
+                held = LlmPlanDebug(outcome="held", backend=planner.backend, reasons=[self._held_reason(hold)])
+                attempts.append(held)
+                said.append(f"{planner.name}: held")
+                continue
+            if attempts and deadline.work_remaining_s() <= 0:
+                break  # the turn's time is spent: the next backend could not even be asked
+            budget_s = self._settings.budgets.stage_s(STAGE)
+            outcome = await planner.plan(
+                text,
+                deadline=deadline,
+                budget_s=min(budget_s, planner.timeout_s) if planner.timeout_s else budget_s,
+                history=history,
+                memory=memory,
+                user_profile=user_profile,
+                now=now,
+                degrade=False,
             )
-        accepted = outcome.plan is not None and not reasons
-        debug.llm = _debug(outcome, accepted, reasons)
-        debug.degraded = outcome.timed_out or outcome.error is not None
-        if not accepted:
-            said = outcome.reason if outcome.plan is None else f"{NAME}: plan not grounded in the words"
-            debug.reason = f"{debug.reason}; {said}" if debug.reason else said
-            return local
-        debug.accepted_by, debug.reason = NAME, outcome.reason
-        return outcome.to_plan()
+            hold.record(outcome.timed_out)
+            reasons = list(outcome.rejected.reasons) if outcome.rejected else ([outcome.error] if outcome.error else [])
+            if outcome.plan is not None:
+                reasons = ungrounded(
+                    outcome.plan.workflow,
+                    text=text,
+                    clauses=local.analysis.clauses,
+                    pack=self._pack,
+                    extract=self._extract,
+                    min_evidence=self._settings.planner.llm_min_evidence,
+                )
+            accepted = outcome.plan is not None and not reasons
+            attempts.append(_debug(outcome, accepted, reasons, planner.backend))
+            if accepted:
+                debug.llm, debug.llm_attempts = attempts[-1], attempts if len(attempts) > 1 else []
+                debug.accepted_by, debug.reason = outcome.planner, outcome.reason
+                return outcome.to_plan()
+            said.append(
+                outcome.reason if outcome.plan is None else f"{outcome.planner}: plan not grounded in the words"
+            )
+        debug.llm, debug.llm_attempts = (attempts[-1] if attempts else None), attempts if len(attempts) > 1 else []
+        debug.degraded = any(a.outcome in ("timed_out", "error", "busy", "held") for a in attempts)
+        if debug.degraded:
+            deadline.degrade(PLANNER)
+        for reason in said:
+            _said(debug, reason)
+        return local
 
 
-def _debug(outcome: LlmPlanOutcome, accepted: bool, reasons: list[str]) -> LlmPlanDebug:
+def _said(debug: PlannerDebug, reason: str) -> None:
+    debug.reason = f"{debug.reason}; {reason}" if debug.reason else reason
+
+
+def _debug(outcome: LlmPlanOutcome, accepted: bool, reasons: list[str], backend: str) -> LlmPlanDebug:
     reply = outcome.reply
-    kind = "accepted" if accepted else "timed_out" if outcome.timed_out else "error" if outcome.error else "rejected"
+    kind: Literal["accepted", "rejected", "timed_out", "error", "busy"] = (
+        "accepted"
+        if accepted
+        else "timed_out"
+        if outcome.timed_out
+        else "busy"
+        if outcome.busy
+        else "error"
+        if outcome.error
+        else "rejected"
+    )
     return LlmPlanDebug(
         outcome=kind,
+        backend=backend,
         request_id=outcome.request_id,
         reasons=reasons,
         normalisations=list(outcome.plan.normalisations) if outcome.plan else [],

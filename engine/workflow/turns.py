@@ -4,7 +4,7 @@ the session row, so the resume may land on any orchestrator replica."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ class WorkflowTurns:
         extract: Extract,
         invalid_slot: Callable[[Intent, dict[str, Any]], SlotSpec | None],
         faults: Faults | None = None,
-        llm: LlmWorkflowPlanner | None = None,
+        llm: LlmWorkflowPlanner | Sequence[LlmWorkflowPlanner] | None = None,
     ) -> None:
         self._pack = pack
         self._extract = extract
@@ -64,7 +64,9 @@ class WorkflowTurns:
         )
         self._rules = DialogRules(pack.rules)
         self.escalation = (
-            LlmEscalation(llm, pack=pack, settings=settings, extract=extract) if llm and settings.llm.enabled else None
+            LlmEscalation(llm, pack=pack, settings=settings, extract=extract)
+            if llm and settings.llm.enabled  # a planner, or a non-empty list of them
+            else None
         )
 
     async def plan(self, text: str, route: Route, deadline: Deadline) -> tuple[Plan, PlannerDebug] | None:

@@ -1,6 +1,7 @@
 """POST /api/v1/agent/chat-stream (seed 003 §6.2): the turn as NDJSON, one event per line, from the real execution.
 
-`ack` when the turn is understood and its first plugin is about to run, `step` per step result, then `final` with
+`ack` when the turn is understood and its first plugin is about to run, `step` per step result, `delta` per checked
+clause of a reply an LLM backend writes (docs/llm-backends.md), then `final` with
 the chat response, or `error` with the envelope's error. A turn refused before it produced anything (auth,
 overload, bad input) is answered with its HTTP status like /chat. A client that goes away stops the rest of the
 turn before any further plugin runs; what already ran is committed with the session.
@@ -14,11 +15,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from engine.errors import BatonError
 from engine.events import TurnListener
 from protocol.base import ErrorBody
-from protocol.chat_stream import AckEvent, ErrorEvent, FinalEvent, StepEvent
+from protocol.chat_stream import AckEvent, DeltaEvent, ErrorEvent, FinalEvent, StepEvent
 from protocol.http_chat import ChatResponse
 from protocol.workflow import Workflow, WorkflowStep
 
-Event = AckEvent | StepEvent | FinalEvent | ErrorEvent
+Event = AckEvent | StepEvent | DeltaEvent | FinalEvent | ErrorEvent
 _RUNNING: set[asyncio.Task[None]] = set()  # a turn outlives a client that left: hold it until it has committed
 
 
@@ -35,6 +36,9 @@ class QueueListener(TurnListener):
 
     async def step(self, step: WorkflowStep) -> None:
         self.events.put_nowait(StepEvent(step=step.model_copy(deep=True)))
+
+    async def delta(self, text: str) -> None:
+        self.events.put_nowait(DeltaEvent(text=text))
 
     @property
     def gone(self) -> bool:

@@ -1,7 +1,8 @@
 """What every Ray node running Baton needs in its processes' environment and labels, on one machine (the launcher)
 and on a cluster (the pods KubeRay starts): Serve reads these switches when its controller and proxies start, before
 any Serve config is applied, so they cannot travel in a config's `runtime_env`. No secret is here: replicas read
-DATABASE_URL and the signing secret from their own environment (the launcher's, or a pod's from a Kubernetes Secret)."""
+DATABASE_URL, the signing secret and the LLM backends' keys (the variables `llm.backends.<name>.api_key_env` names) from
+their own environment (the launcher's, or a pod's from a Kubernetes Secret)."""
 
 from __future__ import annotations
 
@@ -134,6 +135,8 @@ def replica_environment(config: dict[str, Any], env: Mapping[str, str]) -> dict[
     settings = AppArgs.model_validate(app["args"]).settings()
     if env.get(settings.calendar.key_env):  # the key CalDAV passwords are sealed with (docs/calendars.md)
         out[settings.calendar.key_env] = env[settings.calendar.key_env]
+    # the LLM backends' keys travel like DATABASE_URL: in the processes' environment, never in a Serve config
+    out.update({k: env[k] for k in settings.llm.key_envs().values() if env.get(k)})
     check_local_mode(config, settings)
     switches = serve_switches(settings)
     out.update(switches)

@@ -29,7 +29,7 @@ from engine.turn import TurnEngine
 from engine.turn_context import TurnContext, timings_of
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.media import InputModality
-from serve_app.turns.turn_memory import recaller, remember
+from serve_app.turns.turn_memory import profiler, recaller, remember
 from store import conversation, sessions, turn_log, worlds
 from store.database import Database
 from store.errors import Conflict, SessionBusy, SessionOfOtherAssistant, TurnExists
@@ -229,6 +229,7 @@ class LeasedTurn:
             world=self._world,
             listener=listener,
             recall=recaller(self._chat._db, self._chat._settings.llm, self._user_id),
+            profile=profiler(self._chat._db, self._user_id),
         )
         return self._ctx
 

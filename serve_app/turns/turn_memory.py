@@ -1,19 +1,31 @@
 """Semantic memory around a turn (store/memory.py): the user's earlier messages near the turn's vector, recalled
-for the engine, and the logged message's vector kept after the reply, off its path."""
+for the engine, and the logged message's vector kept after the reply, off its path; and the user's profile, read for
+the planner's prompt (PROFILE.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 from uuid import UUID
 
 from config.llm import LlmConfig
-from engine.turn_context import Recall
-from store import memory
+from engine.turn_context import Profile, Recall
+from store import facts, memory
 from store.database import Database
 
 logger = logging.getLogger(__name__)
 _REMEMBERING: set[asyncio.Task[None]] = set()  # vectors being kept after their turn answered
+
+
+def profiler(db: Database, user_id: UUID) -> Profile:
+    """The user's profile (store/facts.py profile_data), read when a turn's planner asks for it."""
+
+    async def read() -> dict[str, Any]:
+        async with db.connection() as conn:
+            return await facts.profile_data(conn, user_id)
+
+    return read
 
 
 def recaller(db: Database, llm: LlmConfig, user_id: UUID) -> Recall | None:

@@ -156,7 +156,7 @@ class FakeModelClient(ModelClient):
 
 class Rig:
     """A TurnEngine over a real pack with the fake models, an in-memory store and fresh plugin state; with `llm`,
-    the pack's LLM planner over that language model (a FakeLm)."""
+    the pack's LLM planner over that language model (a FakeLm), or one per backend ({name: model}, in order)."""
 
     def __init__(
         self,
@@ -192,9 +192,13 @@ class Rig:
         from engine.pack import find_pack
 
         pack_dir = find_pack(self.pack.name, shipped_dir=self.settings.packs_dir, state_dir=self.settings.state_dir)
-        return LlmWorkflowPlanner.configured(
-            llm, self.pack, PromptSet.load(pack_dir, self.settings.prompts), self.settings
-        )
+        prompts = PromptSet.load(pack_dir, self.settings.prompts)
+        if isinstance(llm, dict):  # {backend name: its model}: the planners of llm.use.planner, in that order
+            return [
+                LlmWorkflowPlanner.configured(lm, self.pack, prompts, self.settings, backend=name)
+                for name, lm in llm.items()
+            ]
+        return LlmWorkflowPlanner.configured(llm, self.pack, prompts, self.settings)
 
     def vehicle(self, user: str = "u1"):
         return self.worlds.world(user).vehicle
