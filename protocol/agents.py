@@ -135,7 +135,7 @@ class CalendarFact(WireModel):
 
 
 class BusySpan(WireModel):
-    """A time the user is busy (one of their items today; calendar events may join): [start_at, end_at)."""
+    """A time the user is busy (one of their items or a busy event of their calendars): [start_at, end_at)."""
 
     start_at: datetime
     end_at: datetime

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from engine.conversation.scope import resolve
-from engine.scheduling import BusyTimes, ItemBusyTimes, window
+from engine.scheduling import AllBusyTimes, BusyTimes, CalendarBusyTimes, ItemBusyTimes, window
 from protocol.agents import (
     AgentFunctionDefinition,
     AgentResponseEnvelope,
@@ -94,10 +94,11 @@ async def _nothing(stage: str) -> None:
 
 class Execution:
     def __init__(self, agents: Agents, facts: Facts, busy_times: BusyTimes | None = None) -> None:
-        """`busy_times`: when the user is busy (default: their items, read through `facts`)."""
+        """`busy_times`: when the user is busy (default: their items and their calendars' busy events, read through
+        `facts`)."""
         self._agents = agents
         self._facts = facts
-        self._busy_times = busy_times or ItemBusyTimes(facts)
+        self._busy_times = busy_times or AllBusyTimes(ItemBusyTimes(facts), CalendarBusyTimes(facts))
 
     async def run(
         self,

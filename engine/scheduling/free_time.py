@@ -1,18 +1,19 @@
 """The user's free time: their working hours in their time zone, less what keeps them busy.
 
-What keeps them busy comes through one small interface, `BusyTimes`: today the items in the store; calendar events
-can join later as another implementation (or a union of several) without the chain changing.
+What keeps them busy comes through one small interface, `BusyTimes`: the items in the store (`ItemBusyTimes`), the
+busy events of the user's calendars (`CalendarBusyTimes`), or both (`AllBusyTimes`); the chain never knows which.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any, Protocol
 from uuid import UUID
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from protocol.agents import CandidateItem
+from protocol.agents import CalendarFact, CandidateItem
 
 DEFAULT_WORKING_HOURS = (time(9), time(21))
 _SHORTEST_BUSY = timedelta(minutes=15)  # an item with a start and no end still takes this long
@@ -63,6 +64,41 @@ class ItemBusyTimes:
 
     async def busy(self, user_id: UUID, start: datetime, end: datetime) -> list[Interval]:
         return item_intervals(await self._reader.items(user_id, start, end))
+
+
+class CalendarReader(Protocol):
+    async def calendar(self, user_id: UUID, start_at: datetime, end_at: datetime) -> list[CalendarFact]: ...
+
+
+def calendar_intervals(entries: list[CalendarFact]) -> list[Interval]:
+    """The time the calendar's busy events take; a transparent or cancelled event (`busy` false), a deadline and an
+    event with no length take none."""
+    return [
+        Interval(e.start_at, e.end_at)
+        for e in entries
+        if e.kind == "event" and e.busy and e.start_at is not None and e.end_at is not None and e.end_at > e.start_at
+    ]
+
+
+class CalendarBusyTimes:
+    """The busy events of the user's calendars (imports, feeds, CalDAV) as busy times."""
+
+    def __init__(self, reader: CalendarReader) -> None:
+        self._reader = reader
+
+    async def busy(self, user_id: UUID, start: datetime, end: datetime) -> list[Interval]:
+        return calendar_intervals(await self._reader.calendar(user_id, start, end))
+
+
+class AllBusyTimes:
+    """Every source's busy times together, read concurrently."""
+
+    def __init__(self, *sources: BusyTimes) -> None:
+        self._sources = sources
+
+    async def busy(self, user_id: UUID, start: datetime, end: datetime) -> list[Interval]:
+        found = await asyncio.gather(*(source.busy(user_id, start, end) for source in self._sources))
+        return sorted(interval for intervals in found for interval in intervals)
 
 
 @dataclass(frozen=True)

@@ -117,24 +117,3 @@ async def between(
         end_at,
     )
     return [CalendarEntryDTO.model_validate(dict(r)) for r in rows]
-
-
-async def busy_intervals(
-    conn: asyncpg.Connection, user_id: UUID, *, start_at: datetime, end_at: datetime
-) -> list[tuple[datetime, datetime]]:
-    """The user's busy calendar time in [start_at, end_at): busy events (not transparent, not cancelled) clipped to
-    the range and merged where they overlap or touch, in time order. What a scheduler avoids."""
-    rows = await conn.fetch(
-        "SELECT greatest(start_at, $2) AS s, least(end_at, $3) AS e FROM calendar_entries"
-        " WHERE user_id = $1 AND kind = 'event' AND busy AND start_at < $3 AND end_at > $2 ORDER BY start_at",
-        user_id,
-        start_at,
-        end_at,
-    )
-    merged: list[tuple[datetime, datetime]] = []
-    for row in rows:
-        if merged and row["s"] <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], row["e"]))
-        else:
-            merged.append((row["s"], row["e"]))
-    return merged

@@ -1,5 +1,5 @@
-"""scheduling_agent through the registry and execution (busy times from the user's items), and the route that hands
-planning requests to it."""
+"""scheduling_agent through the registry and execution (busy times from the user's items and calendars), and the
+route that hands planning requests to it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 from engine.agents import AgentRegistry
 from engine.conversation.execution import Execution, Proposal
 from engine.scheduling.route import routed
-from protocol.agents import AgentTimeRange, CandidateItem, ExecutionLayerInput
+from protocol.agents import AgentTimeRange, CalendarFact, CandidateItem, ExecutionLayerInput
 from protocol.http_chat import ChatResponse, Decision, TurnStatus
 from protocol.rest import WriteRequestCreate
 
@@ -23,8 +23,8 @@ USER = uuid4()
 class Facts:
     """The store reads execution makes, over a fixed list of items (the store-backed test reads PostgreSQL)."""
 
-    def __init__(self, items: list[CandidateItem], profile: dict) -> None:
-        self._items, self._profile, self.ranges = items, profile, []
+    def __init__(self, items: list[CandidateItem], profile: dict, calendar: list[CalendarFact] = ()) -> None:
+        self._items, self._profile, self._calendar, self.ranges = items, profile, list(calendar), []
 
     async def items(self, user_id, start_at, end_at):
         self.ranges.append((start_at, end_at))
@@ -35,6 +35,9 @@ class Facts:
 
     async def profile(self, user_id):
         return self._profile
+
+    async def calendar(self, user_id, start_at, end_at):
+        return [e for e in self._calendar if e.start_at < end_at and e.end_at > start_at]
 
 
 def _step(text: str) -> ExecutionLayerInput:
@@ -69,6 +72,25 @@ def test_a_plan_is_a_goal_split_whose_subtasks_are_the_free_slots():
     first = datetime.fromisoformat(subtasks[0]["start_at"])
     assert first == NOW.replace(hour=13)  # 10–13 and 14–18 are taken today; 13:00 fits the first hour
     assert facts.ranges  # the busy times were read for the request's window
+
+
+def test_a_busy_calendar_event_is_no_free_slot_and_a_transparent_one_is():
+    busy = [_item("组会", NOW.replace(hour=10), 3), _item("上课", NOW.replace(hour=14), 4)]
+    hours = {"working_hours": {"start": "10:00", "end": "20:00"}}
+
+    def first_slot(calendar: list[CalendarFact]) -> datetime:
+        facts = Facts(busy, hours, calendar)
+        outcome = asyncio.run(Execution(AgentRegistry.default(), facts).run(_step("这周想约三次羽毛球"), USER, NOW))
+        return datetime.fromisoformat(outcome.response.result["scheduling"]["slots"][0]["start_at"])
+
+    def event(busy: bool) -> CalendarFact:
+        start = NOW.replace(hour=13)
+        return CalendarFact(
+            title="牙医", kind="event", start_at=start, end_at=start + timedelta(hours=1), busy=busy, source_name="日历"
+        )
+
+    assert first_slot([event(busy=False)]) == NOW.replace(hour=13)  # transparent: 13:00 is still free
+    assert first_slot([event(busy=True)]) == NOW.replace(hour=18)  # the dentist takes 13–14; the evening is next
 
 
 def test_an_action_is_one_schedule_item_with_its_start_instructions():
