@@ -16,8 +16,9 @@ AGENT, FUNCTION = "scheduling_agent", "plan"
 _TAKEN_FROM = frozenset({("schedule_todo_agent", "create"), ("long_task_split_agent", "split")})
 _UNPLACED = frozenset({TurnStatus.fallback, TurnStatus.clarify})
 _RE_SPLIT = re.compile(r"拆|分解|分阶段|阶段|里程碑|路线")
-_RE_LONG_FRAME = re.compile(r"个月|半年|[一两三四五六七八九十\d]+年|年底|年末|年内|今年|明年|学期|季度")
-_RE_CLOCK = re.compile(r"\d{1,2}[:：]\d{2}|[\d一二两三四五六七八九十]+点|提醒")
+_NUMERALS = "一两三四五六七八九十\\d"
+_RE_LONG_FRAME = re.compile(rf"个月|半年|(?<![{_NUMERALS}])[{_NUMERALS}]+年|年底|年末|年内|今年|明年|学期|季度")
+_RE_CLOCK = re.compile(r"\d{1,2}[:：]\d{2}|(?<![\d一二两三四五六七八九十])[\d一二两三四五六七八九十]+点|提醒")
 _RE_PLAN = re.compile(r"想|打算|希望|计划|开始|先(?![前后])|帮我.{0,6}(?:安排|规划|排)|把.+(?:写|做|看|刷|跑)完")
 _LONGEST_PLAN = timedelta(days=15)  # a longer frame is a long goal: its stages are the split agent's
 

@@ -9,7 +9,8 @@ from datetime import datetime, time, timedelta
 
 from engine.slots import DEFAULT_LIMITS, extract_datetime, parse_chinese_number
 
-_N = r"\d+|[一二两三四五六七八九十]+"
+# a number is read from the start of its run only: tried from each of its characters, a pattern goes quadratic
+_N = r"(?<!\d)\d+|(?<![一二两三四五六七八九十])[一二两三四五六七八九十]+"
 _RE_MINUTES = re.compile(
     rf"(?P<per>每次|每天|每晚|每早|每日|一次|一天)?[^，,。\d一二两三四五六七八九十半]{{0,3}}?"
     rf"(?:(?P<n>{_N})个?(?P<half>半)?|(?P<bare_half>半))个?(?P<unit>小时|钟头|分钟)"
@@ -34,7 +35,8 @@ _RE_WISH = re.compile(r"(?<!想)想(?!想|起|到|法)|打算|希望")
 _RE_FIRST = re.compile(r"先(?![前后])|马上|立刻|等下|等会儿?|现在就")
 _RE_TITLE_CUT = re.compile(
     r"^(?:我|一直|最近|有空的时候|有空|其实|想要|想|打算|希望|计划|准备|要|开始|试试|先|马上|等会儿|等下|就)+"
-    r"|帮我.*$|给我.*$|，?(?:大概|大约|一共|总共)?[^，,]*(?:小时|钟头|分钟)$"
+    # the last clause, from a comma (or the start) only: tried from every character it would scan to the end each time
+    r"|帮我.*$|给我.*$|(?:^|(?<=[，,])|(?=，))，?(?:大概|大约|一共|总共)?[^，,]*(?:小时|钟头|分钟)$"
 )
 _RE_BA = re.compile(
     r"把(?P<obj>.+?)(?P<verb>写|做|看|刷|跑|整理|收拾|打扫|打包|改|列|填|回|买|洗|交|发|寄|读|处理|准备|复习|练|背|学)"

@@ -186,7 +186,7 @@ def extract_datetime(
     return TimeRange(start, end, said, all_day)
 
 
-_RE_UNTIL = re.compile(r"\s*(?:到|至|~|～|-|—)\s*")
+_RE_UNTIL = re.compile(r"\s{0,8}(?:到|至|~|～|-|—)\s{0,8}")  # bounded: linear wherever it is tried
 _LONGEST_SPAN = timedelta(hours=14)
 
 
