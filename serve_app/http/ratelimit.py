@@ -9,7 +9,7 @@ import asyncio
 import math
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -163,7 +163,12 @@ def client_ip(scope: Scope, trusted_proxies: list[str] | tuple[str, ...] = ()) -
 class RateLimits:
     """This replica's limits, built once from the config (`enabled: false`: every check passes)."""
 
-    def __init__(self, config: RateLimitsConfig, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        config: RateLimitsConfig,
+        clock: Clock = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.config = config
         keys = config.max_keys
 
@@ -173,7 +178,7 @@ class RateLimits:
         self._login_ip, self._login_account = buckets(config.login_per_ip), buckets(config.login_per_account)
         self._register_ip, self._upload_ip = buckets(config.register_per_ip), buckets(config.upload_per_ip)
         self._openai_ip, self._resume = buckets(config.openai_per_ip), buckets(config.resume_per_user)
-        self._clock = clock
+        self._clock, self._sleep = clock, sleep
         self.backoff = LoginBackoffs(config.login_backoff, keys, clock)
         self.passwords = Slots(config.password_checks, config.password_queue, "password checks")
         self.openai = Slots(config.openai_max_in_flight, 0, "chat completions from external clients")
@@ -189,7 +194,7 @@ class RateLimits:
             return refusal
         self._held += 1
         try:
-            await asyncio.sleep(hold)
+            await self._sleep(hold)
         finally:
             self._held -= 1
         return refusal

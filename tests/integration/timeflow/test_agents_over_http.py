@@ -106,7 +106,7 @@ def test_create_move_finish_replan_and_review_over_http_alone(app, user):
     assert created["agent"]["target_agent_name"] == "schedule_todo_agent" and "牙医复诊" in created["reply"]
     assert timeline(app, user) == []  # nothing before the decision
     assert http.fill("确认")["agent"]["applied"][0]["applied_target_id"]
-    assert [(i["title"], local_hm(i["start_at"])) for i in timeline(app, user)] == [("牙医复诊", "15:00")]
+    assert [(i["title"], local_hm(i["start_at"])) for i in timeline(app, user)] == [("去牙医复诊", "15:00")]
 
     moved = http.proposed("把明天的牙医复诊改到后天上午十点")
     write = moved["agent"]["write_request"]
@@ -118,7 +118,7 @@ def test_create_move_finish_replan_and_review_over_http_alone(app, user):
     )
     assert decided.status_code == 200 and decided.json()["status"] == "applied", decided.text
     assert timeline(app, user, 1) == []
-    assert [(i["title"], local_hm(i["start_at"])) for i in timeline(app, user, 2)] == [("牙医复诊", "10:00")]
+    assert [(i["title"], local_hm(i["start_at"])) for i in timeline(app, user, 2)] == [("去牙医复诊", "10:00")]
 
     http.confirmed("今天晚上十一点提醒我健身")
     finished = http.proposed("今天的健身没完成")

@@ -91,7 +91,7 @@ def test_a_schedule_said_in_text_is_confirmed_applied_once_and_replays_identical
     applied = conv.decide(events[-1], key=key)
     assert types(applied) == ["write.applied"]
     items = timeline(app, user)
-    assert [(i["title"], local_hm(i["start_at"])) for i in items] == [("牙医复诊", "15:00")]
+    assert [(i["title"], local_hm(i["start_at"])) for i in items] == [("去牙医复诊", "15:00")]
     assert applied[0]["payload"]["applied_target_id"] == items[0]["id"]
     again = conv.decide(events[-1], key=key)
     assert again[0]["payload"] == applied[0]["payload"]

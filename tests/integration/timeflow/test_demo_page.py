@@ -65,7 +65,7 @@ def test_a_write_confirmed_through_its_card_is_applied(demo, app, user):
     expect(card.locator("button")).to_have_count(2)
     assert all(card.locator("button").nth(i).is_disabled() for i in range(2))  # a card answers once
     items = timeline(app, user)
-    assert [(i["title"], local_hm(i["start_at"])) for i in items] == [("牙医复诊", "15:00")]
+    assert [(i["title"], local_hm(i["start_at"])) for i in items] == [("去牙医复诊", "15:00")]
     assert demo.last_bot().locator(".reply.applied").get_attribute("data-applied") == items[0]["id"]
     demo.screenshot("timeflow-applied")
 

@@ -8,7 +8,6 @@ import pytest
 
 from config.rate_limits import Bucket, LoginBackoff
 from config.settings import load_settings
-from serve_app.http import ratelimit
 from serve_app.http.ratelimit import LoginBackoffs, RateLimited, RateLimits, Slots, TokenBuckets, client_ip
 
 
@@ -106,19 +105,19 @@ def test_the_client_address_is_the_peer_unless_the_peer_is_a_trusted_proxy():
     assert client_ip({"headers": []}) == "unknown"
 
 
-async def test_a_refusal_is_held_up_to_its_retry_after_or_the_cap_and_not_beyond_the_held_maximum(monkeypatch):
+async def test_a_refusal_is_held_up_to_its_retry_after_or_the_cap_and_not_beyond_the_held_maximum():
     held: list[float] = []
 
     async def sleep(seconds: float) -> None:
         held.append(seconds)
 
-    monkeypatch.setattr(ratelimit.asyncio, "sleep", sleep)
+    # injected, not patched into asyncio: any other event loop of this process (a server thread) sleeps too
     settings = load_settings(overrides={"rate_limits": {"slow_refusals_s": 1.5}})
-    limits = RateLimits(settings.rate_limits, clock=Clock())
+    limits = RateLimits(settings.rate_limits, clock=Clock(), sleep=sleep)
     refusal = RateLimited("no", retry_after_s=1)
     assert await limits.slowly(refusal) is refusal
     assert await limits.slowly(RateLimited("no", retry_after_s=30)) is not None
     assert held == [1.0, 1.5]
-    none_held = RateLimits(load_settings(overrides={"rate_limits": {"slow_refusals_max": 0}}).rate_limits)
+    none_held = RateLimits(load_settings(overrides={"rate_limits": {"slow_refusals_max": 0}}).rate_limits, sleep=sleep)
     await none_held.slowly(refusal)
     assert held == [1.0, 1.5]

@@ -102,7 +102,9 @@ async def test_items_go_up_and_deletions_go_both_ways(db, radicale):
 async def _log(db, user_id):
     async with db.connection() as conn:
         return await conn.fetch(
-            "SELECT raw_content, metadata FROM conversation_messages WHERE user_id = $1 AND role = 'system'", user_id
+            "SELECT raw_content, metadata FROM conversation_messages WHERE user_id = $1 AND role = 'system'"
+            " ORDER BY message_index",  # the log's order; a heap's is none
+            user_id,
         )
 
 
