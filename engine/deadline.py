@@ -6,10 +6,21 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 T = TypeVar("T")
+
+# When the innermost phase running in this task ends (time.monotonic()): a step inside it that has a cheap fallback
+# (a template instead of a generated text) reads it so that it falls back before the phase is cancelled.
+_PHASE_ENDS: ContextVar[float | None] = ContextVar("baton_phase_ends", default=None)
+
+
+def phase_time_left() -> float | None:
+    """Seconds left in the innermost `Deadline.phase` this code runs in; None outside every phase."""
+    ends = _PHASE_ENDS.get()
+    return None if ends is None else max(0.0, ends - time.monotonic())
 
 
 class StageTimeout(Exception):
@@ -94,8 +105,12 @@ class Deadline:
         try:
             if timeout <= 0:
                 raise StageTimeout(stage, 0.0)
-            async with asyncio.timeout(timeout):
-                yield
+            token = _PHASE_ENDS.set(time.monotonic() + timeout)
+            try:
+                async with asyncio.timeout(timeout):
+                    yield
+            finally:
+                _PHASE_ENDS.reset(token)
         except TimeoutError as exc:
             raise StageTimeout(stage, timeout) from exc
         finally:

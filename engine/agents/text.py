@@ -10,7 +10,12 @@ import asyncio
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any, Protocol
 
+from engine.deadline import phase_time_left
+
 DEFAULT_WRITER_TIMEOUT_S = 8.0
+# inside a bounded phase (a served agent's), a writer gets at most this share of what is left of it: the template
+# and the message's later steps keep the rest, so a slow writer means the template, never a cancelled frame
+WRITER_SHARE_OF_PHASE = 0.5
 _RELATIVE_DAYS = {-2: "前天", -1: "昨天", 0: "今天", 1: "明天", 2: "后天"}
 # a date-only deadline means "by the end of that day"; 23:59 reads better to a user than the next midnight
 DAY_END = time(23, 59)
@@ -32,9 +37,15 @@ async def compose(
     max_chars: int | None = None,
 ) -> str:
     """The writer's text when it answers within `timeout_s` with non-blank text (at most `max_chars`), else
-    `template`; a writer that times out counts as no answer, any other error of the writer propagates."""
+    `template`; a writer that times out counts as no answer, any other error of the writer propagates. Inside a
+    `Deadline.phase` the wait is also cut to `WRITER_SHARE_OF_PHASE` of the time the phase has left."""
     if writer is None:
         return template
+    left = phase_time_left()
+    if left is not None:
+        timeout_s = min(timeout_s, left * WRITER_SHARE_OF_PHASE)
+        if timeout_s <= 0:
+            return template
     try:
         text = await asyncio.wait_for(writer.write(prompt, facts=facts, timeout_s=timeout_s), timeout_s)
     except TimeoutError:

@@ -122,6 +122,7 @@ def render(serve_config: dict[str, Any], cluster: ClusterSpec, *, header: str = 
     """The RayService manifest as YAML text. `serve_config` has the launcher's absolute local paths (its settings
     are read from them); the embedded copy points at the image's `app_root` instead."""
     settings, placements = _placements(serve_config, cluster)
+    _check_secret_keys(serve_config, cluster)
     secret_groups = _secret_groups(placements)
     switches = [{"name": k, "value": v} for k, v in serve_switches(settings).items()]
     env = [*switches, *ray_auth_env(cluster.ray_token_secret)]
@@ -206,6 +207,20 @@ def render_network(serve_config: dict[str, Any], cluster: ClusterSpec, *, header
         metrics=(metrics, sorted(_secret_groups(placements))) if metrics else None,
     )
     return header + yaml.dump_all(policies, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+def _check_secret_keys(serve_config: dict[str, Any], cluster: ClusterSpec) -> None:
+    """Every variable an app's settings name as a secret (`calendar.key_env`, each LLM backend's `api_key_env`) is
+    mapped from the Secret: otherwise the pods start without it and the feature fails only when first used."""
+    for app in serve_config["applications"]:
+        settings = AppArgs.model_validate(app["args"]).settings(environ={})
+        needed = {settings.calendar.key_env, *settings.llm.key_envs().values()}
+        missing = sorted(needed - cluster.secret.keys.keys())
+        if missing:
+            raise ValueError(
+                f"secret.keys must map {', '.join(missing)}: application {app.get('name', '?')!r} reads them from its "
+                "environment (calendar.key_env, llm.backends.<name>.api_key_env)"
+            )
 
 
 def _placements(serve_config: dict[str, Any], cluster: ClusterSpec) -> tuple[Settings, dict[str, set[str]]]:

@@ -160,7 +160,7 @@ def test_no_secret_outside_the_orchestrators_group(manifest):
         given = {
             e["name"] for e in env if e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == "baton-secrets"
         }
-        assert given == (set(SECRET_ENV) if group in hosts else set()), group
+        assert given == ({*SECRET_ENV, "BATON_CALENDAR_KEY"} if group in hosts else set()), group
         assert not [e["name"] for e in env if e["name"].startswith("AWS_")], group  # workload identity instead
         assert template["spec"].get("automountServiceAccountToken", group == "head") is (group == "head"), group
 

@@ -77,6 +77,9 @@ def served(cockpit: Any, postgres: dict[str, Any]) -> Iterator[ServedApp]:
     # time: the hold (llm.hold_after_timeouts, tested in tests/engine) would answer the later ones without asking it
     overrides.setdefault("llm", {})["hold_after_timeouts"] = 0
     overrides["testing"] = {"now": PINNED_NOW.isoformat()}  # relative dates read the same on any day, at any hour
+    # the launcher hands Ray's processes their variables through this process's environment; after the app stops
+    # (or failed to start) they would point later tests at its removed run folder
+    saved_env = dict(os.environ)
     try:
         launcher.start(config, env)
         launcher.set_faults(config, SLOW_START_FAULT)  # before any replica is up: they all start with it
@@ -89,6 +92,8 @@ def served(cockpit: Any, postgres: dict[str, Any]) -> Iterator[ServedApp]:
         yield served_app
     finally:
         launcher.stop(port)
+        os.environ.clear()
+        os.environ.update(saved_env)
 
 
 def slow_start(app: ServedApp) -> dict[str, Any]:

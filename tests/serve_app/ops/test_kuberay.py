@@ -137,6 +137,20 @@ def test_a_cluster_spec_without_the_secrets_replicas_need_is_refused():
         ClusterSpec.model_validate(raw)
 
 
+def test_a_secret_the_settings_read_but_the_cluster_spec_does_not_map_is_refused():
+    """The calendar's key and each LLM backend's key come from the Secret too, or rendering names what is missing."""
+    raw = yaml.safe_load(CLUSTER.read_text(encoding="utf-8"))
+    del raw["secret"]["keys"]["BATON_CALENDAR_KEY"]
+    with pytest.raises(ValueError, match="BATON_CALENDAR_KEY"):
+        render(load_serve_config(GPU, {}), ClusterSpec.model_validate(raw))
+    config = load_serve_config(GPU, {})
+    config["applications"][0]["args"].setdefault("overrides", {})["llm"] = {
+        "backends": {"cloud": {"base_url": "https://llm.example.com/v1", "model": "m", "api_key_env": "CLOUD_LLM_KEY"}}
+    }
+    with pytest.raises(ValueError, match="CLOUD_LLM_KEY"):
+        render(config, spec())
+
+
 def test_env_prints_the_switches_a_ray_start_node_needs_and_no_secret(capsys, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgresql://baton:pg-s3cret@db/baton")
     assert main(["env", "--config", str(ROOT / "config" / "serve_multinode.yaml")]) == 0
