@@ -88,7 +88,8 @@ def served(api) -> Iterator[str]:
     """`api` under uvicorn on a free port of 127.0.0.1, in a thread of this process; yields its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(api, log_level="warning", lifespan="on"))
+    # a connection a test left open must not hold the server (and its thread's event loop) past the module
+    server = uvicorn.Server(uvicorn.Config(api, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.time() + 30
@@ -100,4 +101,7 @@ def served(api) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        if thread.is_alive():  # still waiting on something: stop waiting
+            server.force_exit = True
+            thread.join(timeout=10)
         sock.close()
