@@ -18,7 +18,8 @@ from pathlib import Path
 import yaml
 
 from serve_app.args import AppArgs
-from serve_app.ops.kuberay import KUBERAY_VERSION, ClusterSpec, pool_demand, render, render_network
+from serve_app.ops.cluster_spec import ClusterSpec
+from serve_app.ops.kuberay import KUBERAY_VERSION, pool_demand, render, render_network
 from serve_app.ops.launcher import load_serve_config
 from serve_app.ops.node_env import serve_switches
 

@@ -14,8 +14,9 @@ import yaml
 from pydantic import ValidationError
 
 from config.settings import load_settings
+from serve_app.ops.cluster_spec import ClusterSpec
 from serve_app.ops.deploy import CLUSTER, NETWORK, OUT, main, network_policies
-from serve_app.ops.kuberay import ClusterSpec, render
+from serve_app.ops.kuberay import render
 from serve_app.ops.launcher import load_serve_config
 from serve_app.ops.node_env import SECRET_ENV
 from store.capacity import PoolTooLarge, ensure_pool_fits, server_capacity

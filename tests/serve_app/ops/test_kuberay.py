@@ -14,8 +14,9 @@ import yaml
 from pydantic import ValidationError
 from ray.serve.schema import ServeDeploySchema
 
+from serve_app.ops.cluster_spec import ClusterSpec
 from serve_app.ops.deploy import CLUSTER, OUT, main, rayservice
-from serve_app.ops.kuberay import KUBERAY_VERSION, ClusterSpec, in_image, render
+from serve_app.ops.kuberay import KUBERAY_VERSION, in_image, render
 from serve_app.ops.launcher import load_serve_config
 from serve_app.ops.node_env import SECRET_ENV
 
