@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import shutil
 import socket
 import subprocess
@@ -26,6 +25,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from benchmarks.outputs import provenance, write
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "calendar_sync"
 USER, PASSWORD = "bench", "bench-app-password"
@@ -36,7 +37,7 @@ LAUNCH = (
 )
 
 
-def _event(uid: str, start: datetime, zone: str, rrule: str = "") -> str:
+def event_ics(uid: str, start: datetime, zone: str, rrule: str = "") -> str:
     local = start.astimezone(ZoneInfo(zone))
     fmt = "%Y%m%dT%H%M%S"
     return (
@@ -47,7 +48,21 @@ def _event(uid: str, start: datetime, zone: str, rrule: str = "") -> str:
     )
 
 
-def _radicale(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+def place_events(collection: Path, events: int) -> int:
+    """`events` events written straight into a Radicale calendar folder (two time zones; weekly series of 4
+    occurrences: 4 % of the objects give 16 % of the events); how many objects that took."""
+    series = events // 100
+    singles = events - 4 * series
+    for n in range(singles):
+        zone = "Asia/Shanghai" if n % 2 else "Europe/Berlin"
+        (collection / f"e{n}.ics").write_text(event_ics(f"e{n}", NOW + timedelta(hours=3 * n), zone), encoding="utf-8")
+    for n in range(series):
+        text = event_ics(f"w{n}", NOW + timedelta(days=1, hours=n), "Asia/Shanghai", "RRULE:FREQ=WEEKLY;COUNT=4\r\n")
+        (collection / f"w{n}.ics").write_text(text, encoding="utf-8")
+    return singles + series
+
+
+def start_radicale(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -68,7 +83,7 @@ def _radicale(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("radicale did not start")
 
 
-def _p(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))], 2) if ordered else 0.0
 
@@ -101,23 +116,13 @@ async def measure(dsn: str, folder: Path, events: int) -> dict:
         update={"caldav": settings.calendar.caldav.model_copy(update={"allow_private": True, "timeout_s": 600})}
     )
     box, tz = PasswordBox(SecretStr(Fernet.generate_key().decode())), ZoneInfo(settings.timezone)
-    radicale, base = _radicale(folder)
+    radicale, base = start_radicale(folder)
     db = await Database.open(dsn, settings.database)
     try:
         client = DAVClient(url=base + "/", username=USER, password=PASSWORD)
         client.principal().make_calendar(name="bench", cal_id="bench")
         url = f"{base}/{USER}/bench/"
-        collection = folder / "collections" / "collection-root" / USER / "bench"
-        series = events // 100  # weekly series of 4 occurrences: 4 % of the objects give 16 % of the events
-        singles = events - 4 * series
-        for n in range(singles):
-            zone = "Asia/Shanghai" if n % 2 else "Europe/Berlin"
-            start = NOW + timedelta(hours=3 * n)
-            (collection / f"e{n}.ics").write_text(_event(f"e{n}", start, zone), encoding="utf-8")
-        for n in range(series):
-            start = NOW + timedelta(days=1, hours=n)
-            text = _event(f"w{n}", start, "Asia/Shanghai", "RRULE:FREQ=WEEKLY;COUNT=4\r\n")
-            (collection / f"w{n}.ics").write_text(text, encoding="utf-8")
+        objects = place_events(folder / "collections" / "collection-root" / USER / "bench", events)
         async with db.connection() as conn:
             user = await users.register(
                 conn, email=f"{uuid.uuid4().hex}@bench.test", password_hash="x", display_name=None
@@ -146,7 +151,7 @@ async def measure(dsn: str, folder: Path, events: int) -> dict:
         first = await phase("first sync", sync)
         for n in range(10):
             path = f"{url}e{n}.ics"
-            client.put(path, _event(f"e{n}", NOW + timedelta(hours=3 * n + 1), "Asia/Shanghai"), {})
+            client.put(path, event_ics(f"e{n}", NOW + timedelta(hours=3 * n + 1), "Asia/Shanghai"), {})
         for n in range(10, 15):
             client.delete(f"{url}e{n}.ics")
         incremental = await phase("incremental sync", sync)
@@ -178,13 +183,13 @@ async def measure(dsn: str, folder: Path, events: int) -> dict:
     idle = [ms for t, ms in samples if not any(p["from_s"] - 0.1 <= t < p["to_s"] + 0.1 for p in phases)]
     return {
         "events": events,
-        "objects": singles + series,
+        "objects": objects,
         "first_sync": first,
         "incremental_sync": incremental,
         "push_200_items": push,
         "store_read_ms": {
-            "idle": {"p50": _p(idle, 50), "p95": _p(idle, 95), "n": len(idle)},
-            "during_sync": {"p50": _p(during, 50), "p95": _p(during, 95), "n": len(during)},
+            "idle": {"p50": percentile(idle, 50), "p95": percentile(idle, 95), "n": len(idle)},
+            "during_sync": {"p50": percentile(during, 50), "p95": percentile(during, 95), "n": len(during)},
         },
         "raw": {"phases": phases, "samples": [(round(t, 3), round(ms, 2)) for t, ms in samples]},
     }
@@ -259,16 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         if database is not None:
             database.stop()
         shutil.rmtree(folder, ignore_errors=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    result.update(
-        machine={"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m": round(os.getloadavg()[0], 2)},
-        git_commit=commit,
-        measured_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    plot(result, args.out / "plot.png")
-    (args.out / "results.md").write_text(report(result), encoding="utf-8")
+    result.update(**provenance())
+    write(args.out, "results", result, report, lambda r, out: plot(r, out / "plot.png"))
     print(json.dumps({k: v for k, v in result.items() if k != "raw"}, indent=1, ensure_ascii=False))
     return 0
 

@@ -15,19 +15,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
 
-from benchmarks.calendar_sync import NOW, PASSWORD, USER, _event, _p, _radicale
+from benchmarks.calendar_sync import PASSWORD, USER, percentile, place_events, start_radicale
+from benchmarks.outputs import provenance, write
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "calendar_turns"
@@ -41,14 +39,7 @@ def fill(folder: Path, base: str, name: str, events: int) -> str:
 
     with DAVClient(url=base + "/", username=USER, password=PASSWORD) as client:
         client.principal().make_calendar(name=name, cal_id=name)
-    collection = folder / "collections" / "collection-root" / USER / name
-    series = events // 100  # weekly series of 4 occurrences, as benchmarks.calendar_sync places them
-    for n in range(events - 4 * series):
-        zone = "Asia/Shanghai" if n % 2 else "Europe/Berlin"
-        (collection / f"e{n}.ics").write_text(_event(f"e{n}", NOW + timedelta(hours=3 * n), zone), encoding="utf-8")
-    for n in range(series):
-        text = _event(f"w{n}", NOW + timedelta(days=1, hours=n), "Asia/Shanghai", "RRULE:FREQ=WEEKLY;COUNT=4\r\n")
-        (collection / f"w{n}.ics").write_text(text, encoding="utf-8")
+    place_events(folder / "collections" / "collection-root" / USER / name, events)
     return f"{base}/{USER}/{name}/"
 
 
@@ -100,8 +91,8 @@ def measure(url: str, calendars: list[str], *, turns: int, warmup: int, timeout_
     idle = [s for r in runs if not r["sync"] for s in r["turn_ms"]]
     sync = [s for r in runs if r["sync"] for s in r["turn_ms"]]
     return {
-        "idle_turn_ms": {"p50": _p(idle, 50), "p95": _p(idle, 95), "n": len(idle)},
-        "sync_turn_ms": {"p50": _p(sync, 50), "p95": _p(sync, 95), "n": len(sync)},
+        "idle_turn_ms": {"p50": percentile(idle, 50), "p95": percentile(idle, 95), "n": len(idle)},
+        "sync_turn_ms": {"p50": percentile(sync, 50), "p95": percentile(sync, 95), "n": len(sync)},
         "p50_ratio": round(statistics.median(sync) / statistics.median(idle), 3),
         "syncs": [{"seconds": round(r["to_s"] - r["from_s"], 1), "entries": r["entries"]} for r in runs if r["sync"]],
         "raw": {"blocks": runs},
@@ -167,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     from store.embedded import EmbeddedPostgres
 
     folder = Path(tempfile.mkdtemp(prefix="baton-bench-radicale-"))
-    radicale, base = _radicale(folder)
+    radicale, base = start_radicale(folder)
     [port] = launcher.free_ports(1)
     env = {**os.environ, KEY_ENV: Fernet.generate_key().decode()}
     database = None
@@ -193,18 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         if database is not None:
             database.stop()
             shutil.rmtree(database.pgdata.parent, ignore_errors=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    result.update(
-        events=args.events,
-        machine={"cores": os.cpu_count(), "platform": platform.platform(), "loadavg_1m": round(os.getloadavg()[0], 2)},
-        git_commit=commit,
-        measured_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
-    plot(result, args.out / "plot.png")
-    (args.out / "results.md").write_text(report(result), encoding="utf-8")
-    print(json.dumps({k: v for k, v in result.items() if k != "raw"}, indent=1))
+    result.update(events=args.events, **provenance())
+    write(args.out, "results", result, report, lambda r, out: plot(r, out / "plot.png"))
+    print(json.dumps({k: v for k, v in result.items() if k != "raw"}, indent=1, ensure_ascii=False))
     return 0
 
 
