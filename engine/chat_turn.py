@@ -161,15 +161,20 @@ class ChatTurn:
         if route.multi_intent and fusion.decision != RouteDecision.reject and not self._one_agent_request(text, route):
             return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
+            top = self._disambiguation.over(text, top) or top
             return await self._task.execute(session, self._pack.known_intent(top), text, ctx)
         weak = (
             fusion.decision == RouteDecision.reject
             and (fusion.top.score if fusion.top else 0.0) < self._settings.fusion.clarify_floor
         )
         # routing unsure (anything but a sure execute): the request's own words settle it among the candidates
-        # (安排一个… asks for a new item, 参加了 says what was done), even against a weak out-of-scope reading
+        # (安排一个… asks for a new item, 参加了 says what was done), even against an out-of-scope reading, weak or
+        # sure: a thing the models never saw (帮我约一个和律师的会面) is still asked for with a request's verb, and
+        # then any intent of the pack may be the one its cue names
         candidates = [c.intent for c in fusion.ranked if c.intent not in SPECIAL_INTENTS]
-        cued = self._disambiguation.pick(text, candidates) if fusion.decision != RouteDecision.execute else None
+        outside = top == OUT_OF_SCOPE
+        pool = [*candidates, *sorted(self._disambiguation.cued(text))] if outside else candidates
+        cued = self._disambiguation.pick(text, pool) if fusion.decision != RouteDecision.execute or outside else None
         if cued is not None:
             return await self._task.execute(session, self._pack.known_intent(cued), text, ctx)
         if top == OUT_OF_SCOPE or weak or not fusion.ranked:

@@ -2,7 +2,9 @@
 
 Routing's models read the whole sentence and can stay unsure between intents whose examples share words (安排 is in
 新建 and 重新安排 and 有什么安排). When they are unsure, the cue the user said settles it among their candidates —
-the same way a person hears the verb of a request — instead of asking which.
+the same way a person hears the verb of a request — instead of asking which. A few cues outrank even a sure route
+(`rules.cues_over`): a goal's horizon (我计划下个月底之前把论文写完) asks for a plan although the sentence reads like
+a dated item to the models.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from engine.pack import Pack
 class RequestCues:
     def __init__(self, pack: Pack) -> None:
         self._cues = {intent: [re.compile(p) for p in patterns] for intent, patterns in pack.rules.cues.items()}
+        self._over = pack.rules.cues_over
 
     def said(self, text: str) -> set[str]:
         """The intents whose cue occurs in `text`."""
@@ -26,3 +29,10 @@ class RequestCues:
         said = self.said(text)
         named = [c for c in dict.fromkeys(candidates) if c in said]
         return named[0] if len(named) == 1 else None
+
+    def over(self, text: str, routed: str) -> str | None:
+        """The one intent of `rules.cues_over[routed]` whose cue `text` says while it says none of `routed`'s own;
+        None otherwise (the sure route stands)."""
+        said = self.said(text)
+        named = [i for i in self._over.get(routed, ()) if i in said]
+        return named[0] if len(named) == 1 and routed not in said else None

@@ -47,6 +47,10 @@ class Disambiguation:
         """The option the request's own words ask for (its cue), when routing was not sure."""
         return self._cues.pick(text, options)
 
+    def over(self, text: str, routed: str) -> str | None:
+        """The intent whose cue outranks a sure route to `routed` (engine/cues.py `over`)."""
+        return self._cues.over(text, routed)
+
     def cued(self, text: str) -> set[str]:
         """Every intent whose cue `text` says."""
         return self._cues.said(text)

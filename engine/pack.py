@@ -111,25 +111,22 @@ class Rules(Strict):
         "the one candidate whose cue the turn says is executed instead of asking which (engine/cues.py).",
     )
 
+    cues_over: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Intent → intents whose cue outranks even a sure route to it, when its own cue is not said "
+        "(我计划下个月底之前把论文写完: a goal's horizon asks for a plan, not one item).",
+    )
+
     @model_validator(mode="after")
-    def _ceasing_compiles(self) -> Rules:
-        for intent, patterns in self.cues.items():
-            for pattern in patterns:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValueError(f"rules.cues.{intent}: {pattern!r} is not a valid regex: {exc}") from exc
-        for pattern in self.ceasing:
+    def _patterns_compile(self) -> Rules:
+        named = [(f"rules.cues.{i}", p) for i, patterns in self.cues.items() for p in patterns]
+        named += [("rules.ceasing", p) for p in self.ceasing]
+        named += [(f"rules.sides.words.{i}", p) for i, ps in self.sides.words.items() for p in [*ps, self.sides.state]]
+        for where, pattern in named:
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ValueError(f"rules.ceasing: {pattern!r} is not a valid regex: {exc}") from exc
-        for intent, patterns in self.sides.words.items():
-            for pattern in [*patterns, self.sides.state]:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValueError(f"rules.sides.words.{intent}: {pattern!r} is not a valid regex: {exc}") from exc
+                raise ValueError(f"{where}: {pattern!r} is not a valid regex: {exc}") from exc
         return self
 
 

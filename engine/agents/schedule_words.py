@@ -59,8 +59,9 @@ _COMMAND_WORDS = sorted(
     reverse=True,
 )
 _RE_COMMAND = re.compile("|".join(map(re.escape, _COMMAND_WORDS)))
-# a request's own verb before the thing (安排一个…, 约一下…, 预约…) is no part of its title; 约会 is a thing
-_VERB = r"(?:安排|预约|预订|预定|约(?!会))(?:了|好了|一下|个)?"
+# a request's own verb before the thing (安排一个…, 约一下…, 预约…, 排一下…) is no part of its title; 约会, 排练 and
+# 排队 are things
+_VERB = r"(?:安排|预约|预订|预定|约(?!会)|排(?![练队球版]))(?:了|好了|一下|个)?"
 _RE_LEADING = re.compile(rf"^(?:我|要|得|的|有个|一个|还要|请|那就|就|(?:给我|替我)(?=安排|预|约)|{_VERB})+")
 # 去 before a bare activity is no part of it (去体检 → 体检); before a place it is the user's words (去机场接人)
 _RE_BARE_GO = re.compile(r"^去(?=.{1,3}$)")

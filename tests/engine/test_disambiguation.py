@@ -135,11 +135,40 @@ async def test_a_cue_settles_a_weak_out_of_scope_reading_and_a_done_thing_is_fee
     assert done.status == TurnStatus.decided and done.intent == "feedback_record"
 
 
-async def test_a_sure_reading_is_not_overruled_by_a_cue():
-    text = "帮我约一下下周的理发"
+async def test_a_request_cue_outranks_even_a_sure_out_of_scope_reading_and_the_time_is_asked():
+    """帮我约一下… asks for a new item however strange the thing is to the models: the time is asked, not refused,
+    and the answer with the time books it under the words the user gave it."""
+    text = "帮我约一下和理发师的见面"
     fake = FakeModelClient().sure(text, "__out_of_scope__")
-    refused = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
-    assert refused.status == TurnStatus.rejected
+    r = Rig("timeflow", models=fake, clock=lambda: NOW)
+    asked = await chat(r, text)
+    assert asked.status == TurnStatus.waiting_slot and asked.intent == "schedule_create"
+    assert asked.reply == "打算安排在什么时候？"
+    booked = await fill(r, "下周二下午四点")
+    assert booked.status == TurnStatus.decided and booked.decision.function == "create"
+    assert datetime.fromisoformat(booked.decision.time_range.start) == datetime(2026, 12, 15, 16, tzinfo=TZ)
+
+
+async def test_a_sure_out_of_scope_reading_without_one_cue_is_still_refused():
+    for text in ("帮我写一首关于冬天的诗", "帮我安排一下这周剩下的事"):  # no cue; two cues (安排, 剩下的)
+        fake = FakeModelClient().sure(text, "__out_of_scope__")
+        refused = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+        assert refused.status == TurnStatus.rejected, text
+
+
+async def test_a_goal_horizon_outranks_a_sure_reading_as_one_dated_item():
+    text = "我打算下个月中旬之前把驾校科目二练好"
+    fake = FakeModelClient().sure(text, "schedule_create")
+    decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert decided.status == TurnStatus.decided and decided.intent == "long_task_split"
+    assert (decided.decision.agent, decided.decision.function) == ("long_task_split_agent", "split")
+
+
+async def test_a_create_cue_keeps_a_sure_create_although_a_horizon_is_said():
+    for text, sure in (("帮我安排下个月三号把车险续好", "schedule_create"), ("我想这个月把雅思准备好", "review")):
+        fake = FakeModelClient().sure(text, sure)
+        decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+        assert decided.intent == sure, text  # its own cue said; or no cues_over for the routed intent
 
 
 async def test_a_goal_with_its_hours_is_one_request_not_a_multi_intent_decision():

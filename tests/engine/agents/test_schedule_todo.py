@@ -42,6 +42,11 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("我要去体检", "体检"),  # 去 before a bare activity goes, before a place it stays
         ("明天去机场送人", "去机场送人"),
         ("周四上午十点到十一点半开部门会", "开部门会"),
+        # 排 asks for the thing as 安排 does (帮我排一下…); 排练 and 排队 are things
+        ("帮我排一下去税务局报税，周三上午九点", "去税务局报税"),
+        ("帮我排个和班主任的电话，明晚八点", "和班主任的电话"),
+        ("明天下午三点排练节目", "排练节目"),
+        ("周六早上排队挂号", "排队挂号"),
     ],
 )
 def test_derive_title_drops_the_time_and_the_command_words(raw: str, title: str) -> None:
