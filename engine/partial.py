@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from config.engine import PartialConfig
 from engine.keyword import KeywordMatcher
 from engine.pack import OUT_OF_SCOPE, SPECIAL_INTENTS, Pack
+from engine.responses import render
 from engine.router import Route
 from protocol.http_chat import ChatResponse, TurnStatus
 from protocol.turn_debug import Candidate
@@ -96,7 +97,7 @@ class PartialRequests:
         """The pack's words naming what is not done (打开后备箱我还做不到。)."""
         names = list(dict.fromkeys(spoken(n.text) for n in not_done))
         what = "、".join(names[:-1]) + f"和{names[-1]}" if len(names) > 1 else names[0]
-        return self._template.format(what=what)
+        return render(self._template, what=what)
 
     def tell(self, response: ChatResponse, not_done: Sequence[NotDone]) -> ChatResponse:
         """`response` naming `not_done`: after what was done, before the question the turn asks. A clause a workflow
