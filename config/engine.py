@@ -84,6 +84,28 @@ class PlannerConfig(Section):
     )
 
 
+class PartialConfig(Section):
+    """The partial-request rule (engine/partial.py): which clauses of a turn of several ask for an action outside the
+    catalog, named in the reply while the doable ones run. Apart from `planner`, which the model build reads."""
+
+    outside_min: float = Field(
+        default=0.4,
+        ge=0,
+        le=1,
+        description="A clause of a turn of several asks for something outside the catalog when the classifier's "
+        "top for it is the out-of-scope class at this probability or more, and its words ask for an action "
+        "(`request`) that is not a reason (`reason`): the reply names it as not done (engine/partial.py).",
+    )
+    request: str = Field(
+        default="帮|请|麻烦|给我|把|[开关订买点查约叫发写打放找换拿办]",
+        description="Regex of the words that make a clause ask for an action (帮我…, 把…打开, 订, 买 ...).",
+    )
+    reason: str = Field(
+        default="^(?:因为|由于|既然|毕竟)|(?:了吧|死了|呢)$",
+        description="Regex of a clause that gives a reason or an aside (因为…, 热死了): never named as not done.",
+    )
+
+
 class SlotConfig(Section):
     temperature_min: float
     temperature_max: float

@@ -20,6 +20,7 @@ from config.engine import (
     ConversationConfig,
     DetectorConfig,
     FusionConfig,
+    PartialConfig,
     PlannerConfig,
     SessionConfig,
     SlotConfig,
@@ -45,6 +46,7 @@ class Settings(Section):
     detector: DetectorConfig
     clauses: ClauseConfig
     planner: PlannerConfig
+    partial: PartialConfig = Field(default_factory=PartialConfig)
     slots: SlotConfig
     session: SessionConfig
     models: ModelsConfig

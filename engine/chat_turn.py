@@ -14,6 +14,7 @@ from engine.disambiguation import Disambiguation
 from engine.fusion import RouteDecision
 from engine.llm.replies import Replies
 from engine.pack import OUT_OF_SCOPE, SOCIAL, SPECIAL_INTENTS, Pack
+from engine.partial import PartialRequests
 from engine.polarity import Polarity
 from engine.replies import decision, reply
 from engine.responses import ResponsePolicy
@@ -48,6 +49,7 @@ class ChatTurn:
         replies: Replies | None,
         clock: Callable[[], datetime],
         disambiguation: Disambiguation,
+        partial: PartialRequests,
     ) -> None:
         self._pack = pack
         self._settings = settings
@@ -61,6 +63,7 @@ class ChatTurn:
         self._replies = replies
         self._clock = clock
         self._disambiguation = disambiguation
+        self._partial = partial
 
     async def run(self, session: SessionState, text: str, ctx: TurnContext) -> ChatResponse:
         """The chat turn on `session` (mutated in place): a paused workflow's answer, a pending task's, a social
@@ -90,6 +93,7 @@ class ChatTurn:
         rewritten = rewrite(text, current_intent=session.current_intent, memory=session.memory)
         route = await self._router.route(rewritten.text, ctx.deadline)
         ctx.vector = route.vector
+        ctx.not_done = self._partial.outside(route)
         debug = RoutingDebug(
             rewrite=RewriteDebug(
                 applied=rewritten.applied, original_text=text, rewritten_text=rewritten.text, reason=rewritten.reason
@@ -133,7 +137,11 @@ class ChatTurn:
                 response.routing_debug, response.detected_intents, response.multi_intent = debug, route.detected, True
                 return response
             route.fusion = settle(route.fusion, plan, rewritten.text, self._polarity)
-            debug.fusion = route.fusion.debug()
+        top = route.fusion.top.intent if route.fusion.top else None
+        doable = self._partial.doable(route, ctx.not_done) if ctx.not_done and top == OUT_OF_SCOPE else None
+        if doable is not None:  # the out-of-scope clauses pulled the whole turn outside: the doable one runs
+            route.fusion = route.fusion.settled(doable, f"the one clause inside the catalog reads {doable}")
+        debug.fusion = route.fusion.debug()
         response = await self._decide(session, rewritten.text, route, ctx)
         debug.replies = ctx.replies
         response.routing_debug = debug

@@ -23,6 +23,7 @@ from engine.llm.replies import Replies
 from engine.media import MediaClient, MediaStage, check_modality
 from engine.model_client import ModelClient
 from engine.pack import Pack
+from engine.partial import PartialRequests
 from engine.plugins import InMemoryWorlds, PluginRegistry, Worlds
 from engine.polarity import Polarity
 from engine.replies import reply
@@ -105,6 +106,9 @@ class TurnEngine:
             faults=faults,
             llm=llm_planner,
         )
+        self.partial = PartialRequests(
+            pack=pack, cfg=settings.partial, model_accept=settings.planner.model_accept, keywords=self._keywords
+        )
         self._turn = ChatTurn(
             pack=pack,
             settings=settings,
@@ -120,6 +124,7 @@ class TurnEngine:
             disambiguation=Disambiguation(
                 pack=pack, router=self._router, task=self._task, rules=self._rules, say=self._say
             ),
+            partial=self.partial,
         )
 
     # ---- entry points -------------------------------------------------------------------------
@@ -168,7 +173,7 @@ class TurnEngine:
         if recognition is not None:
             text = self._checked_text(recognition.recognized_text)
         try:
-            response = await self._turn.run(session, text, ctx)
+            response = self.partial.tell(await self._turn.run(session, text, ctx), ctx.not_done)
         except ClientGone:
             response = gone_response(session, self._say.simple("stopped"))
         if recognition is not None:

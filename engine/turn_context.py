@@ -10,7 +10,7 @@ from engine.deadline import Deadline
 from engine.events import ClientGone, TurnListener
 from engine.plugins import TurnWorld
 from protocol.turn_debug import ReplyDebug, Timings
-from protocol.workflow import Workflow, WorkflowStep
+from protocol.workflow import NotDone, Workflow, WorkflowStep
 
 Recall = Callable[[tuple[float, ...], str], Awaitable[list[str]]]  # (vector, the turn's text) -> earlier messages
 Profile = Callable[[], Awaitable[dict[str, Any]]]  # the user's profile (seed 002's profile_data), {} before one exists
@@ -31,6 +31,7 @@ class TurnContext:
     recall: Recall | None = None
     profile: Profile | None = None  # how the caller reads the user's profile (None: no store, no profile)
     replies: list[ReplyDebug] = field(default_factory=list)  # the LLM backends asked to write the reply
+    not_done: list[NotDone] = field(default_factory=list)  # the clauses outside the catalog (engine/partial.py)
 
     async def ack(self, reply: str, workflow: Workflow | None = None) -> None:
         if self.listener is not None and not self.acked:

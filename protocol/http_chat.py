@@ -13,7 +13,7 @@ from protocol.base import WireModel
 from protocol.media import FileType, InputModality, Recognition, source_url_pattern
 from protocol.strings import PlainStr, SlotsObject, TurnText
 from protocol.turn_debug import Candidate, RoutingDebug, Timings
-from protocol.workflow import Workflow
+from protocol.workflow import NotDone, Workflow
 
 
 class TurnStatus(StrEnum):
@@ -150,6 +150,12 @@ class ChatResponse(WireModel):
         default=None,
         description="On a pack with agents (timeflow): what the sub-agents did — a write waiting for its "
         "confirmation, a selection, a clarification, each step's result.",
+    )
+    not_done: list[NotDone] = Field(
+        default_factory=list,
+        description="The parts of a request partly outside the catalog that were not done, in the order said; the "
+        "reply names them too. Empty when everything asked was done or asked about, and on a refusal (`rejected`: "
+        "the whole request is outside the catalog).",
     )
 
 

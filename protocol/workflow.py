@@ -70,3 +70,12 @@ class Workflow(WireModel):
     )
     summary: str = ""
     planner: str = Field(default="", description="The planner that produced it (template:<id>, heuristic).")
+
+
+class NotDone(WireModel):
+    """A part of the request the assistant cannot do: the clause as the user said it, and why."""
+
+    text: str = Field(description="The clause, in the user's words (帮我把后备箱打开).")
+    reason: Literal["outside_catalog"] = Field(
+        description="outside_catalog: it asks for an action no intent of the pack (and no agent) carries."
+    )

@@ -16,7 +16,7 @@ from protocol.rest import PendingClarification
 from protocol.scheduling import SchedulingDraft
 from protocol.store import ConversationMessageDTO
 from protocol.turn_debug import RoutingDebug, Timings
-from protocol.workflow import Workflow
+from protocol.workflow import NotDone, Workflow
 
 CLIENT_TYPES = (
     "dialogue.input",
@@ -173,6 +173,9 @@ class TurnSummary(WireModel):
     timings: Timings = Field(default_factory=Timings)
     routing_debug: RoutingDebug | None = None
     workflow: Workflow | None = None
+    not_done: list[NotDone] = Field(
+        default_factory=list, description="What the message asked that is outside the catalog (as `ChatResponse`)."
+    )
 
 
 class ClarificationPayload(WireModel):

@@ -99,4 +99,5 @@ def summary(status: str, reply: str, deadline: Deadline, response: ChatResponse 
         timings=timings,
         routing_debug=response.routing_debug if response is not None else None,
         workflow=response.workflow if response is not None else None,
+        not_done=list(response.not_done) if response is not None else [],
     )

@@ -73,7 +73,9 @@ class AgentChat:
                 listener=listener,
             )
         )
-        return answered(response, events, body.session_id)
+        shown = answered(response, events, body.session_id)
+        # the reply names what was not done, whichever event ended the turn (engine/partial.py: said once)
+        return self._agent.turns.engine.partial.tell(shown, response.not_done) if response is not None else shown
 
     async def fill_slots(self, body: FillSlotsRequest, *, authorization: str | None, arrived: float) -> ChatResponse:
         self._agent.admit("text")

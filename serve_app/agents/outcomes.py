@@ -4,6 +4,7 @@ its end adds the result that says what each step did."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -50,14 +51,19 @@ async def finish(
 ) -> None:
     proposal: tuple[ExecutionLayerInput, Proposal, str] | None = None
     several = run.workflow.total > 1
-    for inp, outcome in run.ran:
+    # a request partly outside the catalog: the frame's last result names what was not done (the decision said it)
+    not_done = response.not_done if response is not None and not run.paused else []
+    tail = agent.turns.engine.partial.sentence(not_done) if not_done else ""
+    for n, (inp, outcome) in enumerate(run.ran):
         tag = f"@{len(out.events)}" if several else ""  # each step's messages get their own ids
         if isinstance(outcome, Proposal):
             proposal = (inp, outcome, tag)  # the run paused on it: the last outcome
         else:
-            await _shown(out, inp, outcome, deadline, response, tag, run)
+            last = not several and n == len(run.ran) - 1
+            told = replace(outcome, reply=outcome.reply + tail) if last and isinstance(outcome, Shown) else outcome
+            await _shown(out, inp, told, deadline, response, tag, run)
     if several and not run.paused:
-        await report_summary(out, run.workflow, deadline, f"summary@{len(out.events)}")
+        await report_summary(out, run.workflow, deadline, f"summary@{len(out.events)}", tail=tail)
     if proposal is None:
         await agent.commit(out, deadline)
         return

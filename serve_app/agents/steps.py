@@ -45,9 +45,11 @@ def restored(parsed_params: dict[str, Any]) -> tuple[AgentWorkflowState, Executi
     return workflow, _step(parsed_params[STEP])
 
 
-async def report_summary(out: Outbox, workflow: AgentWorkflowState, deadline: Deadline, name: str) -> None:
-    """The workflow ended: one result that says what each step did."""
-    reply = summary_reply(workflow)
+async def report_summary(
+    out: Outbox, workflow: AgentWorkflowState, deadline: Deadline, name: str, *, tail: str = ""
+) -> None:
+    """The workflow ended: one result that says what each step did (and then `tail`: what was not done)."""
+    reply = summary_reply(workflow) + tail
     await out.emit(
         "execution.result",
         ExecutionResultPayload(

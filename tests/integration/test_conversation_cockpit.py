@@ -56,3 +56,18 @@ def test_a_confirmation_question_and_a_workflow_turn(conv):
 def test_the_protocol_document_is_served_next_to_the_openapi(serve_app):
     doc = httpx.get(serve_app["url"] + "/asyncapi.json", timeout=10).json()
     assert doc["asyncapi"].startswith("3.") and "dialogue_input" in doc["components"]["messages"]
+
+
+def test_a_request_partly_outside_the_catalog_names_what_is_not_done_on_both_transports(serve_app, conv):
+    """The partial-request rule (engine/partial.py) on the served app: the navigation runs, the reply names the boot,
+    and `not_done` lists it — in the HTTP turn response and on the WebSocket's result."""
+    text = "帮我把后备箱打开然后导航去最近的充电站"
+    with httpx.Client(base_url=serve_app["url"], timeout=10.0) as http:
+        body = http.post("/api/v1/agent/chat", json={"user_id": f"partial-{uuid.uuid4().hex[:8]}", "text": text}).json()
+    assert body["status"] == "completed" and body["intent"] == "cabin_nav_to", body
+    assert body["reply"].endswith("打开后备箱我还做不到。")
+    assert body["not_done"] == [{"text": "帮我把后备箱打开", "reason": "outside_catalog"}]
+    done = conv.say(text)  # the planner ran: a processing notice, then the result
+    assert types(done)[-1] == "execution.result" and "dialogue.clarification" not in types(done)
+    assert done[-1]["payload"]["reply"].endswith("打开后备箱我还做不到。")
+    assert done[-1]["payload"]["turn"]["not_done"] == [{"text": "帮我把后备箱打开", "reason": "outside_catalog"}]

@@ -79,3 +79,30 @@ def test_the_openapi_documents_the_agent_turn_on_chat_responses():
     assert {"write_request_id", "preview_text", "payload_hash", "expires_at"} <= set(
         schemas["PendingWrite"]["required"]
     )
+
+
+def test_a_write_proposed_for_the_doable_part_says_first_what_is_not_done():
+    """The partial-request rule on a pack with agents, as the HTTP turn answers it (serve_app/agents/http_turns.py):
+    the write's preview ends the reply, after the sentence naming the part outside the catalog; said once."""
+    from protocol.workflow import NotDone
+
+    partial = Rig("timeflow").engine.partial
+    not_done = [NotDone(text="帮我订一张机票", reason="outside_catalog")]
+    said = partial.sentence(not_done)
+    engine_response = DECIDED.model_copy(update={"reply": DECIDED.reply + said, "not_done": not_done})
+    proposed = {
+        "write_request_id": str(uuid.uuid4()),
+        "payload_hash": HASH,
+        "preview_text": "新建日程：开会",
+        "confirmation_payload": {},
+        "expires_at": "2026-12-02T10:00:00+08:00",
+        "turn": TURN,
+    }
+    events = [
+        _raw("dialogue.decision", {"target_agent_name": "schedule_todo_agent", "target_function_name": "create"}),
+        _raw("write.confirmation_required", proposed),
+    ]
+    response = partial.tell(answered(engine_response, events, "s"), engine_response.not_done)
+    assert said == "订一张机票不在我能帮你安排的范围里。"
+    assert response.reply == said + "新建日程：开会" and response.not_done == not_done
+    assert partial.tell(response, not_done).reply == response.reply  # said once
