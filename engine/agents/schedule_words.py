@@ -32,7 +32,6 @@ _COMMAND_WORDS = sorted(
         "加个待办",
         "建个待办",
         "帮我记上",
-        "一下",
         "记得",
         "到时候",
         "叫我",
@@ -62,9 +61,13 @@ _RE_COMMAND = re.compile("|".join(map(re.escape, _COMMAND_WORDS)))
 # a request's own verb before the thing (安排一个…, 约一下…, 预约…, 排一下…) is no part of its title; 约会, 排练 and
 # 排队 are things
 _VERB = r"(?:安排|预约|预订|预定|约(?!会)|排(?![练队球版]))(?:了|好了|一下|个)?"
-_RE_LEADING = re.compile(rf"^(?:我|要|得|的|有个|一个|还要|请|那就|就|(?:给我|替我)(?=安排|预|约)|{_VERB})+")
-# 去 before a bare activity is no part of it (去体检 → 体检); before a place it is the user's words (去机场接人)
-_RE_BARE_GO = re.compile(r"^去(?=.{1,3}$)")
+_RE_LEADING = re.compile(
+    rf"^(?:我|要|得|的|有个|一个|一次|一下(?!午)|还要|请|那就|就|(?:给我|替我)(?=安排|预|约)|{_VERB})+"
+)
+# a request for an item that names no thing (帮我新建一个日程): no part of the title the answer then gives
+_RE_PLACEHOLDER = re.compile(r"(?:新建|新增|添加|创建|建|加|记)(?:一个|个|一条|条)?(?:日程|待办|事项|提醒|行程|安排)")
+# 在/于 before a time belongs to the time (帮我在明天下午两点安排…)
+_RE_TIME_PREPOSITION = re.compile(r"(?:在|于)$")
 _RE_TRAILING = re.compile(r"(?:的事情?|的事儿|这件事|这个事|的|吧|呀|啊|哈|呢|哦|噢|呗|嘛|啦)+$")
 _RE_CLAUSE = re.compile(r"[，,。.！!？?；;、：:\s]+")
 _RE_DEADLINE = re.compile(r"^(?:之前|以前|前)")
@@ -99,9 +102,9 @@ def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, boo
             head, _, tail = clause.partition(found.text)
             due = _RE_DEADLINE.match(tail)
             deadline = deadline or (due is not None and not clauses)
-            clause = _RE_CONNECTOR.sub("", head) + tail[due.end() if due else 0 :]
-        clause = _RE_COMMAND.sub("", clause)
-        clause = _RE_BARE_GO.sub("", _RE_TRAILING.sub("", _RE_LEADING.sub("", clause)))
+            clause = _RE_TIME_PREPOSITION.sub("", _RE_CONNECTOR.sub("", head)) + tail[due.end() if due else 0 :]
+        clause = _RE_PLACEHOLDER.sub("", _RE_COMMAND.sub("", clause))
+        clause = _RE_TRAILING.sub("", _RE_LEADING.sub("", clause))
         if clause:
             clauses.append(clause)
     return "，".join(clauses)[:200] or _FALLBACK_TITLE, deadline

@@ -34,7 +34,9 @@ QUESTION_FIELDS = {
 SPLIT = ("long_task_split_agent", "split")
 MOVES = frozenset({"update"})  # functions whose words name the item's time and then its new one
 PAST_FACING = frozenset({("feedback_agent", "record")})  # functions about what already happened
-_RE_AHEAD = re.compile(r"明|后天|下|以后|之后|未来")
+# a replan of what was left behind (周二拖下来的事) is about the last 周二 too; a replan of what is coming is not
+PAST_WHEN_SAID = {("replan_agent", "replan"): re.compile(r"拖|落下|耽误|错过|没做|没完成|没弄|没干")}
+_RE_AHEAD = re.compile(r"明|后天|下(?![午班])|以后|之后|未来")
 _RE_WEEKDAY = re.compile(r"周|星期|礼拜")
 
 
@@ -201,7 +203,9 @@ class Perception:
         if said is None:
             return default_range(self._cfg, agent, function, now)
         start, end = datetime.fromisoformat(said.start), datetime.fromisoformat(said.end)
-        if (agent, function) in PAST_FACING and start > now and not _RE_AHEAD.search(said.text):
+        past_said = PAST_WHEN_SAID.get((agent, function))
+        past = (agent, function) in PAST_FACING or (past_said is not None and past_said.search(raw_input) is not None)
+        if past and start > now and not _RE_AHEAD.search(said.text):
             # what was (not) done is about the last 周一 / 早上, not the next one a bare time reads as
             back = timedelta(days=7) if _RE_WEEKDAY.search(said.text) else timedelta(days=1)
             start, end = (start - back, end - back) if start - back <= now else (start, end)

@@ -195,3 +195,22 @@ def test_the_cues_of_a_new_item():
         assert cues.said(said) == {"schedule_create"}, said
     assert "schedule_create" not in cues.said("帮我排一下明天的计划")
     assert "schedule_create" not in cues.said("明天有什么安排")
+
+
+def test_the_cues_of_a_replan_of_what_was_left_and_of_a_goal_with_its_weekly_hours():
+    from engine.cues import RequestCues
+    from tests.support.fakes import pack
+
+    cues = RequestCues(pack("timeflow"))
+    for said in ("周三拖下来的事帮我重新弄一下", "上周落下的任务往后顺一顺", "把剩下的活往后顺"):
+        assert cues.said(said) == {"replan"}, said
+    for said in ("开学前把吉他学会，每周投入五个小时", "春节之前读完三本书，每天花一小时"):
+        assert cues.said(said) == {"long_task_split"}, said
+    assert "replan" not in cues.said("明天下午去拿快递")
+
+
+async def test_a_goal_with_its_weekly_hours_is_a_split_not_a_question():
+    text = "开学前把吉他学会，每周投入五个小时"
+    asked = await chat(rig(text, unsure=[("long_task_split", 0.41), ("schedule_create", 0.40)]), text)
+    assert asked.status == TurnStatus.decided
+    assert (asked.decision.agent, asked.decision.function) == ("long_task_split_agent", "split")

@@ -68,7 +68,7 @@ async def test_dispatch_runs_the_agent() -> None:
         "schedule_todo_agent", "create", make_input("明天早上八点去拿快递", at(12, 2, 8), at(12, 2, 9))
     )
     assert envelope.agent_name == "schedule_todo_agent" and envelope.function_name == "create"
-    assert envelope.db_action["payload"]["title"] == "拿快递"
+    assert envelope.db_action["payload"]["title"] == "去拿快递"
 
 
 async def test_dispatch_of_an_unknown_function() -> None:

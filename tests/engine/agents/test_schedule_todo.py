@@ -33,13 +33,20 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("周四下午两点我有个体检", "体检"),
         ("记得提醒我一下", "日程"),
         # the request's own verb is no part of the thing: 安排 / 约 / 预约 ask for it
-        ("帮我约一下周五下午去体检", "体检"),
+        ("帮我约一下周五下午去体检", "去体检"),
         ("帮我安排一个和房东见面的事，后天上午十点", "和房东见面"),
-        ("找个时间去理发，周六上午", "理发"),
+        ("找个时间去理发，周六上午", "去理发"),
         ("预约了下周二看牙", "看牙"),
         ("周六晚上约会", "约会"),
         ("约个时间去银行取钱，那就周三下午三点吧", "去银行取钱"),  # an answer's 那就…吧 is no part of it
-        ("我要去体检", "体检"),  # 去 before a bare activity goes, before a place it stays
+        # the thing in the user's words: 去 and a verb's 一下 inside it stay, a leading 一次/一个 and 在 before a
+        # time go, and a request that names no thing (新建一个日程) gives none of it
+        ("我要去体检", "去体检"),
+        ("周三下午两点跟财务核对一下报销单", "跟财务核对一下报销单"),
+        ("帮我在下周一上午十点安排一个视频会议", "视频会议"),
+        ("帮我预约一次理疗，周五下午四点", "理疗"),
+        ("帮我新建一个日程，周日中午和同事聚餐", "和同事聚餐"),
+        ("抽个时间去趟邮局，周四上午", "去趟邮局"),
         ("明天去机场送人", "去机场送人"),
         ("周四上午十点到十一点半开部门会", "开部门会"),
         # 排 asks for the thing as 安排 does (帮我排一下…); 排练 and 排队 are things

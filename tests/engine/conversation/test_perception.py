@@ -110,6 +110,7 @@ def test_a_missing_slot_is_a_single_clarification_and_asked_again_is_invalid_ans
         ("周一", "2026-12-07T00:00:00+08:00", "2026-11-30T00:00:00+08:00"),
         ("早上", "2026-12-02T06:00:00+08:00", "2026-12-01T06:00:00+08:00"),
         ("下周一", "2026-12-07T00:00:00+08:00", "2026-12-07T00:00:00+08:00"),  # said ahead: kept
+        ("周一下午", "2026-12-07T13:00:00+08:00", "2026-11-30T13:00:00+08:00"),  # 下午 is no 下 of a week
     ],
 )
 def test_feedback_reads_a_bare_time_as_the_last_one(said, start, end):
@@ -303,3 +304,25 @@ def test_several_agent_steps_are_decided_in_order_each_from_its_own_clause():
     ]
     week = steps[1].time_range
     assert week.source == "user_explicit" and (week.end_at - week.start_at).days == 7
+
+
+@pytest.mark.parametrize(
+    ("raw", "start", "end"),
+    [
+        # NOW is Tuesday 10:00: what was left behind on 周一 is last Monday's; a replan of what comes is not moved
+        ("周一拖下来的事情重新安排下", "2026-12-07T00:00:00+08:00", "2026-11-30T00:00:00+08:00"),
+        ("周一落下的任务往后顺一顺", "2026-12-07T00:00:00+08:00", "2026-11-30T00:00:00+08:00"),
+        ("把周一的安排重新排一下", "2026-12-07T00:00:00+08:00", "2026-12-07T00:00:00+08:00"),
+    ],
+)
+def test_a_replan_of_what_was_left_behind_reads_a_bare_weekday_as_the_last_one(raw, start, end):
+    when = TimeRange(start=start, end=start[:11] + "23:59:00+08:00", text="周一", all_day=True)
+    result = perception().perceive(
+        decided("replan_agent", "replan", {"when": when.model_dump()}, when),
+        raw_input=raw,
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
+    assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime.fromisoformat(end)
