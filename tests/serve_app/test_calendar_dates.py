@@ -87,7 +87,7 @@ def test_a_schedule_a_missed_item_replanned_and_the_weeks_review_fall_on_the_rig
     try:
         confirmed(conv, "明天上午九点去跑步")
         assert [(i["title"], local(i["start_at"]).strftime("%H:%M")) for i in day_items(app, tomorrow)] == [
-            ("跑步", "09:00")
+            ("去跑步", "09:00")
         ]
 
         confirmed(conv, "今天晚上十一点四十提醒我健身")
