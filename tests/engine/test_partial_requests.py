@@ -19,6 +19,7 @@ from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from protocol.http_chat import ChatRequest, ChatResponse, TurnStatus
 from tests.support.fakes import FakeLm, FakeModelClient, Rig
+from tests.support.packs import untimed
 
 CASES = yaml.safe_load((Path(__file__).parents[1] / "data" / "partial_requests.yaml").read_text(encoding="utf-8"))
 MIN_NAMED = 0.9  # of the partly-outside cases, the share done and named exactly
@@ -27,7 +28,7 @@ MIN_NAMED = 0.9  # of the partly-outside cases, the share done and named exactly
 def engine_for(built, *, planner: bool = True) -> tuple[TurnEngine, InProcessModels]:
     pack, settings = built
     models = InProcessModels(build_nlu(settings))
-    served = served_settings(settings)
+    served = untimed(served_settings(settings))
     if not planner:
         served = served.model_copy(update={"planner": served.planner.model_copy(update={"enabled": False})})
     engine = TurnEngine(

@@ -14,6 +14,7 @@ from engine.session import InMemorySessionStore
 from engine.turn import TurnEngine
 from protocol.http_chat import ChatRequest
 from tests.engine.workflow_cases import check_case, load_cases
+from tests.support.packs import untimed
 
 MIN_RIGHT = 0.9
 
@@ -24,7 +25,7 @@ def engine_for(built) -> tuple[TurnEngine, InMemoryWorlds, InProcessModels]:
     worlds = InMemoryWorlds()
     engine = TurnEngine(
         pack=pack,
-        settings=served_settings(settings),
+        settings=untimed(served_settings(settings)),
         models=models,
         sessions=InMemorySessionStore(600),
         plugins=PluginRegistry(),
@@ -79,6 +80,7 @@ async def test_emotion_and_a_task_run_emotion_support_first_then_decide_the_task
     try:
         for n, text in enumerate(["我好烦，明天的会帮我推到下午吧", "明天上午十点的会改到下午，我真的好焦虑"]):
             resp = await engine.chat(ChatRequest(user_id=f"mood-{n}", text=text))
+            assert resp.workflow is not None, (text, resp.status, resp.reply)
             assert [s.intent_id for s in resp.workflow.steps] == ["emotion_support", "schedule_update"], text
             assert [s.status for s in resp.workflow.steps] == ["done", "pending"]
             assert resp.status == "decided" and resp.decision.intents == ["schedule_update"]

@@ -49,3 +49,17 @@ def module_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixture
     path = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def untimed(settings: Settings, factor: float = 10.0) -> Settings:
+    """`settings` with every latency budget `factor` times longer, for quality tests of the in-process engine: they
+    check what the models and rules decide, and a stage that misses its budget while the rest of the suite loads the
+    machine (a served app, a browser) would answer degraded instead. Speed is measured by the benchmarks."""
+    budgets = settings.budgets
+    scaled = budgets.model_copy(
+        update={
+            "turn_ms": {k: v * factor for k, v in budgets.turn_ms.items()},
+            "stages_ms": {k: v * factor for k, v in budgets.stages_ms.items()},
+        }
+    )
+    return settings.model_copy(update={"budgets": scaled})
