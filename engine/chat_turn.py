@@ -204,9 +204,11 @@ class ChatTurn:
 
     def _one_agent_request(self, text: str, route: Route) -> bool:
         """Several intents detected, no workflow planned, fusion sure of one an agent carries and the words cue no
-        second one (我想三个月内练出腹肌，每周能练三个小时: the hours are the goal's, no request of their own)."""
+        second one (我想三个月内练出腹肌，每周能练三个小时: the hours are the goal's, no request of their own). The sure
+        one is read through `rules.cues_over`: 明天看牙不去了 reads like feedback and cancels the item."""
         top = route.fusion.top
-        intent = self._pack.intent(top.intent) if top is not None else None
+        routed = (self._disambiguation.over(text, top.intent) or top.intent) if top is not None else None
+        intent = self._pack.intent(routed) if routed is not None else None
         return (
             route.fusion.decision == RouteDecision.execute
             and intent is not None

@@ -8,7 +8,7 @@ import re
 from datetime import date, datetime, timedelta
 
 from engine.agents.text import at_day_end
-from engine.slots import extract_datetime, parse_chinese_number
+from engine.slots import before_holiday, extract_datetime, parse_chinese_number
 
 MIN_WEEKLY_HOURS = 0.5  # two sessions of a quarter hour a week
 MAX_WEEKLY_HOURS = 7 * 24
@@ -104,7 +104,10 @@ def _deadline_words(text: str, now: datetime) -> tuple[datetime, str] | None:
     if found is None:
         return None
     if found.all_day:  # a day or a period (这周, 这个月): by the end of its last day
-        return at_day_end((found.end - timedelta(microseconds=1)).date(), tz), found.text
+        last = (found.end - timedelta(microseconds=1)).date()
+        if before_holiday(text):
+            last -= timedelta(days=1)
+        return at_day_end(last, tz), found.text
     return found.start, found.text
 
 

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.agents.base import definition, failure, reply, the_one_candidate, unknown, zone
-from engine.agents.schedule_words import derive_title, time_changes
+from engine.agents.schedule_words import derive_title, said_length, time_changes
 from engine.agents.text import clock, date_label, is_whole_days, moment_label, single_day
-from engine.slots import DEFAULT_LIMITS
+from engine.slots import DEFAULT_LIMITS, before_holiday
 from protocol.agents import (
     AgentFunctionDefinition,
     AgentName,
@@ -107,9 +107,14 @@ class ScheduleTodoAgent:
         if item_type == "todo":
             # a clock time (a point or one event long) is the deadline itself; a day or a period ends the day
             due = start if end - start <= DEFAULT_LIMITS.event_duration else end - timedelta(minutes=1)
+            if whole_days and before_holiday(inp.raw_input):
+                due = start - timedelta(minutes=1)  # 五一之前: by the end of the day before it
             item = TaskItemPayload(item_type="todo", title=title, due_at=due)
             preview = f"新建待办：{title}（截止 {moment_label(due, inp.now, relative=True)}）"
         else:
+            length = said_length(inp.raw_input)
+            if length is not None and not whole_days:  # 开部门例会，开一个小时: the length said, from the start
+                end = start + length
             if end - start < _SHORTEST_SCHEDULE:
                 end = start + DEFAULT_LIMITS.event_duration
             item = TaskItemPayload(item_type="schedule", title=title, start_at=start, end_at=end)

@@ -53,6 +53,14 @@ _COMMAND_WORDS = sorted(
         "排个时间",
         "记个事",
         "记件事",
+        "找时间",
+        "抽时间",
+        "有空的时候",
+        "有空时",
+        "帮忙",
+        "空出来",
+        "留出来",
+        "腾出来",
     ],
     key=len,
     reverse=True,
@@ -62,28 +70,69 @@ _RE_COMMAND = re.compile("|".join(map(re.escape, _COMMAND_WORDS)))
 # 排队 are things
 _VERB = r"(?:安排|预约|预订|预定|约(?!会)|排(?![练队球版]))(?:了|好了|一下|个)?"
 _RE_LEADING = re.compile(
-    rf"^(?:我|要|得|的|有个|一个|一次|一下(?!午)|还要|请|那就|就|(?:给我|替我)(?=安排|预|约)|{_VERB})+"
+    rf"^(?:我|要|得|的|有个|一个|一次|一下(?!午)|一早|一大早|都要|也要|还要|请|那就|就|(?:给我|替我)(?=安排|预|约)|{_VERB})+"
 )
 # a request for an item that names no thing (帮我新建一个日程): no part of the title the answer then gives
 _RE_PLACEHOLDER = re.compile(r"(?:新建|新增|添加|创建|建|加|记)(?:一个|个|一条|条)?(?:日程|待办|事项|提醒|行程|安排)")
-# 在/于 before a time belongs to the time (帮我在明天下午两点安排…)
-_RE_TIME_PREPOSITION = re.compile(r"(?:在|于)$")
-_RE_TRAILING = re.compile(r"(?:的事情?|的事儿|这件事|这个事|的|吧|呀|啊|哈|呢|哦|噢|呗|嘛|啦)+$")
+# 在/于 before a time belongs to the time (帮我在明天下午两点安排…), and so does an answer's 定在 / 放在
+# (定在明天上午十点吧), and a bare 记 before it (帮我记下周五晚上…: 记 asks, 下周五 is the time)
+_RE_TIME_PREPOSITION = re.compile(r"(?:(?:定|放|改|排|约)?在|定到|于|(?:^|(?<=[忙我]))记)$")
+_RE_PARTICLES = re.compile(r"(?:吧|呀|啊|哈|呢|哦|噢|呗|嘛|啦)+$")
+# 和房东见面的事 is 和房东见面; 谈一下漏水的事 keeps it: 的事 is what the talk is about
+_RE_TRAILING = re.compile(r"(?:的事情?|的事儿|这件事|这个事|的)+$")
+_RE_ABOUT = re.compile(r"谈|聊|说|讲|商量|讨论|沟通|处理|解决|问|咨询|办")
+# a clause that is only the request's filler once the rest is gone (给我，…; 定吧 in an answer)
+_FILLER = frozenset(
+    {"给我", "替我", "帮忙", "定", "好", "好的", "行", "可以", "嗯"}
+    | {"加一条", "加一个", "加个", "记一条", "添一条", "新建一个"}
+)
+# a clause that says only how long (开部门例会，开一个小时; 练琴，练两个钟头): the item's length, no part of its title
+# a clause that says the item takes a part of the day (估计要一个上午): how long, not what
+_RE_PERIOD_LENGTH = re.compile(
+    r"^(?:大概|大约|差不多|预计|估计)?(?:要|得)?(?:花|用)?(?:一个|一|半个|整个|一整个)(?:上午|下午|晚上|白天|天)"
+    r"(?:左右|的时间)?(?:吧|呀|啊|哈|呢|哦|啦)*$"
+)
+# 留出两个小时写代码: the time kept free is the item's length, and no part of its title
+_RE_KEEP_FREE = re.compile(
+    r"(?:给我)?(?:留出|空出|腾出|留|空)(?:来)?(?P<n>\d+|[一二两三四五六七八九十]+)?个?(?P<half>半)?个?"
+    r"(?P<unit>小时|钟头|分钟)(?:的时间|时间)?(?:来|用来)?"
+)
+_RE_LENGTH = re.compile(
+    r"^(?:大概|大约|差不多|预计|估计)?(?:要|得)?(?:[开练跑写学读看玩做聊谈上弄搞打]{1,2}|持续|用|花)?(?:上)?"
+    r"(?P<n>\d+|[一二两三四五六七八九十]+)?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:左右|上下)?"
+    r"(?:吧|呀|啊|哈|呢|哦|啦)*$"
+)
 _RE_CLAUSE = re.compile(r"[，,。.！!？?；;、：:\s]+")
 _RE_DEADLINE = re.compile(r"^(?:之前|以前|前)")
 _RE_CONNECTOR = re.compile(r"(?:到|至|~|～|-|—)$")
-_RE_MOVE = re.compile(
+# the words between an item's time and its new one (明天的会改到后天); scope resolution reads the item before them
+MOVE_MARKER = re.compile(
     "|".join(
         sorted(
-            ["改到", "改成", "推到", "挪到", "调到", "换到", "延到", "提前到", "移到", "往后推", "推迟到"],
+            [
+                "改到",
+                "改成",
+                "改在",
+                "推到",
+                "挪到",
+                "调到",
+                "换到",
+                "延到",
+                "提前到",
+                "提早到",
+                "移到",
+                "往后推",
+                "推迟到",
+                "延后到",
+            ],
             key=len,
             reverse=True,
         )
     )
 )
 _RE_SHIFT = re.compile(
-    r"(?P<dir>往后推|往后挪|推迟|延后|提前|往前挪|往前调)了?(?P<n>\d+|[一二两三四五六七八九十]+)?"
-    r"个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟|天)"
+    r"(?P<dir>往后推|往后挪|推迟|延后|顺延|提前|提早|往前挪|往前调)了?(?P<n>\d+|[一二两三四五六七八九十]+)?"
+    r"个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟|天|周|星期|礼拜)"
 )
 _RE_SAME_TIME = re.compile(r"(?:的|在)?(?:同一|同样的?|相同的?|原来的?|一样的?)(?:时间|时刻|时候|钟点)")
 _RE_DATE_HINT = re.compile(r"[天日号周月年今明昨]|星期|礼拜|\d{1,4}[-/.]\d{1,2}")
@@ -95,6 +144,8 @@ def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, boo
     clauses: list[str] = []
     deadline = False
     for clause in _RE_CLAUSE.split(raw_input):
+        if _RE_PERIOD_LENGTH.match(clause):
+            continue
         for _ in range(3):  # 下午三点到五点 holds two expressions
             found = extract_datetime(clause, now=now, tz=tz)
             if found is None:
@@ -103,11 +154,25 @@ def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, boo
             due = _RE_DEADLINE.match(tail)
             deadline = deadline or (due is not None and not clauses)
             clause = _RE_TIME_PREPOSITION.sub("", _RE_CONNECTOR.sub("", head)) + tail[due.end() if due else 0 :]
-        clause = _RE_PLACEHOLDER.sub("", _RE_COMMAND.sub("", clause))
-        clause = _RE_TRAILING.sub("", _RE_LEADING.sub("", clause))
-        if clause:
+        clause = _RE_PLACEHOLDER.sub("", _RE_COMMAND.sub("", _RE_KEEP_FREE.sub("", clause)))
+        clause = _RE_PARTICLES.sub("", _RE_LEADING.sub("", clause))
+        if not _RE_ABOUT.search(clause):
+            clause = _RE_TRAILING.sub("", clause)
+        if clause and clause not in _FILLER and not _RE_LENGTH.match(clause):
             clauses.append(clause)
     return "，".join(clauses)[:200] or _FALLBACK_TITLE, deadline
+
+
+def said_length(raw_input: str) -> timedelta | None:
+    """How long the new item lasts when a clause says only that (开部门例会，开一个小时 → 1 h); None otherwise."""
+    for clause in _RE_CLAUSE.split(raw_input):
+        found = _RE_LENGTH.match(clause) or _RE_KEEP_FREE.search(clause)
+        if found and (found.group("n") or found.group("half")):
+            amount = (parse_chinese_number(found.group("n")) or 0) if found.group("n") else 0
+            amount += 0.5 if found.group("half") else 0
+            unit = timedelta(minutes=1) if found.group("unit") == "分钟" else timedelta(hours=1)
+            return amount * unit if amount else None
+    return None
 
 
 def time_changes(item: CandidateItem, text: str, inp: SubAgentInputBase) -> dict[str, datetime]:
@@ -119,7 +184,7 @@ def time_changes(item: CandidateItem, text: str, inp: SubAgentInputBase) -> dict
     if shift:
         new_start = anchor + _shift_delta(shift)
     else:
-        marker = _RE_MOVE.search(text)
+        marker = MOVE_MARKER.search(text)
         said = text[marker.end() :] if marker else ""
         same_clock = _RE_SAME_TIME.search(said) is not None
         found = extract_datetime(_RE_SAME_TIME.sub("", said), now=inp.now, tz=tz) if marker else None
@@ -154,6 +219,8 @@ def _shift_delta(match: re.Match[str]) -> timedelta:
     amount = (parse_chinese_number(match.group("n")) or 0) if match.group("n") else 0
     amount += 0.5 if match.group("half") else 0
     amount = amount or 1  # 往后推个小时 says no number: one unit
-    unit = {"天": timedelta(days=1), "分钟": timedelta(minutes=1)}.get(match.group("unit"), timedelta(hours=1))
-    sign = -1 if match.group("dir").startswith(("提前", "往前")) else 1
+    week = timedelta(weeks=1)
+    units = {"天": timedelta(days=1), "分钟": timedelta(minutes=1), "周": week, "星期": week, "礼拜": week}
+    unit = units.get(match.group("unit"), timedelta(hours=1))
+    sign = -1 if match.group("dir").startswith(("提前", "提早", "往前")) else 1
     return sign * amount * unit

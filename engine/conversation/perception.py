@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from config.engine import ConversationConfig
-from engine.conversation.scope import MOVE_MARKER
+from engine.agents.schedule_words import MOVE_MARKER
 from engine.slots import DEFAULT_LIMITS, SlotLimits, extract_datetime
 from protocol.agents import AGENT_NAMES, AgentTimeRange, ClarificationQuestion, ClarificationRequest, PerceptionDecision
 from protocol.http_chat import ChatResponse, TimeRange, TurnStatus
@@ -33,7 +33,8 @@ QUESTION_FIELDS = {
 }
 SPLIT = ("long_task_split_agent", "split")
 MOVES = frozenset({"update"})  # functions whose words name the item's time and then its new one
-PAST_FACING = frozenset({("feedback_agent", "record")})  # functions about what already happened
+# functions about what already happened: a review of 周二 is of the last one
+PAST_FACING = frozenset({("feedback_agent", "record"), ("review_agent", "review")})
 # a replan of what was left behind (周二拖下来的事) is about the last 周二 too; a replan of what is coming is not
 PAST_WHEN_SAID = {("replan_agent", "replan"): re.compile(r"拖|落下|耽误|错过|没做|没完成|没弄|没干")}
 _RE_AHEAD = re.compile(r"明|后天|下(?![午班])|以后|之后|未来")

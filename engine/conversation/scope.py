@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import re
 
+from engine.agents.schedule_words import MOVE_MARKER
 from protocol.agents import CandidateItem, ScopeResolutionResult
 
 # words of the command itself, never of an item's title
 COMMAND_WORDS = re.compile(
-    r"帮我|给我|麻烦|请|把|将|删除|删掉|删了|去掉|取消|修改|改到|改成|改一下|推到|挪到|调到|换到|延到|提前到|移到|往后推|推迟|"
+    r"帮我|给我|麻烦|请|把|将|删除|删掉|删了|去掉|取消|修改|改到|改成|改一下|推到|挪到|调到|换到|延到|提前到|移到|往后推|推迟|提早|"
     r"一下|那个|这个|的|了|吧|呢|啊|日程|安排|事项|待办|提醒|完成了|做完了|已经|搞定|没完成|没做|反馈|记录|记一下"
 )
 
 
 # a move names the item before its marker and the new time after it: 把明天的组会改到后天
-MOVE_MARKER = re.compile("改到|改成|推到|挪到|调到|换到|延到|提前到|移到|往后推|推迟到")
 
 
 def _bigrams(text: str) -> set[str]:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime, tzinfo
 from typing import Protocol
 
+from engine.slots.dates import before_holiday
 from engine.slots.datetime_range import TimeRange, extract_datetime
 from engine.slots.destination import extract_destination
 from engine.slots.limits import DEFAULT_LIMITS, SlotLimits
@@ -19,6 +20,7 @@ __all__ = [
     "SlotLimits",
     "SlotSpecLike",
     "TimeRange",
+    "before_holiday",
     "extract_datetime",
     "extract_destination",
     "extract_order_id",

@@ -65,7 +65,13 @@ _ONE_AS_A_BIT_BEFORE = set("高低快慢大小多少早晚好近远亮暗热冷�
 _RE_DELTA = re.compile(rf"(?P<n>{_INT_FIRST})?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:以后|之后|后)")
 _RE_PERIOD = re.compile("|".join(_PERIODS))
 _RE_CLOCK_COLON = re.compile(r"(?<!\d)(?P<h>[01]?\d|2[0-4])[:：](?P<m>[0-5]\d)(?!\d)")
-_RE_CLOCK_CN = re.compile(rf"(?P<h>{_INT_FIRST})(?:点|时)钟?(?:(?P<half>半)|(?P<quarter>一刻|三刻)|(?P<m>{_INT})分?)?")
+# 四点整 is four o'clock; 四点整理 / 整天 / 整个 are words of their own
+_RE_CLOCK_CN = re.compile(
+    rf"(?P<h>{_INT_FIRST})(?:点|时)钟?(?:(?P<half>半)|(?P<quarter>一刻|三刻)|(?P<m>{_INT})分?)?"
+    r"(?:整(?![理顿个天晚夜齐改修容合体形整数套场点]))?"
+)
+# 这个月剩下的日子, 这周剩下几天: the rest of a period that has begun, from today
+_RE_REST = re.compile(r"(?:里|中|的)?(?:剩下|剩余|余下|还剩)")
 
 
 def _delta(match: re.Match[str]) -> timedelta | None:
@@ -181,6 +187,8 @@ def extract_datetime(
     parts = _Parts(days, period, clock)
     start, end, all_day = _range_from_parts(parts, now, tz, limits.event_duration)
     said = scanner.matched_text()
+    if all_day and start <= now < end and _RE_REST.match(text, max(e for _, e in scanner.spans)):
+        start = _at(now.date(), tz)
     if clock is not None and (until := _until(text, max(e for _, e in scanner.spans), start, tz, limits)):
         end, said = until[0], said + until[1]
     return TimeRange(start, end, said, all_day)

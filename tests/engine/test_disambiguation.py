@@ -214,3 +214,27 @@ async def test_a_goal_with_its_weekly_hours_is_a_split_not_a_question():
     asked = await chat(rig(text, unsure=[("long_task_split", 0.41), ("schedule_create", 0.40)]), text)
     assert asked.status == TurnStatus.decided
     assert (asked.decision.agent, asked.decision.function) == ("long_task_split_agent", "split")
+
+
+async def test_calling_an_item_off_or_moving_what_was_left_outranks_a_sure_feedback_reading():
+    for text, intent in (("后天的网球课不打了", "schedule_delete"), ("今天没干完的都顺延到明天", "replan")):
+        fake = FakeModelClient().sure(text, "feedback_record", detector=[("feedback_record", 0.98), (intent, 0.9)])
+        decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+        assert decided.status == TurnStatus.decided and decided.intent == intent, text
+        assert decided.workflow is None and decided.decision.agent is not None, text  # one agent's request
+    said_done = "昨天的网球课没去"  # feedback's own cue: the sure reading stands
+    fake = FakeModelClient().sure(said_done, "feedback_record")
+    assert (await chat(Rig("timeflow", models=fake, clock=lambda: NOW), said_done)).intent == "feedback_record"
+
+
+def test_the_cues_of_a_span_of_the_clock_and_of_calling_off():
+    from engine.cues import RequestCues
+    from tests.support.fakes import pack
+
+    cues = RequestCues(pack("timeflow"))
+    for said in ("周四晚上七点到八点半和家人视频", "帮我约一次年检"):
+        assert cues.said(said) == {"schedule_create"}, said
+    for said in ("下午三点到五点有什么安排", "三点到四点的会改到五点", "两点到三点那个取消"):
+        assert "schedule_create" not in cues.said(said), said
+    assert cues.said("周日的聚餐不约了") == {"schedule_delete"}
+    assert "review" not in cues.said("周五交季度总结")

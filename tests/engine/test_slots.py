@@ -302,6 +302,22 @@ def test_extract_destination_none(text: str) -> None:
         ("半小时后", at(11, 30, 10, 30), at(11, 30, 11, 30), False, "半小时后"),
         ("一个半小时后", at(11, 30, 11, 30), at(11, 30, 12, 30), False, "一个半小时后"),
         ("十分钟后", at(11, 30, 10, 10), at(11, 30, 11, 10), False, "十分钟后"),
+        # 这一周 is 这周; the rest of a period that has begun starts today; 整 after a clock is part of it
+        ("这一周过得怎么样", at(11, 30), at(12, 7), True, "这一周"),
+        ("下一个星期", at(12, 7), at(12, 14), True, "下一个星期"),
+        ("这周剩下几天有什么事", at(11, 30), at(12, 7), True, "这周"),
+        ("这个月余下的时间", at(11, 30), at(12, 1), True, "这个月"),
+        ("晚上七点整吃饭", at(11, 30, 19), at(11, 30, 20), False, "晚上七点整"),
+        ("四点整理房间", at(11, 30, 16), at(11, 30, 17), False, "四点"),
+        # a run of days from today, ahead or back; a month by its name
+        ("未来三天有什么事", at(11, 30), at(12, 3), True, "未来三天"),
+        ("接下来一周", at(11, 30), at(12, 7), True, "接下来一周"),
+        ("最近三天做得怎样", at(11, 28), at(12, 1), True, "最近三天"),
+        ("十月份的安排", at(10, 1), at(11, 1), True, "十月份"),
+        ("2027年1月份", at(1, 1).replace(year=2027), at(2, 1).replace(year=2027), True, "2027年1月份"),
+        # fixed-date holidays, the next one
+        ("国庆节", at(10, 1).replace(year=2027), at(10, 2).replace(year=2027), True, "国庆节"),
+        ("圣诞节那天", at(12, 25), at(12, 26), True, "圣诞节"),
     ],
 )
 def test_extract_datetime(text: str, start: datetime, end: datetime, all_day: bool, matched: str) -> None:
@@ -320,6 +336,8 @@ def test_extract_datetime(text: str, start: datetime, end: datetime, all_day: bo
         "空调调到二十二点五度",
         "周围有什么好吃的",
         "一个星期",
+        "一周",
+        "五一路",
         "导航去公司",
         "订单号 20241130001",
         "尾号3321的订单",

@@ -29,6 +29,9 @@ GYM = item("健身", start=at(12, 1, 7), end=at(12, 1, 8), version=4)
         ("跑步今天没去，改天补上", "deferred"),
         ("组会推迟到下周了", "deferred"),
         ("瑜伽课不去了，取消吧", "cancelled"),
+        ("晚上的平板支撑没坚持下来", "not_completed"),
+        ("背单词背到一半就放弃了", "partially_completed"),
+        ("健身房太远，放弃了", "not_completed"),
     ],
 )
 def test_status_words(text: str, status: str) -> None:

@@ -55,6 +55,9 @@ def test_a_question_for_every_field() -> None:
             "打算一年内读完五十本书，工作日每天半小时，怎么分解",
             {"goal_title": "读完五十本书", "deadline": "2027-12-01T10:00:00+08:00", "weekly_hours": 2.5},
         ),
+        # before a holiday is before it begins; before a date includes the date
+        ("国庆之前学会游泳", {"goal_title": "学会游泳", "deadline": "2027-09-30T23:59:00+08:00"}),
+        ("12月20号之前把简历改好", {"goal_title": "简历改好", "deadline": "2026-12-20T23:59:00+08:00"}),
         ("把考驾照这件事拆成具体步骤", {"goal_title": "考驾照"}),
         ("明年要考研，帮我规划一下", {"goal_title": "考研"}),
     ],

@@ -29,7 +29,8 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("周五之前要交报告，记一下", "交报告"),
         ("后天晚上七点跟老同学吃饭，帮我记一下哈", "跟老同学吃饭"),
         ("加个待办：今晚把周报改完", "把周报改完"),
-        ("下午三点到五点帮我空出来写方案", "空出来写方案"),
+        ("下午三点到五点帮我空出来写方案", "写方案"),
+        ("明天上午给我留出两个小时写代码", "写代码"),
         ("周四下午两点我有个体检", "体检"),
         ("记得提醒我一下", "日程"),
         # the request's own verb is no part of the thing: 安排 / 约 / 预约 ask for it
@@ -54,10 +55,35 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("帮我排个和班主任的电话，明晚八点", "和班主任的电话"),
         ("明天下午三点排练节目", "排练节目"),
         ("周六早上排队挂号", "排队挂号"),
+        # a clause that says only how long is the item's length; an answer's 定在…吧 and a bare 给我 are fillers;
+        # 找时间 asks for a time; 的事 stays where it is what a talk is about; 整 belongs to the clock
+        ("周五下午两点打羽毛球，打一个半小时", "打羽毛球"),
+        ("明早九点去健身房，大概两个钟头吧", "去健身房"),
+        ("提醒我给奶奶寄药，定在周日上午十点吧", "给奶奶寄药"),
+        ("给我，周三晚上七点去看牙医", "去看牙医"),
+        ("找时间去趟家具城，周六上午", "去趟家具城"),
+        ("和领导聊一下加薪的事，周四下午三点", "和领导聊一下加薪的事"),
+        ("周二上午十点整开周会", "开周会"),
+        ("周六一早去郊区钓鱼，估计要一个上午", "去郊区钓鱼"),
+        ("帮忙记下周一晚上和邻居吃饭", "和邻居吃饭"),
+        ("帮我记下周二上午去交社保", "去交社保"),
+        ("帮我记个事：周四上午去银行", "去银行"),
+        ("帮我加一条：周日上午给花浇水", "给花浇水"),
     ],
 )
 def test_derive_title_drops_the_time_and_the_command_words(raw: str, title: str) -> None:
     assert derive_title(raw, now=NOW, tz=NOW.tzinfo)[0] == title
+
+
+async def test_a_length_said_after_the_thing_ends_the_item() -> None:
+    action = await create("周五下午两点打羽毛球，打一个半小时", at(12, 4, 14), at(12, 4, 15))
+    assert action["payload"]["title"] == "打羽毛球"
+    assert (action["payload"]["start_at"], action["payload"]["end_at"]) == (
+        "2026-12-04T14:00:00+08:00",
+        "2026-12-04T15:30:00+08:00",
+    )
+    action = await create("明天上午开读书会，开四十分钟", at(12, 2, 8), at(12, 2, 12))
+    assert action["payload"]["end_at"] == "2026-12-02T08:40:00+08:00"
 
 
 async def test_create_schedule_at_a_clock_time() -> None:
@@ -144,6 +170,11 @@ async def test_update_with_only_a_clock_stays_on_the_items_day() -> None:
     assert action["payload"] == {"start_at": "2026-12-03T20:00:00+08:00", "end_at": "2026-12-03T21:30:00+08:00"}
 
 
+async def test_update_brought_forward_to_a_clock_keeps_the_length() -> None:
+    action = checked_action(await update("周四晚上读书会那个提早到六点半", READING), None)
+    assert action["payload"] == {"start_at": "2026-12-03T18:30:00+08:00", "end_at": "2026-12-03T20:00:00+08:00"}
+
+
 async def test_update_with_only_a_day_keeps_the_clock_time() -> None:
     action = checked_action(await update("开会改到下周五", MEETING), None)
     assert action["payload"] == {"start_at": "2026-12-11T15:00:00+08:00", "end_at": "2026-12-11T16:00:00+08:00"}
@@ -162,6 +193,8 @@ async def test_update_to_another_day_at_the_same_time_keeps_the_clock() -> None:
         ("会往后推一个小时", "2026-12-02T16:00:00+08:00", "2026-12-02T17:00:00+08:00"),
         ("明天的会提前半个小时", "2026-12-02T14:30:00+08:00", "2026-12-02T15:30:00+08:00"),
         ("开会往后挪两天", "2026-12-04T15:00:00+08:00", "2026-12-04T16:00:00+08:00"),
+        ("这个会推迟一周", "2026-12-09T15:00:00+08:00", "2026-12-09T16:00:00+08:00"),
+        ("开会提早一个钟头", "2026-12-02T14:00:00+08:00", "2026-12-02T15:00:00+08:00"),
     ],
 )
 async def test_update_by_a_relative_shift(raw: str, start: str, end: str) -> None:

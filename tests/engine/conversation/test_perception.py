@@ -326,3 +326,25 @@ def test_a_replan_of_what_was_left_behind_reads_a_bare_weekday_as_the_last_one(r
         now=NOW,
     )
     assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime.fromisoformat(end)
+
+
+@pytest.mark.parametrize(
+    ("raw", "start", "end"),
+    [
+        # NOW is Tuesday 10:00: a review of 周一 is of the day that has been; 下周一 is said ahead and kept
+        ("周一那天做得怎么样，复盘一下", "2026-12-07T00:00:00+08:00", "2026-11-30T00:00:00+08:00"),
+        ("帮我复盘下周一", "2026-12-07T00:00:00+08:00", "2026-12-07T00:00:00+08:00"),
+    ],
+)
+def test_a_review_reads_a_bare_weekday_as_the_last_one(raw, start, end):
+    text = "下周一" if "下周一" in raw else "周一"
+    when = TimeRange(start=start, end=start[:11] + "23:59:00+08:00", text=text, all_day=True)
+    result = perception().perceive(
+        decided("review_agent", "review", {"when": when.model_dump()}, when),
+        raw_input=raw,
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
+    assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime.fromisoformat(end)
