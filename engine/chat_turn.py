@@ -203,18 +203,18 @@ class ChatTurn:
         return reply(session, TurnStatus.fallback, self._say.simple("fallback"), intent=top)
 
     def _one_agent_request(self, text: str, route: Route) -> bool:
-        """Several intents detected, no workflow planned, fusion sure of one an agent carries and the words cue no
-        second one (我想三个月内练出腹肌，每周能练三个小时: the hours are the goal's, no request of their own). The sure
-        one is read through `rules.cues_over`: 明天看牙不去了 reads like feedback and cancels the item."""
+        """Several intents detected, no workflow planned, and the words ask for one of them only: fusion sure of one an
+        agent carries and the words cue no second one (我想三个月内练出腹肌，每周能练三个小时: the hours are the goal's,
+        no request of their own), the sure one read through `rules.cues_over` (明天看牙不去了 reads like feedback and
+        cancels the item); or fusion unsure and the one intent cued is among those detected (昨天没弄完的帮我挪到后面去
+        replans what was left, the 挪到 is its own), which the cue then settles."""
+        cued = self._disambiguation.cued(text)
+        if route.fusion.decision != RouteDecision.execute:
+            return len(cued) == 1 and cued <= {c.intent for c in route.detected}
         top = route.fusion.top
         routed = (self._disambiguation.over(text, top.intent) or top.intent) if top is not None else None
         intent = self._pack.intent(routed) if routed is not None else None
-        return (
-            route.fusion.decision == RouteDecision.execute
-            and intent is not None
-            and intent.agent is not None
-            and len(self._disambiguation.cued(text) - {intent.id}) == 0
-        )
+        return intent is not None and intent.agent is not None and len(cued - {intent.id}) == 0
 
     def _workflow_response(self, session: SessionState, outcome: Outcome) -> ChatResponse:
         return workflow_response(session, outcome, self._pack, self._flows)

@@ -36,12 +36,12 @@ _RE_HOURS = re.compile(
 _DAYS_PER = {"工作日每天": 5, "每天": 7, "一天": 7, "每日": 7, "每晚": 7, "天天": 7}
 _RE_BARE_NUMBER = re.compile(rf"(?:大概|大约|差不多|能有)?(?P<n>{_NUM})(?:个)?(?:小时)?(?:左右)?")
 RE_LEVEL = re.compile(r"零基础|没有?(?:任何)?基础|有(?:一点|一些|一定的?)基础|学过一点|初学者?|新手")
-_RE_GOAL_CUT = re.compile(r"帮我|帮忙|请你|拆|分解|分阶段|规划|制定|怎么|如何|做个|做一个")
+_RE_GOAL_CUT = re.compile(r"帮我|给我|替我|帮忙|请你|拆|分解|分阶段|规划|制定|怎么|如何|做个|做一个")
 _RE_GOAL_LEAD = re.compile(
     r"^(?:我|想要|想|要|打算|准备|计划|希望|在|把|争取|内|以内|之内|这个|将|今年|明年|后年|一下)+"
 )
 _RE_GOAL_TAIL = re.compile(r"(?:这个目标|这件事|这个|的|吧|呢)+$")
-_RE_CLAUSE = re.compile(r"[，,。！!？?；;\s]+")
+_RE_CLAUSE = re.compile(r"[，,。！!？?；;：:\s]+")
 
 
 def _add_months(moment: datetime, months: int) -> datetime:

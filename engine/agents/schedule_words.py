@@ -70,10 +70,12 @@ _RE_COMMAND = re.compile("|".join(map(re.escape, _COMMAND_WORDS)))
 # 排队 are things
 _VERB = r"(?:安排|预约|预订|预定|约(?!会)|排(?![练队球版]))(?:了|好了|一下|个)?"
 _RE_LEADING = re.compile(
-    rf"^(?:我|要|得|的|有个|一个|一次|一下(?!午)|一早|一大早|都要|也要|还要|请|那就|就|(?:给我|替我)(?=安排|预|约)|{_VERB})+"
+    rf"^(?:我|要|得|的|有个|一个|一次|一下(?!午)|一早|一大早|都要|也要|还要|请|那就|就|(?:给我|替我)(?=安排|预|约|排)|{_VERB})+"
 )
 # a request for an item that names no thing (帮我新建一个日程): no part of the title the answer then gives
-_RE_PLACEHOLDER = re.compile(r"(?:新建|新增|添加|创建|建|加|记)(?:一个|个|一条|条)?(?:日程|待办|事项|提醒|行程|安排)")
+_RE_PLACEHOLDER = re.compile(
+    r"(?:新建|新增|添加|创建|建|加|记)(?:一个|个|一条|条|一件|件)?(?:日程|待办|事项|提醒|行程|安排|事儿|事情|事)"
+)
 # 在/于 before a time belongs to the time (帮我在明天下午两点安排…), and so does an answer's 定在 / 放在
 # (定在明天上午十点吧), and a bare 记 before it (帮我记下周五晚上…: 记 asks, 下周五 is the time)
 _RE_TIME_PREPOSITION = re.compile(r"(?:(?:定|放|改|排|约)?在|定到|于|(?:^|(?<=[忙我]))记)$")
@@ -84,8 +86,10 @@ _RE_ABOUT = re.compile(r"谈|聊|说|讲|商量|讨论|沟通|处理|解决|问|
 # a clause that is only the request's filler once the rest is gone (给我，…; 定吧 in an answer)
 _FILLER = frozenset(
     {"给我", "替我", "帮忙", "定", "好", "好的", "行", "可以", "嗯"}
-    | {"加一条", "加一个", "加个", "记一条", "添一条", "新建一个"}
+    | {"加一条", "加一个", "加个", "加一下", "记一条", "添一条", "新建一个"}
 )
+# a clause after the thing that says how to go about it or why (得空腹去, 临时有事): no part of the title
+_RE_ASIDE = re.compile(r"^(?:得|需要|必须|一定要|记得带|要带|带上|别忘|因为|临时|估计|可能|应该|听说)")
 # a clause that says only how long (开部门例会，开一个小时; 练琴，练两个钟头): the item's length, no part of its title
 # a clause that says the item takes a part of the day (估计要一个上午): how long, not what
 _RE_PERIOD_LENGTH = re.compile(
@@ -94,12 +98,12 @@ _RE_PERIOD_LENGTH = re.compile(
 )
 # 留出两个小时写代码: the time kept free is the item's length, and no part of its title
 _RE_KEEP_FREE = re.compile(
-    r"(?:给我)?(?:留出|空出|腾出|留|空)(?:来)?(?P<n>\d+|[一二两三四五六七八九十]+)?个?(?P<half>半)?个?"
+    r"(?:给我)?(?:留出|空出|腾出|留|空)(?:来)?(?P<n>\d+|[一二两俩三仨四五六七八九十]+)?个?(?P<half>半)?个?"
     r"(?P<unit>小时|钟头|分钟)(?:的时间|时间)?(?:来|用来)?"
 )
 _RE_LENGTH = re.compile(
     r"^(?:大概|大约|差不多|预计|估计)?(?:要|得)?(?:[开练跑写学读看玩做聊谈上弄搞打]{1,2}|持续|用|花)?(?:上)?"
-    r"(?P<n>\d+|[一二两三四五六七八九十]+)?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:左右|上下)?"
+    r"(?P<n>\d+|[一二两俩三仨四五六七八九十]+)?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:左右|上下)?"
     r"(?:吧|呀|啊|哈|呢|哦|啦)*$"
 )
 _RE_CLAUSE = re.compile(r"[，,。.！!？?；;、：:\s]+")
@@ -144,7 +148,7 @@ def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, boo
     clauses: list[str] = []
     deadline = False
     for clause in _RE_CLAUSE.split(raw_input):
-        if _RE_PERIOD_LENGTH.match(clause):
+        if _RE_PERIOD_LENGTH.match(clause) or (clauses and _RE_ASIDE.match(clause)):
             continue
         for _ in range(3):  # 下午三点到五点 holds two expressions
             found = extract_datetime(clause, now=now, tz=tz)
@@ -168,7 +172,8 @@ def said_length(raw_input: str) -> timedelta | None:
     for clause in _RE_CLAUSE.split(raw_input):
         found = _RE_LENGTH.match(clause) or _RE_KEEP_FREE.search(clause)
         if found and (found.group("n") or found.group("half")):
-            amount = (parse_chinese_number(found.group("n")) or 0) if found.group("n") else 0
+            said = (found.group("n") or "").replace("俩", "两").replace("仨", "三")
+            amount = (parse_chinese_number(said) or 0) if said else 0
             amount += 0.5 if found.group("half") else 0
             unit = timedelta(minutes=1) if found.group("unit") == "分钟" else timedelta(hours=1)
             return amount * unit if amount else None

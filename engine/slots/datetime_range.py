@@ -191,7 +191,27 @@ def extract_datetime(
         start = _at(now.date(), tz)
     if clock is not None and (until := _until(text, max(e for _, e in scanner.spans), start, tz, limits)):
         end, said = until[0], said + until[1]
+    if all_day and (through := _through(text, max(e for _, e in scanner.spans), start, end, now, tz, limits)):
+        end, said = through[0], said + through[1]
     return TimeRange(start, end, said, all_day)
+
+
+_RE_THROUGH = re.compile(r"\s{0,4}(?:到|至|和|跟|与|、|~|～|-|—)\s{0,4}")  # bounded: linear wherever it is tried
+_LONGEST_RUN = timedelta(days=62)
+
+
+def _through(
+    text: str, at: int, start: datetime, end: datetime, now: datetime, tz: tzinfo | None, limits: SlotLimits
+) -> tuple[datetime, str] | None:
+    """前天和昨天 / 周一到周三: a second day right after the first extends the range through it."""
+    joined = _RE_THROUGH.match(text, at)
+    if joined is None:
+        return None
+    rest = text[joined.end() :]
+    found = extract_datetime(rest, now=now, tz=tz, limits=limits)
+    if found is None or not found.all_day or not rest.startswith(found.text):
+        return None
+    return (found.end, joined.group(0) + found.text) if end < found.end <= start + _LONGEST_RUN else None
 
 
 _RE_UNTIL = re.compile(r"\s{0,8}(?:到|至|~|～|-|—)\s{0,8}")  # bounded: linear wherever it is tried

@@ -238,3 +238,14 @@ def test_the_cues_of_a_span_of_the_clock_and_of_calling_off():
         assert "schedule_create" not in cues.said(said), said
     assert cues.said("周日的聚餐不约了") == {"schedule_delete"}
     assert "review" not in cues.said("周五交季度总结")
+
+
+async def test_two_intents_detected_and_one_cued_is_that_ones_request():
+    text = "上周没写完的帮我放到后面"
+    unsure = [("replan", 0.6), ("schedule_update", 0.5)]  # known, below the execute threshold
+    fake = FakeModelClient().on(
+        text, classifier=unsure, retriever=unsure, detector=[("replan", 0.98), ("schedule_update", 0.9)]
+    )
+    decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert decided.status == TurnStatus.decided and decided.intent == "replan"
+    assert decided.workflow is None and decided.decision.agent == "replan_agent"

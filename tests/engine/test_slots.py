@@ -315,6 +315,10 @@ def test_extract_destination_none(text: str) -> None:
         ("最近三天做得怎样", at(11, 28), at(12, 1), True, "最近三天"),
         ("十月份的安排", at(10, 1), at(11, 1), True, "十月份"),
         ("2027年1月份", at(1, 1).replace(year=2027), at(2, 1).replace(year=2027), True, "2027年1月份"),
+        # a second day right after the first extends the range through it
+        ("昨天和今天的情况", at(11, 29), at(12, 1), True, "昨天和今天"),
+        ("12月3号到12月5号出差", at(12, 3), at(12, 6), True, "12月3号到12月5号"),
+        ("明天和小王吃饭", at(12, 1), at(12, 2), True, "明天"),
         # fixed-date holidays, the next one
         ("国庆节", at(10, 1).replace(year=2027), at(10, 2).replace(year=2027), True, "国庆节"),
         ("圣诞节那天", at(12, 25), at(12, 26), True, "圣诞节"),

@@ -68,6 +68,11 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("帮忙记下周一晚上和邻居吃饭", "和邻居吃饭"),
         ("帮我记下周二上午去交社保", "去交社保"),
         ("帮我记个事：周四上午去银行", "去银行"),
+        # a clause after the thing that says how to go about it or why is no part of it; 加个事儿 names no thing
+        ("周五早上八点去体检，得空腹", "去体检"),
+        ("明天下午两点去面试，记得带简历", "去面试"),
+        ("加个事儿，周日下午去看展", "去看展"),
+        ("给我排个和律师的电话，周三上午", "和律师的电话"),
         ("帮我加一条：周日上午给花浇水", "给花浇水"),
     ],
 )
@@ -82,6 +87,8 @@ async def test_a_length_said_after_the_thing_ends_the_item() -> None:
         "2026-12-04T14:00:00+08:00",
         "2026-12-04T15:30:00+08:00",
     )
+    action = await create("周六上午九点去驾校练车，练俩小时", at(12, 5, 9), at(12, 5, 10))
+    assert action["payload"]["end_at"] == "2026-12-05T11:00:00+08:00"
     action = await create("明天上午开读书会，开四十分钟", at(12, 2, 8), at(12, 2, 12))
     assert action["payload"]["end_at"] == "2026-12-02T08:40:00+08:00"
 

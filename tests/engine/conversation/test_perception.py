@@ -348,3 +348,18 @@ def test_a_review_reads_a_bare_weekday_as_the_last_one(raw, start, end):
         now=NOW,
     )
     assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime.fromisoformat(end)
+
+
+def test_a_cancel_acts_on_the_whole_day_it_names():
+    when = TimeRange(start="2026-12-02T18:00:00+08:00", end="2026-12-03T00:00:00+08:00", text="明晚", all_day=False)
+    result = perception().perceive(
+        decided("schedule_todo_agent", "delete", {"when": when.model_dump()}, when),
+        raw_input="明晚的瑜伽取消掉",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
+    assert isinstance(result, Decided)
+    span = result.decision.time_range
+    assert (span.start_at, span.end_at) == (datetime(2026, 12, 2, tzinfo=TZ), datetime(2026, 12, 3, tzinfo=TZ))
