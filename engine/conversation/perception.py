@@ -38,8 +38,10 @@ PAST_FACING = frozenset({("feedback_agent", "record"), ("review_agent", "review"
 # a replan of what was left behind (周二拖下来的事) is about the last 周二 too; a replan of what is coming is not
 PAST_WHEN_SAID = {("replan_agent", "replan"): re.compile(r"拖|落下|耽误|错过|没做|没完成|没弄|没干")}
 # a cancel names its item by its day: 明晚的瑜伽取消掉 acts on tomorrow's 瑜伽 wherever in the day it sits (its title
-# picks it among the day's items; two of one name that day are offered to choose)
+# picks it among the day's items; two of one name that day are offered to choose); a clock said (上午九点的选题会)
+# names the item's own time and stays
 DAY_SCOPED = frozenset({("schedule_todo_agent", "delete")})
+_RE_CLOCK_SAID = re.compile(r"[点:：]|\d时")
 _RE_AHEAD = re.compile(r"明|后天|下(?![午班])|以后|之后|未来")
 _RE_WEEKDAY = re.compile(r"周|星期|礼拜")
 
@@ -213,7 +215,7 @@ class Perception:
             # what was (not) done is about the last 周一 / 早上, not the next one a bare time reads as
             back = timedelta(days=7) if _RE_WEEKDAY.search(said.text) else timedelta(days=1)
             start, end = (start - back, end - back) if start - back <= now else (start, end)
-        if (agent, function) in DAY_SCOPED:
+        if (agent, function) in DAY_SCOPED and not _RE_CLOCK_SAID.search(said.text):
             start = datetime.combine(start.date(), time(), tzinfo=start.tzinfo)
             last = (end - timedelta(microseconds=1)).date()
             end = datetime.combine(last + timedelta(days=1), time(), tzinfo=start.tzinfo)

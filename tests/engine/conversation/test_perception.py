@@ -363,3 +363,15 @@ def test_a_cancel_acts_on_the_whole_day_it_names():
     assert isinstance(result, Decided)
     span = result.decision.time_range
     assert (span.start_at, span.end_at) == (datetime(2026, 12, 2, tzinfo=TZ), datetime(2026, 12, 3, tzinfo=TZ))
+    at_nine = TimeRange(
+        start="2026-12-02T09:00:00+08:00", end="2026-12-02T10:00:00+08:00", text="明天上午九点", all_day=False
+    )
+    result = perception().perceive(
+        decided("schedule_todo_agent", "delete", {"when": at_nine.model_dump()}, at_nine),
+        raw_input="明天上午九点的选题会取消掉",
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
+    assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime(2026, 12, 2, 9, tzinfo=TZ)
