@@ -10,6 +10,7 @@ import pytest
 
 from config.settings import load_settings
 from engine.conversation.perception import Clarify, Decided, Perception, Shown, default_range
+from protocol.agents import AgentTimeRange
 from protocol.http_chat import ChatResponse, ClarifyOption, Decision, TimeRange, TurnStatus
 from protocol.store import ConversationMessageDTO, ConversationMessageMetadata
 
@@ -64,6 +65,20 @@ def perceive(response, recent=(), reasked=False):
     )
 
 
+def range_for(agent: str, function: str, when: TimeRange, raw_input: str) -> AgentTimeRange:
+    """The time range perception decides for a turn routed to `agent.function` with the time `when` said."""
+    result = perception().perceive(
+        decided(agent, function, {"when": when.model_dump()}, when),
+        raw_input=raw_input,
+        source_message_id=SOURCE,
+        question_id=QUESTION,
+        recent=[],
+        now=NOW,
+    )
+    assert isinstance(result, Decided)
+    return result.decision.time_range
+
+
 def test_a_decided_agent_turn_with_its_own_time_is_a_decision_with_that_range():
     when = TimeRange(
         start="2026-12-02T15:00:00+08:00", end="2026-12-02T16:00:00+08:00", text="明天下午三点", all_day=False
@@ -115,15 +130,7 @@ def test_a_missing_slot_is_a_single_clarification_and_asked_again_is_invalid_ans
 )
 def test_feedback_reads_a_bare_time_as_the_last_one(said, start, end):
     when = TimeRange(start=start, end=start[:11] + "23:59:00+08:00", text=said, all_day=True)
-    result = perception().perceive(
-        decided("feedback_agent", "record", {"when": when.model_dump()}, when),
-        raw_input=f"{said}的跑步没去",
-        source_message_id=SOURCE,
-        question_id=QUESTION,
-        recent=[],
-        now=NOW,
-    )
-    assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime.fromisoformat(end)
+    assert range_for("feedback_agent", "record", when, f"{said}的跑步没去").start_at == datetime.fromisoformat(end)
 
 
 def test_a_disambiguation_is_a_question_that_offers_its_options():
@@ -317,15 +324,7 @@ def test_several_agent_steps_are_decided_in_order_each_from_its_own_clause():
 )
 def test_a_replan_of_what_was_left_behind_reads_a_bare_weekday_as_the_last_one(raw, start, end):
     when = TimeRange(start=start, end=start[:11] + "23:59:00+08:00", text="周一", all_day=True)
-    result = perception().perceive(
-        decided("replan_agent", "replan", {"when": when.model_dump()}, when),
-        raw_input=raw,
-        source_message_id=SOURCE,
-        question_id=QUESTION,
-        recent=[],
-        now=NOW,
-    )
-    assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime.fromisoformat(end)
+    assert range_for("replan_agent", "replan", when, raw).start_at == datetime.fromisoformat(end)
 
 
 @pytest.mark.parametrize(
@@ -339,39 +338,16 @@ def test_a_replan_of_what_was_left_behind_reads_a_bare_weekday_as_the_last_one(r
 def test_a_review_reads_a_bare_weekday_as_the_last_one(raw, start, end):
     text = "下周一" if "下周一" in raw else "周一"
     when = TimeRange(start=start, end=start[:11] + "23:59:00+08:00", text=text, all_day=True)
-    result = perception().perceive(
-        decided("review_agent", "review", {"when": when.model_dump()}, when),
-        raw_input=raw,
-        source_message_id=SOURCE,
-        question_id=QUESTION,
-        recent=[],
-        now=NOW,
-    )
-    assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime.fromisoformat(end)
+    assert range_for("review_agent", "review", when, raw).start_at == datetime.fromisoformat(end)
 
 
 def test_a_cancel_acts_on_the_whole_day_it_names():
     when = TimeRange(start="2026-12-02T18:00:00+08:00", end="2026-12-03T00:00:00+08:00", text="明晚", all_day=False)
-    result = perception().perceive(
-        decided("schedule_todo_agent", "delete", {"when": when.model_dump()}, when),
-        raw_input="明晚的瑜伽取消掉",
-        source_message_id=SOURCE,
-        question_id=QUESTION,
-        recent=[],
-        now=NOW,
-    )
-    assert isinstance(result, Decided)
-    span = result.decision.time_range
+    span = range_for("schedule_todo_agent", "delete", when, "明晚的瑜伽取消掉")
     assert (span.start_at, span.end_at) == (datetime(2026, 12, 2, tzinfo=TZ), datetime(2026, 12, 3, tzinfo=TZ))
     at_nine = TimeRange(
         start="2026-12-02T09:00:00+08:00", end="2026-12-02T10:00:00+08:00", text="明天上午九点", all_day=False
     )
-    result = perception().perceive(
-        decided("schedule_todo_agent", "delete", {"when": at_nine.model_dump()}, at_nine),
-        raw_input="明天上午九点的选题会取消掉",
-        source_message_id=SOURCE,
-        question_id=QUESTION,
-        recent=[],
-        now=NOW,
+    assert range_for("schedule_todo_agent", "delete", at_nine, "明天上午九点的选题会取消掉").start_at == datetime(
+        2026, 12, 2, 9, tzinfo=TZ
     )
-    assert isinstance(result, Decided) and result.decision.time_range.start_at == datetime(2026, 12, 2, 9, tzinfo=TZ)
