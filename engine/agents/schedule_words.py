@@ -60,6 +60,9 @@ _COMMAND_WORDS = sorted(
         "帮忙",
         "空出来",
         "留出来",
+        "留点时间",
+        "留些时间",
+        "留出时间",
         "腾出来",
     ],
     key=len,
@@ -68,9 +71,10 @@ _COMMAND_WORDS = sorted(
 _RE_COMMAND = re.compile("|".join(map(re.escape, _COMMAND_WORDS)))
 # a request's own verb before the thing (安排一个…, 约一下…, 预约…, 排一下…) is no part of its title; 约会, 排练 and
 # 排队 are things
-_VERB = r"(?:安排|预约|预订|预定|约(?!会)|排(?![练队球版]))(?:了|好了|一下|个)?"
+_VERB = r"(?:安排|预约|预订|预定|约(?!会)|排(?![练队球版])|定(?=一?个))(?:了|好了|一下|个)?"
 _RE_LEADING = re.compile(
-    rf"^(?:我|要|得|的|有个|一个|一次|一下(?!午)|一早|一大早|都要|也要|还要|请|那就|就|(?:给我|替我)(?=安排|预|约|排)|{_VERB})+"
+    rf"^(?:我|要|得|的|有个|一个|一次|一下(?!午)|一早|一大早|都要|也要|还要|请(?=帮|给|在|把|订|定|提醒|安排|记|你|您)|请(?![^，。]{{0,6}}?[吃喝])|那就|就|回头|想要|想(?!法)"
+    rf"|(?:给我|替我)(?=安排|预|约|排)|{_VERB})+"
 )
 # a request for an item that names no thing (帮我新建一个日程): no part of the title the answer then gives
 _RE_PLACEHOLDER = re.compile(
@@ -81,7 +85,7 @@ _RE_PLACEHOLDER = re.compile(
 _RE_TIME_PREPOSITION = re.compile(r"(?:(?:定|放|改|排|约)?在|定到|于|(?:^|(?<=[忙我]))记)$")
 _RE_PARTICLES = re.compile(r"(?:吧|呀|啊|哈|呢|哦|噢|呗|嘛|啦)+$")
 # 和房东见面的事 is 和房东见面; 谈一下漏水的事 keeps it: 的事 is what the talk is about
-_RE_TRAILING = re.compile(r"(?:的事情?|的事儿|这件事|这个事|的)+$")
+_RE_TRAILING = re.compile(r"(?:的事情?|的事儿|这件事|这个事|的时间|的)+$")
 _RE_ABOUT = re.compile(r"谈|聊|说|讲|商量|讨论|沟通|处理|解决|问|咨询|办")
 # a clause that is only the request's filler once the rest is gone (给我，…; 定吧 in an answer)
 _FILLER = frozenset(
@@ -89,7 +93,7 @@ _FILLER = frozenset(
     | {"加一条", "加一个", "加个", "加一下", "记一条", "添一条", "新建一个"}
 )
 # a clause after the thing that says how to go about it or why (得空腹去, 临时有事): no part of the title
-_RE_ASIDE = re.compile(r"^(?:得|需要|必须|一定要|记得带|要带|带上|别忘|因为|临时|估计|可能|应该|听说)")
+_RE_ASIDE = re.compile(r"^(?:得|需要|必须|一定要|记得带|要带|带上|别忘|因为|临时|估计|可能|应该|听说|要?空腹|要提前)")
 # a clause that says only how long (开部门例会，开一个小时; 练琴，练两个钟头): the item's length, no part of its title
 # a clause that says the item takes a part of the day (估计要一个上午): how long, not what
 _RE_PERIOD_LENGTH = re.compile(
@@ -135,7 +139,7 @@ MOVE_MARKER = re.compile(
     )
 )
 _RE_SHIFT = re.compile(
-    r"(?P<dir>往后推|往后挪|推迟|延后|顺延|提前|提早|往前挪|往前调)了?(?P<n>\d+|[一二两三四五六七八九十]+)?"
+    r"(?P<dir>往后推|往后挪|往后错|往后延|推后|推迟|延后|顺延|提前|提早|往前挪|往前调|往前错)了?(?P<n>\d+|[一二两三四五六七八九十]+)?"
     r"个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟|天|周|星期|礼拜)"
 )
 _RE_SAME_TIME = re.compile(r"(?:的|在)?(?:同一|同样的?|相同的?|原来的?|一样的?)(?:时间|时刻|时候|钟点)")

@@ -36,7 +36,7 @@ MOVES = frozenset({"update"})  # functions whose words name the item's time and 
 # functions about what already happened: a review of 周二 is of the last one
 PAST_FACING = frozenset({("feedback_agent", "record"), ("review_agent", "review")})
 # a replan of what was left behind (周二拖下来的事) is about the last 周二 too; a replan of what is coming is not
-PAST_WHEN_SAID = {("replan_agent", "replan"): re.compile(r"拖|落下|耽误|错过|没做|没完成|没弄|没干")}
+PAST_WHEN_SAID = {("replan_agent", "replan"): re.compile(r"拖|落下|欠|耽误|错过|没做|没完成|没弄|没干|没搞")}
 # a cancel names its item by its day: 明晚的瑜伽取消掉 acts on tomorrow's 瑜伽 wherever in the day it sits (its title
 # picks it among the day's items; two of one name that day are offered to choose); a clock said (上午九点的选题会)
 # names the item's own time and stays

@@ -70,8 +70,8 @@ _RE_CLOCK_CN = re.compile(
     rf"(?P<h>{_INT_FIRST})(?:点|时)钟?(?:(?P<half>半)|(?P<quarter>一刻|三刻)|(?P<m>{_INT})分?)?"
     r"(?:整(?![理顿个天晚夜齐改修容合体形整数套场点]))?"
 )
-# 这个月剩下的日子, 这周剩下几天: the rest of a period that has begun, from today
-_RE_REST = re.compile(r"(?:里|中|的)?(?:剩下|剩余|余下|还剩)")
+# 这个月剩下的日子, 这周剩下几天, 这礼拜后头几天: the rest of a period that has begun, from today
+_RE_REST = re.compile(r"(?:里|中|的)?(?:剩下|剩余|余下|还剩|后头|后面|后边)")
 
 
 def _delta(match: re.Match[str]) -> timedelta | None:
@@ -196,7 +196,11 @@ def extract_datetime(
     return TimeRange(start, end, said, all_day)
 
 
-_RE_THROUGH = re.compile(r"\s{0,4}(?:到|至|和|跟|与|、|~|～|-|—)\s{0,4}")  # bounded: linear wherever it is tried
+# bounded: linear wherever it is tried; no joiner at all between two days is a run too (周一周二这两天)
+_RE_THROUGH = re.compile(r"\s{0,4}(?:到|至|和|跟|与|、|~|～|-|—)?\s{0,4}")
+# a bare weekday after the first day is the next one from that day on (这周一到周三: this week's Wednesday, not the
+# next one from today)
+_RE_BARE_WEEKDAY = re.compile(r"(?:周|星期|礼拜)[一二三四五六日天七1-7]")
 _LONGEST_RUN = timedelta(days=62)
 
 
@@ -208,7 +212,8 @@ def _through(
     if joined is None:
         return None
     rest = text[joined.end() :]
-    found = extract_datetime(rest, now=now, tz=tz, limits=limits)
+    since = _at(start.date(), tz) if _RE_BARE_WEEKDAY.match(rest) else now
+    found = extract_datetime(rest, now=since, tz=tz, limits=limits)
     if found is None or not found.all_day or not rest.startswith(found.text):
         return None
     return (found.end, joined.group(0) + found.text) if end < found.end <= start + _LONGEST_RUN else None

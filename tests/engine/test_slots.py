@@ -319,6 +319,9 @@ def test_extract_destination_none(text: str) -> None:
         ("昨天和今天的情况", at(11, 29), at(12, 1), True, "昨天和今天"),
         ("12月3号到12月5号出差", at(12, 3), at(12, 6), True, "12月3号到12月5号"),
         ("明天和小王吃饭", at(12, 1), at(12, 2), True, "明天"),
+        ("周三周四这两天", at(12, 2), at(12, 4), True, "周三周四"),
+        ("明天后天都有雨", at(12, 1), at(12, 3), True, "明天后天"),
+        ("明天下午三点", at(12, 1, 15), at(12, 1, 16), False, "明天下午三点"),
         # fixed-date holidays, the next one
         ("国庆节", at(10, 1).replace(year=2027), at(10, 2).replace(year=2027), True, "国庆节"),
         ("圣诞节那天", at(12, 25), at(12, 26), True, "圣诞节"),
@@ -349,6 +352,23 @@ def test_extract_datetime(text: str, start: datetime, end: datetime, all_day: bo
 )
 def test_extract_datetime_none(text: str) -> None:
     assert extract_datetime(text, now=NOW, tz=TZ) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        # a Thursday: this week's Wednesday is behind, and still the end of 这周一到周三
+        ("这周一到周三拖下来的活", at(11, 30), at(12, 3)),
+        ("周一周二这两天", at(12, 7), at(12, 9)),
+        ("周五到下周二", at(12, 4), at(12, 9)),
+        # the rest of this week, from today
+        ("这礼拜后头几天还有啥要忙的", at(12, 3), at(12, 7)),
+        ("这周后面几天", at(12, 3), at(12, 7)),
+    ],
+)
+def test_a_run_of_days_reads_its_second_day_from_the_first(text: str, start: datetime, end: datetime) -> None:
+    found = extract_datetime(text, now=at(12, 3, 9), tz=TZ)
+    assert found is not None and (found.start, found.end) == (start, end)
 
 
 def test_extract_datetime_uses_injected_now_and_zone() -> None:

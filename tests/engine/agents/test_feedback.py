@@ -32,6 +32,8 @@ GYM = item("健身", start=at(12, 1, 7), end=at(12, 1, 8), version=4)
         ("晚上的平板支撑没坚持下来", "not_completed"),
         ("背单词背到一半就放弃了", "partially_completed"),
         ("健身房太远，放弃了", "not_completed"),
+        ("前天去超市采购已经办了", "completed"),
+        ("昨天早上那次降压药忘吃了", "not_completed"),
     ],
 )
 def test_status_words(text: str, status: str) -> None:
