@@ -26,7 +26,7 @@ export BATON_STATE_DIR ?= $(CURDIR)/var
 # runs the demo page's tests (driven by Playwright, which must not download a browser of its own)
 SYSTEM_PACKAGES := espeak-ng fonts-noto-cjk fonts-wqy-zenhei chromium
 
-.PHONY: setup system-packages models packs run test test-fast lint lock llm test-llm bench bench-media bench-write-gate clean
+.PHONY: setup system-packages models run test test-fast lint lock llm test-llm bench bench-media bench-write-gate clean
 
 # Baton's dependencies (and the test tools) install from the lock, every file checked against its hash; the project
 # itself then installs alone, built with the locked setuptools
@@ -76,19 +76,12 @@ run: setup
 	$(foreach pack,$(RUN_PACKS),$(BIN)/python -m models.build --pack $(pack) &&) true
 	BATON_PACK=$(PACK) BATON_APPS=$(BATON_APPS) $(BIN)/python -m serve_app.ops.launcher
 
-# everything CI runs: lint and types, then every tier of the suite (tests/: the marks say which tier a test is in).
-# What the suite needs runs side by side first: the LLM venv's install and the system packages (downloads, unpacking)
-# overlap lint and the packs' builds (CPU), which wait for nothing but Baton's venv; each one's output is printed whole
-# when it ends.
-test: $(STAMP)
-	$(MAKE) --no-print-directory -j3 --output-sync=target setup lint packs
-	$(BIN)/python -m pytest
-	$(LLM_TEST)
-
-# the shipped packs' models, which the suite serves (each build is reused while its inputs are unchanged)
-packs: $(STAMP)
+# everything CI runs: lint and types, then every tier of the suite (tests/: the marks say which tier a test is in)
+test: setup lint
 	$(BIN)/python -m models.build --pack cockpit
 	$(BIN)/python -m models.build --pack timeflow
+	$(BIN)/python -m pytest
+	$(LLM_TEST)
 
 # the tiers without Ray (unit, store, models, API documents): minutes, for the edit-test loop
 test-fast: $(STAMP)
