@@ -51,6 +51,8 @@ _COMMAND_WORDS = sorted(
         "安排时间",
         "抽空",
         "排个时间",
+        "记个事儿",
+        "记件事儿",
         "记个事",
         "记件事",
         "找时间",
@@ -110,7 +112,7 @@ _RE_LENGTH = re.compile(
     r"(?P<n>\d+|[一二两俩三仨四五六七八九十]+)?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:左右|上下)?"
     r"(?:吧|呀|啊|哈|呢|哦|啦)*$"
 )
-_RE_CLAUSE = re.compile(r"[，,。.！!？?；;、：:\s]+")
+_RE_CLAUSE = re.compile(r"[，,。.！!？?；;、：:…\s]+")
 _RE_DEADLINE = re.compile(r"^(?:之前|以前|前)")
 _RE_CONNECTOR = re.compile(r"(?:到|至|~|～|-|—)$")
 # the words between an item's time and its new one (明天的会改到后天); scope resolution reads the item before them
@@ -148,17 +150,22 @@ _RE_DATE_HINT = re.compile(r"[天日号周月年今明昨]|星期|礼拜|\d{1,4}
 
 def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, bool]:
     """(title, is_deadline) read from the request: the time expressions and command words taken out, clause by
-    clause; `is_deadline` when the first time expression is followed by 之前/以前/前 (周五之前要交报告)."""
-    clauses: list[str] = []
+    clause; `is_deadline` when the first time expression is followed by 之前/以前/前 (周五之前要交报告).
+
+    The title is one clause: where several are left (那个，去趟车管所换驾驶证; 去洗牙，之前约好的), the one said with the
+    time (the thing is named beside its time), else the longest; the others are fillers, asides and reasons."""
+    clauses: list[tuple[str, bool]] = []
     deadline = False
     for clause in _RE_CLAUSE.split(raw_input):
         if _RE_PERIOD_LENGTH.match(clause) or (clauses and _RE_ASIDE.match(clause)):
             continue
+        timed = False
         for _ in range(3):  # 下午三点到五点 holds two expressions
             found = extract_datetime(clause, now=now, tz=tz)
             if found is None:
                 break
             head, _, tail = clause.partition(found.text)
+            timed = True
             due = _RE_DEADLINE.match(tail)
             deadline = deadline or (due is not None and not clauses)
             clause = _RE_TIME_PREPOSITION.sub("", _RE_CONNECTOR.sub("", head)) + tail[due.end() if due else 0 :]
@@ -167,8 +174,11 @@ def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, boo
         if not _RE_ABOUT.search(clause):
             clause = _RE_TRAILING.sub("", clause)
         if clause and clause not in _FILLER and not _RE_LENGTH.match(clause):
-            clauses.append(clause)
-    return "，".join(clauses)[:200] or _FALLBACK_TITLE, deadline
+            clauses.append((clause, timed))
+    if not clauses:
+        return _FALLBACK_TITLE, deadline
+    timed_ones = [c for c, timed in clauses if timed]
+    return (timed_ones[0] if timed_ones else max((c for c, _ in clauses), key=len))[:200], deadline
 
 
 def said_length(raw_input: str) -> timedelta | None:

@@ -19,6 +19,9 @@ _DAY_WORDS = {
     "昨日": (-1, None),
     "昨晚": (-1, "晚上"),
     "今天": (0, None),
+    "今儿": (0, None),
+    "明儿": (1, None),
+    "昨儿": (-1, None),
     "今日": (0, None),
     "今晚": (0, "晚上"),
     "今早": (0, "早上"),
@@ -52,7 +55,11 @@ _WEEKDAYS = {
 }
 _SATURDAY = 5
 _DAYS_PER_WEEK = 7
-_RE_DAY_WORD = re.compile("|".join(sorted(_DAY_WORDS, key=len, reverse=True)))
+# 明儿 / 今儿 are days, but not inside 聪明儿童 / 如今儿子
+_DAY_WORD_GUARDS = {"明儿": "(?<![聪说证发表透光高精英照文分鲜黎清])", "今儿": "(?<![如至现古而迄])"}
+_RE_DAY_WORD = re.compile(
+    "|".join(_DAY_WORD_GUARDS.get(word, "") + word for word in sorted(_DAY_WORDS, key=len, reverse=True))
+)
 _RE_DAYS_LATER = re.compile(rf"(?P<n>{_INT_FIRST})个?(?P<unit>天|日|周|星期|礼拜|月)(?P<dir>以后|之后|后|以前|之前|前)")
 # a run of days from today: 未来三天 / 接下来一周 ahead, 最近三天 / 过去一周 back to today (today included)
 _RE_DAY_RUN = re.compile(

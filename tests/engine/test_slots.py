@@ -320,6 +320,8 @@ def test_extract_destination_none(text: str) -> None:
         ("12月3号到12月5号出差", at(12, 3), at(12, 6), True, "12月3号到12月5号"),
         ("明天和小王吃饭", at(12, 1), at(12, 2), True, "明天"),
         ("周三周四这两天", at(12, 2), at(12, 4), True, "周三周四"),
+        ("明儿上午", at(12, 1, 8), at(12, 1, 12), False, "明儿上午"),
+        ("昨儿的会", at(11, 29), at(11, 30), True, "昨儿"),
         ("明天后天都有雨", at(12, 1), at(12, 3), True, "明天后天"),
         ("明天下午三点", at(12, 1, 15), at(12, 1, 16), False, "明天下午三点"),
         # fixed-date holidays, the next one
@@ -348,6 +350,8 @@ def test_extract_datetime(text: str, start: datetime, end: datetime, all_day: bo
         "导航去公司",
         "订单号 20241130001",
         "尾号3321的订单",
+        "聪明儿童",
+        "如今儿子长大了",
     ],
 )
 def test_extract_datetime_none(text: str) -> None:

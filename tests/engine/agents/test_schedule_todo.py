@@ -84,6 +84,14 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("帮我留点时间练口语", "练口语"),
         ("大后天早上七点去医院抽血，要空腹", "去医院抽血"),
         ("想法讨论会，周二上午十点", "想法讨论会"),
+        # the title is one clause: the one said with the time, else the longest (a filler, a reason or an aside beside
+        # it is no part of it)
+        ("那个，后天下午两点我要去趟银行办卡，帮我记一下", "去趟银行办卡"),
+        ("周五上午九点去医院复查，上次约好的", "去医院复查"),
+        ("嗯……明晚八点跟老同学打电话", "跟老同学打电话"),
+        ("帮我记个事儿，去邮局寄包裹，周三下午", "去邮局寄包裹"),
+        ("给我加个会，周四下午三点跟设计师对稿子", "跟设计师对稿子"),
+        ("下周一上午九点半和张总见面，顺便谈一下续约", "和张总见面"),
     ],
 )
 def test_derive_title_drops_the_time_and_the_command_words(raw: str, title: str) -> None:
