@@ -152,8 +152,8 @@ def derive_title(raw_input: str, *, now: datetime, tz: tzinfo) -> tuple[str, boo
     """(title, is_deadline) read from the request: the time expressions and command words taken out, clause by
     clause; `is_deadline` when the first time expression is followed by 之前/以前/前 (周五之前要交报告).
 
-    The title is one clause: where several are left (那个，去趟车管所换驾驶证; 去洗牙，之前约好的), the one said with the
-    time (the thing is named beside its time), else the longest; the others are fillers, asides and reasons."""
+    The title is one clause: where several are left (那个，去趟车管所换驾驶证; 去洗牙，之前约好的), the one said with
+    the time (the thing is named beside its time), else the longest; the others are fillers, asides and reasons."""
     clauses: list[tuple[str, bool]] = []
     deadline = False
     for clause in _RE_CLAUSE.split(raw_input):
