@@ -18,51 +18,6 @@ from protocol.store import ConversationMessageDTO
 from protocol.turn_debug import RoutingDebug, Timings
 from protocol.workflow import NotDone, Workflow
 
-CLIENT_TYPES = (
-    "dialogue.input",
-    "dialogue.answer",
-    "selection.submit",
-    "selection.cancel",
-    "write.decide",
-    "transport.ping",
-    "transport.resume",
-)
-SERVER_TYPES = (
-    "dialogue.clarification",
-    "dialogue.decision",
-    "execution.processing",
-    "selection.required",
-    "write.confirmation_required",
-    "write.applied",
-    "execution.result",
-    "dialogue.error",
-    "execution.error",
-    "transport.pong",
-    "transport.snapshot",
-)
-ClientType = Literal[
-    "dialogue.input",
-    "dialogue.answer",
-    "selection.submit",
-    "selection.cancel",
-    "write.decide",
-    "transport.ping",
-    "transport.resume",
-]
-ServerType = Literal[
-    "dialogue.clarification",
-    "dialogue.decision",
-    "execution.processing",
-    "selection.required",
-    "write.confirmation_required",
-    "write.applied",
-    "execution.result",
-    "dialogue.error",
-    "execution.error",
-    "transport.pong",
-    "transport.snapshot",
-]
-
 ClientId = StrictStr
 
 
@@ -210,6 +165,15 @@ class ProcessingPayload(WireModel):
     budget_ms: float | None = None
 
 
+class DeltaPayload(WireModel):
+    """The next clause of the reply to `source_message_id` an LLM backend is writing, sent once it passed the checks
+    (docs/llm-backends.md); the reply the turn's outcome event carries starts with the deltas joined. Not logged, not
+    replayed: a client that reconnects gets the whole reply."""
+
+    source_message_id: UUID
+    text: str = Field(min_length=1, max_length=2000)
+
+
 class SelectionCandidate(WireModel):
     id: UUID
     title: str
@@ -284,6 +248,7 @@ SERVER_PAYLOADS: dict[str, type[WireModel]] = {
     "dialogue.clarification": ClarificationPayload,
     "dialogue.decision": DecisionPayload,
     "execution.processing": ProcessingPayload,
+    "execution.delta": DeltaPayload,
     "selection.required": SelectionRequiredPayload,
     "write.confirmation_required": ConfirmationRequiredPayload,
     "write.applied": WriteAppliedPayload,

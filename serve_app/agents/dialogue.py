@@ -20,7 +20,7 @@ from protocol.store import ConversationMessageDTO
 from protocol.ws import ClarificationPayload, DecisionPayload, DialogueAnswerPayload, ExecutionResultPayload
 from serve_app.agents.agent import ConversationAgent
 from serve_app.agents.context import Caller, StoreFacts, summary
-from serve_app.agents.log import Outbox, PlanningNotice, Send, frame_id
+from serve_app.agents.log import Outbox, ProgressNotice, Send, frame_id
 from serve_app.agents.split_questions import ask_split, split_answer
 from store import conversation
 from store.turn_log import utc_now
@@ -44,7 +44,7 @@ async def user_turn(
     """A user message through the turn engine (perception), then execution when it decided on an agent. Returns the
     engine's response; None when the message was answered already (its stored events were sent again).
     `session_id`: the engine's question this answers; `chat_session_id`: the conversation's session (HTTP chat names
-    its own; the WebSocket has one per user); `listener`: hears the turn (default: the planning notice)."""
+    its own; the WebSocket has one per user); `listener`: hears the turn (default: the progress notices)."""
     key = replay_key or f"input:{client_message_id}"
     deadline = agent.deadline(modality, arrived)
     agent.admit(modality)
@@ -78,7 +78,7 @@ async def user_turn(
             arrived=arrived,
             caller=who,
             message_ids=ids,
-            listener=listener or PlanningNotice(send, source_id),
+            listener=listener or ProgressNotice(send, source_id),
             deadline=deadline,
         )
     store = StoreFacts(agent.db, agent.settings.budgets, deadline)

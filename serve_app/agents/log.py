@@ -20,7 +20,7 @@ from engine.events import TurnListener
 from protocol.base import WireModel
 from protocol.store import ConversationMessageMetadata, MessageRole
 from protocol.workflow import Workflow, WorkflowStep
-from protocol.ws import ProcessingPayload, WsEnvelope, envelope
+from protocol.ws import DeltaPayload, ProcessingPayload, WsEnvelope, envelope
 from store import conversation, conversation_events
 from store.conversation import NewMessage
 from store.turn_log import utc_now
@@ -96,9 +96,10 @@ class Outbox:
         await conversation_events.record(conn, self.user_id, self.replay_key, self.events, first_seq=self.first_seq)
 
 
-class PlanningNotice(TurnListener):
+class ProgressNotice(TurnListener):
     """Tells the client, before the turn waits on the LLM planner, that it escalated (`execution.processing`, stage
-    planning). A progress notice: sent at once, not logged, not part of the frame's replay."""
+    planning), and hands on each checked clause of a reply an LLM backend writes (`execution.delta`). Progress
+    notices: sent at once, not logged, not part of the frame's replay (the outcome event carries the whole reply)."""
 
     def __init__(self, send: Send, source_message_id: UUID) -> None:
         self._send, self._source = send, source_message_id
@@ -116,6 +117,9 @@ class PlanningNotice(TurnListener):
                 ),
             )
         )
+
+    async def delta(self, text: str) -> None:
+        await self._send(envelope("execution.delta", DeltaPayload(source_message_id=self._source, text=text)))
 
     async def ack(self, reply: str, workflow: Workflow | None) -> None:
         """The WebSocket answers with the turn's outcome events, not an acknowledgement."""

@@ -77,6 +77,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "target_function_name": "create",
         "stage": "calling_agent",
     },
+    "execution.delta": {"source_message_id": _ID, "text": "听起来你最近压力不小，"},
     "selection.required": {
         "interaction_id": _ID,
         "question_text": "找到 2 项符合的安排，你指的是哪一项？",
