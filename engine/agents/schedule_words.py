@@ -141,7 +141,7 @@ MOVE_MARKER = re.compile(
     )
 )
 _RE_SHIFT = re.compile(
-    r"(?P<dir>往后推|往后挪|往后错|往后延|推后|推迟|延后|顺延|提前|提早|往前挪|往前调|往前错)了?(?P<n>\d+|[一二两三四五六七八九十]+)?"
+    r"(?P<dir>往后推|往后挪|往后错|往后延|推后|推迟|延后|顺延|提前|提早|往前挪|往前调|往前错|晚|早)了?(?P<n>\d+|[一二两三四五六七八九十]+)?"
     r"个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟|天|周|星期|礼拜)"
 )
 _RE_SAME_TIME = re.compile(r"(?:的|在)?(?:同一|同样的?|相同的?|原来的?|一样的?)(?:时间|时刻|时候|钟点)")
@@ -241,5 +241,5 @@ def _shift_delta(match: re.Match[str]) -> timedelta:
     week = timedelta(weeks=1)
     units = {"天": timedelta(days=1), "分钟": timedelta(minutes=1), "周": week, "星期": week, "礼拜": week}
     unit = units.get(match.group("unit"), timedelta(hours=1))
-    sign = -1 if match.group("dir").startswith(("提前", "提早", "往前")) else 1
+    sign = -1 if match.group("dir").startswith(("提前", "提早", "往前", "早")) else 1
     return sign * amount * unit

@@ -34,6 +34,10 @@ GYM = item("健身", start=at(12, 1, 7), end=at(12, 1, 8), version=4)
         ("健身房太远，放弃了", "not_completed"),
         ("前天去超市采购已经办了", "completed"),
         ("昨天早上那次降压药忘吃了", "not_completed"),
+        ("钙片今天中午吃了", "completed"),
+        ("晚上给爸打电话了，说了半个钟头", "completed"),
+        ("快递下午取了", "completed"),
+        ("今天维生素没吃", "not_completed"),
     ],
 )
 def test_status_words(text: str, status: str) -> None:
