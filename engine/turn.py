@@ -40,6 +40,11 @@ from engine.workflow.replies import gone_response, workflow_response
 from engine.workflow.turns import WorkflowTurns
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest, TurnStatus
 
+# turns that run no module: nothing understood, refused, a question back, small talk, stopped
+_NO_PIPELINE = frozenset(
+    {TurnStatus.fallback, TurnStatus.rejected, TurnStatus.clarify, TurnStatus.social, TurnStatus.stopped}
+)
+
 
 class TurnEngine:
     """Answers one chat or fill-slots request within the modality's latency budget.
@@ -223,6 +228,11 @@ class TurnEngine:
     def _finish(self, session: SessionState, text: str, response: ChatResponse, ctx: TurnContext) -> ChatResponse:
         session.last_user_text, session.last_agent_text = text, response.reply
         session.turns += 1
+        if not response.pipeline and response.intent and response.status not in _NO_PIPELINE:
+            # seed 000's Router names a pipeline for a single-intent turn too: the intent's module
+            response.pipeline, response.pipeline_description = self._flows.wording.single(
+                response.intent, response.slots
+            )
         response.timings = timings_of(ctx.deadline)
         return response
 

@@ -39,6 +39,11 @@ class SchedulingDraft(WireModel):
     next_steps_suggestion: str = ""
     time_zone: str
     working_hours: dict[str, str] = Field(description='{"start": "HH:MM", "end": "HH:MM"} in `time_zone`.')
+    texts_by: str = Field(
+        default="template",
+        description="Who wrote the texts: `template` (over the computed facts), or the `llm.use.programs` backend "
+        "whose seed 000 programs wrote at least one of them (the facts are the chain's either way).",
+    )
 
     @classmethod
     def of(cls, result: Any) -> SchedulingDraft | None:

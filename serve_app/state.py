@@ -207,7 +207,7 @@ def conversation_agent(
     """The WebSocket main agent: the five sub-agents (their summaries by the first `llm.use.summariser` backend),
     perception over the long-task split agent's questions."""
     writer = backends.summariser()
-    agents = AgentRegistry.default(writer)
+    agents = AgentRegistry.default(writer, backends.scheduling())
     split = agents.definition("long_task_split_agent", "split")
     split_agent = agents.agent("long_task_split_agent")
     assert isinstance(split_agent, LongTaskSplitAgent)  # its questions, prefill and answers drive perception

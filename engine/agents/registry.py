@@ -19,6 +19,7 @@ from engine.agents.schedule_todo import ScheduleTodoAgent
 from engine.agents.scheduling import SchedulingAgent
 from engine.agents.text import TextWriter
 from engine.errors import BatonError
+from engine.scheduling import SchedulingChain
 from protocol.agents import AgentFunctionDefinition, AgentName, AgentResponseEnvelope, SubAgentInputBase
 from protocol.rest import WriteRequestCreate
 
@@ -45,9 +46,9 @@ class AgentRegistry:
                 self._definitions[(row.agent_name, row.function_name)] = row
 
     @classmethod
-    def default(cls, writer: TextWriter | None = None) -> AgentRegistry:
+    def default(cls, writer: TextWriter | None = None, scheduling: SchedulingChain | None = None) -> AgentRegistry:
         """The five sub-agents of seed 002 and seed 000's Scheduling chain; `writer` (optional) rephrases the review
-        and the plan overview."""
+        and the plan overview; `scheduling`: the chain with its texts' writer (default: templates)."""
         return cls(
             [
                 ScheduleTodoAgent(),
@@ -55,7 +56,7 @@ class AgentRegistry:
                 ReplanAgent(),
                 ReviewAgent(writer),
                 LongTaskSplitAgent(writer),
-                SchedulingAgent(),
+                SchedulingAgent(scheduling),
             ]
         )
 
@@ -64,6 +65,11 @@ class AgentRegistry:
         if name not in self._agents:
             raise UnknownAgentFunction(f"no agent named {name!r}", field="target_agent_name")
         return self._agents[name]
+
+    def extra_s(self, name: str) -> float:
+        """How much longer than a template agent's call one of `name`'s may take (its texts wait on an LLM)."""
+        agent = self._agents.get(name)  # type: ignore[call-overload]  # any name: an unknown one takes no longer
+        return float(getattr(agent, "extra_s", 0.0))
 
     def definitions(self) -> list[AgentFunctionDefinition]:
         """Every agent's capability table, in registration order."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from engine.agents.base import definition, reply, unknown, zone
 from engine.scheduling import Interval, SchedulingChain, Signal
+from engine.scheduling.texts import said
+from engine.streaming import text_deltas
 from protocol.agents import AgentFunctionDefinition, AgentName, AgentResponseEnvelope, SubAgentInputBase
 from protocol.rest import LongGoalPayload, TaskItemPayload
 from protocol.scheduling import SchedulingDraft
@@ -35,6 +37,11 @@ class SchedulingAgent:
     def __init__(self, chain: SchedulingChain | None = None) -> None:
         self._chain = chain or SchedulingChain()
 
+    @property
+    def extra_s(self) -> float:
+        """How much longer than a template agent a call may take: the time its texts' writer may wait on an LLM."""
+        return self._chain.texts_budget_s
+
     def definitions(self) -> list[AgentFunctionDefinition]:
         return list(_DEFINITIONS)
 
@@ -51,6 +58,7 @@ class SchedulingAgent:
             busy=[Interval(b.start_at, b.end_at) for b in inp.busy_times],
             profile=inp.user_profile,
             signal=signal,
+            on_delta=text_deltas(),
         )
         text = _said(draft)
         result = {"reply": text, "scheduling": draft.model_dump(mode="json")}
@@ -60,9 +68,7 @@ class SchedulingAgent:
 
 
 def _said(draft: SchedulingDraft) -> str:
-    """The draft as the user reads it: the draft, how to start (an action), the questions, what to do next."""
-    lines = [draft.draft_text, draft.start_instructions or "", *draft.questions, draft.next_steps_suggestion]
-    return "\n".join(line for line in lines if line)[:2000]
+    return said(draft.draft_text, draft.start_instructions, draft.questions, draft.next_steps_suggestion)
 
 
 def _write(draft: SchedulingDraft, inp: SubAgentInputBase, said: str) -> dict[str, object]:

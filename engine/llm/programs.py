@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, conlist, create_model
 
@@ -153,6 +153,8 @@ def output_schema(sig: Any, overrides: dict[str, Any] | None = None) -> dict[str
     schema.pop("title", None)
     schema["additionalProperties"] = False
     for prop in schema["properties"].values():
+        if "const" in prop:  # a closed set of one value: an enum every structured-output backend reads
+            prop["enum"] = [prop.pop("const")]
         if prop.get("type") == "string" and "enum" not in prop:
             prop["maxLength"] = MAX_TEXT_CHARS  # a text field ends: a small model may otherwise ramble to max_tokens
     return schema
@@ -233,56 +235,6 @@ def router(modules: list[str]) -> Program:
 
     pipeline = conlist(closed(modules), min_length=1, max_length=len(modules))
     return Program("Router", {"pipeline": pipeline}, check)
-
-
-class _Common(TypedDict):
-    deadline: Deadline
-    stage: str
-    budget_s: float
-    priority: int
-
-
-def scheduling_chain() -> dict[str, Program]:
-    """SchedulingRouter → DraftPlan (L1/L2) | DraftAction (L3) → AskQuestion (when information is missing)."""
-    return {
-        "route": Program("SchedulingRouter", {"task_level": closed(["L1", "L2", "L3"])}),
-        "plan": Program("DraftPlan"),
-        "action": Program("DraftAction"),
-        "ask": Program("AskQuestion"),
-    }
-
-
-async def schedule(
-    lm: dspy.LM,
-    chain: dict[str, Program],
-    ctx: InteractionContext,
-    *,
-    deadline: Deadline,
-    stage: str,
-    budget_s: float,
-    priority: int = PRIORITY_INTERACTIVE,
-) -> dict[str, Any] | None:
-    """Seed 000's Scheduling module: the task level decides the draft; missing information adds the questions.
-    Each step gets min(budget_s, what the deadline leaves)."""
-    common: _Common = {"deadline": deadline, "stage": stage, "budget_s": budget_s, "priority": priority}
-    routed = await chain["route"].run(lm, interaction_context=ctx, **common)
-    if routed is None:
-        return None
-    ctx = ctx.model_copy(update={"task_level": routed["task_level"], "previous_signature_output": routed})
-    draft = await chain["action" if routed["task_level"] == "L3" else "plan"].run(lm, interaction_context=ctx, **common)
-    if draft is None:
-        return None
-    result = {**routed, **draft}
-    missing = (draft.get("constraints_and_missing_info") or "").strip()
-    if missing:
-        asked = await chain["ask"].run(
-            lm,
-            constraints_and_missing_info_from_draft=missing,
-            interaction_context=ctx.model_copy(update={"previous_signature_output": draft}),
-            **common,
-        )
-        result.update(asked or {})
-    return result
 
 
 def perception(functions: dict[str, list[str]]) -> Program:

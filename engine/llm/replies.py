@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.deadline import Deadline
 from engine.llm.lm import PRIORITY_BACKGROUND, PRIORITY_INTERACTIVE
 from engine.llm.programs import InteractionContext, Program
+from engine.streaming import OnDelta
 
 if TYPE_CHECKING:
     import dspy
@@ -34,7 +34,6 @@ _ACTION_CLAIM = re.compile(
 _OFFER = re.compile(r"可以|能|会|要不要|需要|想|要我|是否")
 _CLAUSE = re.compile(r"[^，。！？,.!?；;]+[，。！？,.!?；;]?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-OnDelta = Callable[[str], Awaitable[None]]
 
 
 def claims_an_action(text: str) -> bool:

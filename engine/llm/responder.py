@@ -28,7 +28,8 @@ from engine.llm.lm import (
     complete_within,
     new_request_id,
 )
-from engine.llm.replies import OnDelta, checked_reply, claims_an_action
+from engine.llm.replies import checked_reply, claims_an_action
+from engine.streaming import OnDelta
 from protocol.turn_debug import ReplyDebug
 
 logger = logging.getLogger(__name__)

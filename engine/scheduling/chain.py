@@ -13,12 +13,16 @@ from engine.scheduling.free_time import BusyTimes, Interval, WorkingHours, user_
 from engine.scheduling.level import Signal, level_of
 from engine.scheduling.texts import DraftFacts, SchedulingTexts, TemplateTexts
 from engine.scheduling.words import read
+from engine.streaming import OnDelta
 from protocol.scheduling import PlanSlot, SchedulingDraft
 
 
 class SchedulingChain:
-    def __init__(self, texts: SchedulingTexts | None = None) -> None:
+    def __init__(self, texts: SchedulingTexts | None = None, *, texts_budget_s: float = 0.0) -> None:
+        """`texts`: who writes the texts (templates by default); `texts_budget_s`: the most it may wait on a model
+        (0 for templates): the agent's phase grows by it."""
         self._texts = texts or TemplateTexts()
+        self.texts_budget_s = texts_budget_s
 
     async def run(
         self,
@@ -28,6 +32,7 @@ class SchedulingChain:
         busy: list[Interval],
         profile: dict[str, Any],
         signal: Signal | None = None,
+        on_delta: OnDelta | None = None,
     ) -> SchedulingDraft:
         """The draft for `text` said at `now` (aware). `busy`: what takes the user's time around the window the
         request names (`window(...)` says which); `profile`: its `timezone` and `working_hours` are read."""
@@ -49,7 +54,7 @@ class SchedulingChain:
             missing=level.missing,
             notes=drafted.notes,
         )
-        texts = await self._texts.write(facts)
+        texts = await self._texts.write(facts, on_delta=on_delta)
         many = len(drafted.slots) > 1
         return SchedulingDraft(
             task_level=level.level,
@@ -71,6 +76,7 @@ class SchedulingChain:
             next_steps_suggestion=texts.next_steps_suggestion,
             time_zone=zone_name(tz, now),
             working_hours=hours.label(),
+            texts_by=texts.written_by,
         )
 
 

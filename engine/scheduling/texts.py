@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from engine.scheduling.free_time import Interval
+from engine.streaming import OnDelta
 from protocol.scheduling import MissingInfo, TaskLevel
 
 LEVEL_NAMES = {"L1": "想法", "L2": "方案", "L3": "行动"}
@@ -36,10 +37,20 @@ class DraftTexts:
     start_instructions: str | None
     questions: list[str]
     next_steps_suggestion: str
+    written_by: str = "template"
 
 
 class SchedulingTexts(Protocol):
-    async def write(self, facts: DraftFacts) -> DraftTexts: ...
+    async def write(self, facts: DraftFacts, *, on_delta: OnDelta | None = None) -> DraftTexts:
+        """The texts for `facts`; `on_delta`, when given, hears each generated piece once it passed its checks, in
+        the order `said` joins them (a writer of templates sends none)."""
+        ...
+
+
+def said(draft_text: str, start_instructions: str | None, questions: list[str], next_steps: str) -> str:
+    """The draft as the user reads it: the draft, how to start (an action), the questions, what to do next."""
+    lines = [draft_text, start_instructions or "", *questions, next_steps]
+    return "\n".join(line for line in lines if line)[:2000]
 
 
 _NEAR_DAYS = {0: "今天", 1: "明天", 2: "后天"}
@@ -68,7 +79,7 @@ def questions(facts: DraftFacts) -> list[str]:
 class TemplateTexts:
     """Seed 000's outputs written from templates over the facts."""
 
-    async def write(self, facts: DraftFacts) -> DraftTexts:
+    async def write(self, facts: DraftFacts, *, on_delta: OnDelta | None = None) -> DraftTexts:
         hours = f"{facts.working_hours['start']}–{facts.working_hours['end']}"
         slots = "；".join(slot_label(s, facts.now) for s in facts.slots)
         level = f"{facts.level} {LEVEL_NAMES[facts.level]}级"

@@ -41,6 +41,13 @@ class WorkflowWording:
             return [], None
         return order, self._say.pipeline_description([self.label(s) for s in wf.steps])
 
+    def single(self, intent_id: str, slots: dict[str, Any]) -> tuple[list[str], str | None]:
+        """Seed 000's Router fields for a single-intent turn: its intent's module and label (none outside a module)."""
+        module, intent = self._pack.workflows.modules.get(intent_id), self._pack.intent(intent_id)
+        if not module or intent is None:
+            return [], None
+        return [module], self._say.pipeline_description([render(intent.label, **slots)])
+
     def _own_words(self, step: WorkflowStep) -> bool:
         intent = self._pack.intent(step.intent_id)
         return intent is not None and intent.plugin is None and intent.agent is None

@@ -27,6 +27,7 @@ from engine.conversation.agent_runner import AgentRunner, start
 from engine.conversation.perception import Perception
 from engine.deadline import Deadline, StageTimeout
 from engine.errors import Overloaded
+from engine.streaming import OnDelta, streaming_to
 from protocol.agent_turn import AgentWorkflowState
 from protocol.agents import ExecutionLayerInput
 from protocol.http_chat import ChatResponse
@@ -108,9 +109,11 @@ class ConversationAgent:
         response: ChatResponse | None = None,
         *,
         selected: list[UUID] | None = None,
+        on_delta: OnDelta | None = None,
     ) -> None:
         """Run the agent steps (one, or a workflow of several said in one message) until one pauses or all ran, and
-        commit the frame: its messages, its events and, for a proposal, its write request."""
+        commit the frame: its messages, its events and, for a proposal, its write request. `on_delta`: where an
+        agent's generated text goes piece by piece as it passes its checks (the streaming client)."""
         workflow = steps if isinstance(steps, AgentWorkflowState) else start([steps])
         runner = AgentRunner(self.agents, StoreFacts(self.db, self.settings.budgets, deadline))
         inp = workflow.steps[0]
@@ -136,10 +139,19 @@ class ConversationAgent:
                 ),
             )
 
+        budgets = self.settings.budgets
+        per_step = budgets.stage_s("agent") + budgets.stage_s("facts") * 3
+        # a step whose texts an LLM writes (seed 000's programs) may take that much longer: the frame's budget grows
+        # once by the escalation's extra time, as for the LLM planner, and the phase by the writer's wait
+        extra_s = sum(self.agents.extra_s(s.target_agent_name) for s in workflow.steps)
+        if extra_s > 0:
+            deadline.escalate(budgets.escalation_ms())
         try:
-            per_step = self.settings.budgets.stage_s("agent") + self.settings.budgets.stage_s("facts") * 3
-            async with deadline.phase("agent", per_step * len(workflow.steps)):
-                run = await runner.run(workflow, caller.user.id, self.now(), selected=selected, processing=processing)
+            with streaming_to(on_delta):
+                async with deadline.phase("agent", per_step * len(workflow.steps) + extra_s):
+                    run = await runner.run(
+                        workflow, caller.user.id, self.now(), selected=selected, processing=processing
+                    )
         except StageTimeout as exc:
             raise ExecutionError(
                 Overloaded("The frame's budget ran out in execution; nothing was written, retry.")

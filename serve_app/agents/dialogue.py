@@ -51,6 +51,7 @@ async def user_turn(
     if await agent.replayed(caller, key, send, deadline):
         return None
     source_id, reply_id = frame_id(caller.user.id, key, "in"), frame_id(caller.user.id, key, "out")
+    notice = listener or ProgressNotice(send, source_id)
     who, ids = (caller.user, caller.key), (source_id, reply_id)
     if session_id is not None and modality == "text":
         # an answer to the engine's question resumes its task: what does not fill the slot asks again
@@ -78,7 +79,7 @@ async def user_turn(
             arrived=arrived,
             caller=who,
             message_ids=ids,
-            listener=listener or ProgressNotice(send, source_id),
+            listener=notice,
             deadline=deadline,
         )
     store = StoreFacts(agent.db, agent.settings.budgets, deadline)
@@ -140,7 +141,7 @@ async def user_turn(
             logged_as=reply_id,
         )
         steps = [ExecutionLayerInput(**d.model_dump(exclude={"missing_fields"})) for d in (decision, *perceived.then)]
-        await agent.execute(caller, out, start(steps), deadline, response)
+        await agent.execute(caller, out, start(steps), deadline, response, on_delta=notice.delta)
     return response
 
 

@@ -15,7 +15,9 @@ from engine.llm.planner import LlmWorkflowPlanner
 from engine.llm.prompts import PromptSet
 from engine.llm.replies import LlmTextWriter, Replies, ReplyWriter
 from engine.llm.responder import TEMPERATURE, ReplyBackend, SocialResponder
+from engine.llm.scheduling_texts import ProgramTexts
 from engine.pack import Pack
+from engine.scheduling import SchedulingChain
 from serve_app.llm_backends.openai_lm import OpenAiLanguageModel
 from serve_app.metrics import LlmMetrics
 
@@ -101,6 +103,23 @@ class LlmBackends:
             budget_s=self._settings.budgets.stage_s("reply"),
             extra_ms=self._settings.budgets.escalation_ms(),
         )
+
+    def scheduling(self) -> SchedulingChain:
+        """Seed 000's Scheduling chain, its texts by the programs of the first `llm.use.programs` backend when there
+        is one (each call inside the escalation's extra time and the agent's phase), else by the templates."""
+        chain = self.chain("programs")
+        if not chain:
+            return SchedulingChain()
+        name, lm = chain[0]
+        budgets = self._settings.budgets
+        budget_s = (budgets.escalation_ms() / 1000.0) or budgets.stage_s("reply")
+        remote = self._settings.llm.backends.get(name)
+        if remote is not None:
+            budget_s = min(budget_s, remote.timeout_s)
+        texts = ProgramTexts(
+            dspy_lm(lm, max_tokens=self._settings.llm.reply_max_tokens * 4), backend=name, budget_s=budget_s
+        )
+        return SchedulingChain(texts, texts_budget_s=budget_s)
 
     def summariser(self) -> LlmTextWriter | None:
         """The sub-agents' summaries (seed 000's SummaryWriter) by the first `llm.use.summariser` backend; None: the

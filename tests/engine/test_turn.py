@@ -419,3 +419,16 @@ async def test_decided_without_an_agent_answers_in_the_intents_own_words() -> No
     resp = await chat(rig, text)
     assert resp.status == TurnStatus.decided and resp.decision.agent is None
     assert resp.reply == rig.pack.intent("emotion_support").reply
+
+
+async def test_a_single_intent_turn_names_its_module_as_seed_000s_pipeline_and_an_unplaced_one_none():
+    text, unknown = "后天上午十点半去银行办卡", "今天月亮圆不圆"
+    rig = Rig("timeflow", models=FakeModelClient().sure(text, "schedule_create").sure("我好焦虑", "emotion_support"))
+    decided = await rig.engine.chat(ChatRequest(user_id="u", text=text))
+    assert decided.status == TurnStatus.decided and decided.workflow is None
+    assert decided.pipeline == ["Scheduling"] and decided.pipeline_description == "新建日程。"
+    feeling = await rig.engine.chat(ChatRequest(user_id="u", text="我好焦虑"))
+    assert feeling.pipeline == ["EmotionSupport"]
+    unplaced = await rig.engine.chat(ChatRequest(user_id="u", text=unknown))
+    assert unplaced.status in (TurnStatus.fallback, TurnStatus.rejected)
+    assert unplaced.pipeline == [] and unplaced.pipeline_description is None

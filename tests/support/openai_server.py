@@ -28,6 +28,7 @@ class Script:
 @dataclass
 class OpenAiWire:
     script: Script = field(default_factory=Script)
+    then: list[Script] = field(default_factory=list)  # the next requests' answers in order, before `script`'s
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     closed_early: int = 0  # connections the client closed before the answer was complete
@@ -60,7 +61,7 @@ class OpenAiWire:
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        script = self.script
+        script = self.then.pop(0) if self.then else self.script
         try:
             if self.key is not None and request.headers.get("Authorization") != f"Bearer {self.key}":
                 return web.json_response(

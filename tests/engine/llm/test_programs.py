@@ -12,8 +12,8 @@ import pytest
 
 from engine.deadline import Deadline
 from engine.llm.dspy_engine import LanguageModelEngine, LmCall, dspy_lm, lm_call
-from engine.llm.lm import PRIORITY_BACKGROUND, LmReply, LmRequest
-from engine.llm.programs import InteractionContext, perception, router, schedule, scheduling_chain
+from engine.llm.lm import LmReply, LmRequest
+from engine.llm.programs import perception, router
 from tests.support.fakes import FakeLm
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -70,52 +70,6 @@ async def test_a_late_program_returns_nothing_and_its_request_is_aborted():
     )
     assert out is None and time.perf_counter() - t0 < 1.5
     assert lm.cancelled and lm.aborted == [lm.requests[0].request_id]
-
-
-async def test_the_scheduling_chain_drafts_an_action_for_l3_and_asks_what_is_missing():
-    lm = Scripted(
-        {"catch_and_rephrase": "明早跑步", "ai_can_do": "建日程", "task_level": "L3"},
-        {
-            "action_description": "明早七点跑步三十分钟",
-            "start_instructions": "先换好跑鞋",
-            "constraints_and_missing_info": "地点未知",
-        },
-        {"questions": "在哪里跑？", "next_steps_suggestion": "确认地点后建日程"},
-    )
-    ctx = InteractionContext(user_input="明天早上去跑步")
-    out = await schedule(
-        dspy_lm(lm, max_tokens=64),
-        scheduling_chain(),
-        ctx,
-        deadline=Deadline(5000),
-        stage="agent",
-        budget_s=2.0,
-        priority=PRIORITY_BACKGROUND,
-    )
-    assert (
-        out["task_level"] == "L3"
-        and out["action_description"] == "明早七点跑步三十分钟"
-        and out["questions"] == "在哪里跑？"
-    )
-    assert len(lm.requests) == 3 and all(r.priority == PRIORITY_BACKGROUND for r in lm.requests)
-    assert lm.requests[0].json_schema["properties"]["task_level"]["enum"] == ["L1", "L2", "L3"]
-    assert "action_description" in lm.requests[1].json_schema["properties"]
-
-
-async def test_an_l2_task_gets_a_draft_plan_and_no_question_when_nothing_is_missing():
-    lm = Scripted(
-        {"catch_and_rephrase": "准备考试", "ai_can_do": "拆计划", "task_level": "L2"},
-        {"draft_plan": "每晚复习一小时", "constraints_and_missing_info": ""},
-    )
-    out = await schedule(
-        dspy_lm(lm, max_tokens=64),
-        scheduling_chain(),
-        InteractionContext(user_input="下月考试"),
-        deadline=Deadline(5000),
-        stage="agent",
-        budget_s=2.0,
-    )
-    assert out["draft_plan"] == "每晚复习一小时" and "questions" not in out and len(lm.requests) == 2
 
 
 async def test_perception_names_an_agent_and_one_of_its_own_functions():
