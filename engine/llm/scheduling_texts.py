@@ -45,12 +45,13 @@ _QUESTION_END = re.compile(r"(?<=[？?])")
 def known_facts(facts: DraftFacts) -> dict[str, Any]:
     """What the programs are told, and all a text may state: the level, each slot as the user reads it, the minutes,
     the window, the working hours and what is missing."""
+    start, end = (moment.astimezone(facts.now.tzinfo) for moment in (facts.window.start, facts.window.end))
     return {
         "title": facts.title,
         "task_level": f"{facts.level} {LEVEL_NAMES[facts.level]}",
         "candidate_slots": [slot_label(s, facts.now) for s in facts.slots],
         "minutes_each": facts.minutes,
-        "window": f"{slot_label(facts.window, facts.now)}",
+        "window": f"{start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M}",
         "working_hours": facts.working_hours,
         "missing": list(facts.missing),
         "notes": list(facts.notes),
