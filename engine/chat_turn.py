@@ -169,7 +169,7 @@ class ChatTurn:
         if route.multi_intent and fusion.decision != RouteDecision.reject and not self._one_agent_request(text, route):
             return self._multi_decision(session, text, route, ctx)
         if fusion.decision == RouteDecision.execute and top and top != OUT_OF_SCOPE:
-            top = self._disambiguation.over(text, top) or top
+            top = self._sole_cue(text, route) or self._disambiguation.over(text, top) or top
             return await self._task.execute(session, self._pack.known_intent(top), text, ctx)
         weak = (
             fusion.decision == RouteDecision.reject
@@ -211,10 +211,24 @@ class ChatTurn:
         cued = self._disambiguation.cued(text)
         if route.fusion.decision != RouteDecision.execute:
             return len(cued) == 1 and cued <= {c.intent for c in route.detected}
+        if self._sole_cue(text, route) is not None:
+            return True
         top = route.fusion.top
         routed = (self._disambiguation.over(text, top.intent) or top.intent) if top is not None else None
         intent = self._pack.intent(routed) if routed is not None else None
         return intent is not None and intent.agent is not None and len(cued - {intent.id}) == 0
+
+    def _sole_cue(self, text: str, route: Route) -> str | None:
+        """Several intents detected and fusion sure of one whose cue the words do not say, while they say one other's
+        only, detected too: that one is the request and the rest its context (找个时间去换轮胎，胎压老是报警: the
+        state read like a deletion, the request is a new item); None otherwise."""
+        top = route.fusion.top
+        if not route.multi_intent or top is None or route.fusion.decision != RouteDecision.execute:
+            return None
+        cued = self._disambiguation.cued(text)
+        if len(cued) != 1 or top.intent in cued or not cued <= {c.intent for c in route.detected}:
+            return None
+        return next(iter(cued))
 
     def _workflow_response(self, session: SessionState, outcome: Outcome) -> ChatResponse:
         return workflow_response(session, outcome, self._pack, self._flows)

@@ -114,13 +114,18 @@ class Rules(Strict):
     cues_over: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Intent → intents whose cue outranks even a sure route to it, when its own cue is not said "
-        "(我计划下个月底之前把论文写完: a goal's horizon asks for a plan, not one item).",
+        "(我计划下个月底之前把论文写完: a goal's horizon asks for a plan, not one item), and its cue said beside it.",
+    )
+    reasons: list[str] = Field(
+        default_factory=list,
+        description="Regexes of a clause that only reports (客户说想换个时间: what someone said): the reason for "
+        "another clause's request, no step of a plan and no cue of its own while another clause says one.",
     )
 
     @model_validator(mode="after")
     def _patterns_compile(self) -> Rules:
         named = [(f"rules.cues.{i}", p) for i, patterns in self.cues.items() for p in patterns]
-        named += [("rules.ceasing", p) for p in self.ceasing]
+        named += [("rules.ceasing", p) for p in self.ceasing] + [("rules.reasons", p) for p in self.reasons]
         named += [(f"rules.sides.words.{i}", p) for i, ps in self.sides.words.items() for p in [*ps, self.sides.state]]
         for where, pattern in named:
             try:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.cues import reason_clause
 from engine.fusion import FusionResult, RouteDecision
 from engine.pack import ConditionalHint, Pack, Risk, StepHint
 from engine.polarity import Polarity
@@ -34,6 +36,10 @@ class TurnAnalysis:
                 if not out or out[-1][0] != intent:
                     out.append((intent, clause))
         return out
+
+    def asking(self, reason: re.Pattern[str] | None) -> list[tuple[str, ClauseScore]]:
+        """`matched` less the clauses that only report (`rules.reasons`: 客户说想换个时间 beside 删掉吧): no step."""
+        return [(i, c) for i, c in self.matched() if reason is None or not reason.search(c.text)]
 
     def sole_request(self) -> str | None:
         """The intent of the one clause that asks for something when the others only give reasons (家里人在路边等着呢，
@@ -109,9 +115,10 @@ class TemplateWorkflowPlanner:
     def __init__(self, pack: Pack, builder: StepBuilder) -> None:
         self._templates = pack.workflows.templates
         self._builder = builder
+        self._reason = reason_clause(pack)
 
     def plan(self, analysis: TurnAnalysis) -> Plan:
-        matched = analysis.matched()
+        matched = analysis.asking(self._reason)
         if len(matched) < 2:
             return Plan(False, self.name, "fewer than two intents in the clauses")
         ids = [i for i, _ in matched]
@@ -142,9 +149,10 @@ class HeuristicWorkflowPlanner:
         self._lead = pack.workflows.lead
         self._builder = builder
         self._max_steps = max_steps
+        self._reason = reason_clause(pack)
 
     def plan(self, analysis: TurnAnalysis) -> Plan:
-        matched = analysis.matched()
+        matched = analysis.asking(self._reason)
         if len(matched) < 2:
             return Plan(False, self.name, "fewer than two intents in the clauses")
         # seed 000's Router: emotion support comes before the task, whatever the order said

@@ -249,3 +249,65 @@ async def test_two_intents_detected_and_one_cued_is_that_ones_request():
     decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
     assert decided.status == TurnStatus.decided and decided.intent == "replan"
     assert decided.workflow is None and decided.decision.agent == "replan_agent"
+
+
+def test_a_cue_that_outranks_another_said_beside_it_is_the_one_said():
+    """`rules.cues_over` one way: a deletion over feedback (…租出去了 ends like 去了), a goal's plan over an errand
+    (装修 holds 修), a move or a review over a look at the calendar; a replan and feedback outrank each other, so both
+    said stay two."""
+    from engine.cues import RequestCues
+    from tests.support.fakes import pack
+
+    cues = RequestCues(pack("timeflow"))
+    assert cues.said("周六那节试听课取消掉，名额已经让出去了") == {"schedule_delete"}
+    assert cues.said("年底前要把老房子翻修好，每周能花六个小时，帮我出个计划") == {"long_task_split"}
+    assert cues.said("复盘一下这个月，看看哪些没做") == {"review"}
+    assert cues.said("周四的例会推迟半小时") == {"schedule_update"}
+    assert cues.said("没做完的往后顺一顺，跑步没去") == {"replan", "feedback_record"}
+
+
+def test_the_cues_of_a_move_of_a_plan_asked_for_and_of_what_is_only_reported():
+    from engine.cues import RequestCues
+    from tests.support.fakes import pack
+
+    cues = RequestCues(pack("timeflow"))
+    for said in ("周三的牙医改到周五下午", "明早的晨会提前二十分钟", "体检往后推一天", "饭局晚一个小时"):
+        assert cues.said(said) == {"schedule_update"}, said
+    assert cues.over("周二那个会后来改到几点了", "schedule_query") is None  # a question of when: a look stays
+    assert cues.said("三个月内学会剪视频，帮我定一份学习计划") == {"long_task_split"}
+    assert "long_task_split" not in cues.said("帮我给明天做个计划")
+    # what is left or half done, said as a report: feedback, no replan; 哪些没做 asks which
+    assert cues.said("周报只写了一半，剩下的还没动") == {"feedback_record"}
+    assert "feedback_record" not in cues.said("看看上周哪些没做")
+    assert "schedule_create" not in cues.said("昨天拖下的事，重新帮我排一排")
+
+
+def test_a_clause_that_reports_what_someone_said_cues_nothing_beside_a_request():
+    from engine.cues import RequestCues
+    from tests.support.fakes import pack
+
+    cues = RequestCues(pack("timeflow"))
+    assert cues.said("周四的聚餐删了吧，组长说改到下周") == {"schedule_delete"}
+    assert cues.said("组长说饭局挪到月底") == {"schedule_update"}  # the only clause: it is the request
+    assert cues.said("周四的聚餐删了吧，跟组长说一声") == {"schedule_delete"}
+
+
+async def test_a_sure_route_the_words_do_not_cue_yields_to_the_one_request_cued_and_detected():
+    """Fusion reads the state beside the request (屏幕裂了) as a deletion; the words ask for a new item only, and the
+    detector read that too: the time of the new item is asked."""
+    text = "找个时间去换一下手机屏幕，屏幕早就裂了"
+    detected = [("schedule_delete", 0.99), ("schedule_query", 0.7), ("schedule_create", 0.55)]
+    fake = FakeModelClient().sure(text, "schedule_delete", detector=detected)
+    asked = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert asked.status == TurnStatus.waiting_slot and asked.intent == "schedule_create"
+    text = "周六的羽毛球取消吧，找个时间再约"  # its own cue said: the sure route stands
+    fake = FakeModelClient().sure(text, "schedule_delete", detector=detected)
+    decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert decided.intent != "schedule_create"
+
+
+async def test_a_move_said_outranks_a_sure_look_at_the_calendar():
+    text = "周六陪孩子打疫苗那个提前两天"
+    fake = FakeModelClient().sure(text, "schedule_query")
+    decided = await chat(Rig("timeflow", models=fake, clock=lambda: NOW), text)
+    assert decided.intent == "schedule_update"

@@ -164,3 +164,18 @@ def test_example_evidence_is_the_best_bigram_overlap_with_one_training_example()
                 continue
             brute = max((len(grams & _bigrams(e)) / len(grams | _bigrams(e)) for e in intent.examples), default=0.0)
             assert found.get(intent.id, 0.0) == pytest.approx(brute), (text, intent.id)
+
+
+def test_a_clause_that_reports_what_someone_said_is_no_step():
+    """Timeflow's `rules.reasons`: 组长说要改期 beside 删掉吧 is why, not a move of its own; a request said in the
+    second clause is still a step."""
+    from engine.workflow.analysis import ClauseScore
+    from engine.workflow.planners import HeuristicWorkflowPlanner, StepBuilder, TurnAnalysis
+
+    p = pack("timeflow")
+    planner = HeuristicWorkflowPlanner(p, StepBuilder(p, lambda *a, **k: {}), max_steps=4)
+    delete = ClauseScore(text="周四的聚餐删掉吧", selected=["schedule_delete"])
+    for second, accepted in (("组长说要改期", False), ("周五的例会改到下午", True)):
+        update = ClauseScore(text=second, selected=["schedule_update"])
+        found = planner.plan(TurnAnalysis(text=f"{delete.text}，{second}", clauses=[delete, update]))
+        assert found.accepted is accepted, second
