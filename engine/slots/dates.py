@@ -263,9 +263,21 @@ _DATE_RULES: tuple[tuple[re.Pattern[str], Callable[[date, re.Match[str]], _Days 
 )
 
 
+# the rules that name a day outright (明天, 下周一, 11月3号), not a word that may be a thing's (3号楼, 中秋节的月饼)
+_SAID_DAY = frozenset({_RE_DAY_RUN, _RE_DAYS_LATER, _RE_DAY_WORD, _RE_ISO_DATE, _RE_MONTH_REL, _RE_MONTH_DAY})
+_SAID_DAY |= {_RE_WEEKEND, _RE_WEEK}
+_RE_CLAUSE_BREAK = re.compile(r"[，,。！!？?；;]")
+
+
 def _find_days(scanner: _Scanner, today: date) -> _Days | None:
-    for pattern, rule in _DATE_RULES:
-        found = scanner.take(pattern, partial(rule, today))
-        if found is not None:
-            return found
-    return None
+    """The days the first rule in order finds, unless a day named outright in an earlier clause comes first: that
+    one is the time (挪到周四晚上吧，明天要加班: 明天 is the reason's)."""
+    found = [(hit, pattern) for pattern, rule in _DATE_RULES if (hit := scanner.first(pattern, partial(rule, today)))]
+    if not found:
+        return None
+    (span, days), _ = found[0]
+    for (start, end), earlier in (hit for hit, pattern in found[1:] if pattern in _SAID_DAY):
+        if end <= span[0] and _RE_CLAUSE_BREAK.search(scanner.text, end, span[0]):
+            span, days = (start, end), earlier
+    scanner.mask(span)
+    return days

@@ -21,14 +21,27 @@ class _Scanner:
 
     def take(self, pattern: re.Pattern[str], accept: Callable[[re.Match[str]], _T | None]) -> _T | None:
         """First match for which `accept` returns a non-None result; its span is recorded and masked."""
+        found = self.first(pattern, accept)
+        if found is None:
+            return None
+        self.mask(found[0])
+        return found[1]
+
+    def first(
+        self, pattern: re.Pattern[str], accept: Callable[[re.Match[str]], _T | None]
+    ) -> tuple[tuple[int, int], _T] | None:
+        """The span and result of the first match `accept` takes, nothing recorded."""
         for match in pattern.finditer(self.masked):
             result = accept(match)
             if result is not None:
-                start, end = match.span()
-                self.spans.append((start, end))
-                self.masked = self.masked[:start] + self._MASK * (end - start) + self.masked[end:]
-                return result
+                return match.span(), result
         return None
+
+    def mask(self, span: tuple[int, int]) -> None:
+        """Record `span` as a found piece and mask it."""
+        start, end = span
+        self.spans.append((start, end))
+        self.masked = self.masked[:start] + self._MASK * (end - start) + self.masked[end:]
 
     def matched_text(self) -> str:
         return self.text[min(s for s, _ in self.spans) : max(e for _, e in self.spans)]

@@ -324,6 +324,10 @@ def test_extract_destination_none(text: str) -> None:
         ("昨儿的会", at(11, 29), at(11, 30), True, "昨儿"),
         ("明天后天都有雨", at(12, 1), at(12, 3), True, "明天后天"),
         ("明天下午三点", at(12, 1, 15), at(12, 1, 16), False, "明天下午三点"),
+        # a day named in a later clause is the reason's, not the time's: the first one said is the time (NOW: Mon)
+        ("挪到周四上午九点半吧，明天得出差", at(12, 3, 9, 30), at(12, 3, 10, 30), False, "周四上午九点半"),
+        ("周五下午的会改到下周二，后天没空", at(12, 4, 13), at(12, 4, 18), False, "周五下午"),
+        ("明天去3号楼拿快递", at(12, 1), at(12, 2), True, "明天"),
         # fixed-date holidays, the next one
         ("国庆节", at(10, 1).replace(year=2027), at(10, 2).replace(year=2027), True, "国庆节"),
         ("圣诞节那天", at(12, 25), at(12, 26), True, "圣诞节"),
