@@ -92,6 +92,9 @@ async def create(raw: str, start: datetime, end: datetime, **params):
         ("帮我记个事儿，去邮局寄包裹，周三下午", "去邮局寄包裹"),
         ("给我加个会，周四下午三点跟设计师对稿子", "跟设计师对稿子"),
         ("下周一上午九点半和张总见面，顺便谈一下续约", "和张总见面"),
+        # 开始 after the time says when it starts, and 给我留…个小时 how long: neither is part of the thing
+        ("周六上午九点开始整理衣柜，给我留三个小时", "整理衣柜"),
+        ("今晚七点半开始背单词", "背单词"),
     ],
 )
 def test_derive_title_drops_the_time_and_the_command_words(raw: str, title: str) -> None:
