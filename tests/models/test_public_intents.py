@@ -43,9 +43,11 @@ def benchmark(cockpit, module_dir):
     state = tmp_state(base / "state", shipped_settings.encoder_path)
     settings = settings_in(state, PACK)
     # the frozen encoder: this checks the dataset's conversion and a pack built from it; the tuning has tests of its own
-    # (tests/models/test_finetune.py, the CLI build), and 40 intents of it would cost minutes of the suite
+    # (tests/models/test_finetune.py, the CLI build), and 40 intents of it would cost minutes of the suite. Served on
+    # its training split: one build, not a held-out one and then one on every row (the served-on-every-row path has
+    # tests of its own, tests/models/test_build.py); about 50 s of the suite
     pack = load_pack(rows_to_pack(write_jsonl(base / "train.jsonl", train), PACK, settings)).model_copy(
-        update={"finetune": False}
+        update={"finetune": False, "serve_on": "train_split"}
     )
     build(pack, settings)
     clf = IntentClassifier(artifacts=settings.artifacts_dir(PACK), cfg=settings.models, top_k=1)
