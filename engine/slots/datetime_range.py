@@ -64,6 +64,8 @@ _ONE_AS_A_BIT_BEFORE = set("高低快慢大小多少早晚好近远亮暗热冷�
 
 _RE_DELTA = re.compile(rf"(?P<n>{_INT_FIRST})?个?(?P<half>半)?个?(?P<unit>小时|钟头|分钟)(?:以后|之后|后)")
 _RE_PERIOD = re.compile("|".join(_PERIODS))
+# a period said as how long something went on (下了一上午的雨, 忙了整整一下午): a length, not the time
+_RE_LENGTH_BEFORE = re.compile(r"了(?:整整)?(?:一|一整个|一个)$")
 _RE_CLOCK_COLON = re.compile(r"(?<!\d)(?P<h>[01]?\d|2[0-4])[:：](?P<m>[0-5]\d)(?!\d)")
 # 四点整 is four o'clock; 四点整理 / 整天 / 整个 are words of their own
 _RE_CLOCK_CN = re.compile(
@@ -80,6 +82,10 @@ def _delta(match: re.Match[str]) -> timedelta | None:
         return None
     amount = n + (0.5 if match.group("half") else 0)
     return timedelta(minutes=amount) if match.group("unit") == "分钟" else timedelta(hours=amount)
+
+
+def _period(text: str, match: re.Match[str]) -> str | None:
+    return None if _RE_LENGTH_BEFORE.search(text, 0, match.start()) else match.group(0)
 
 
 def _clock_cn(text: str, match: re.Match[str]) -> tuple[int, int] | None:
@@ -180,7 +186,7 @@ def extract_datetime(
         start = (now.astimezone(UTC) + delta).astimezone(tz)
         return TimeRange(start, start + limits.event_duration, scanner.matched_text(), False)
     days = _find_days(scanner, now.date())
-    period = days.period if days and days.period else scanner.take(_RE_PERIOD, lambda m: m.group(0))
+    period = days.period if days and days.period else scanner.take(_RE_PERIOD, lambda m: _period(scanner.masked, m))
     clock = _find_clock(scanner)
     if not scanner.spans:
         return None

@@ -328,6 +328,11 @@ def test_extract_destination_none(text: str) -> None:
         ("挪到周四上午九点半吧，明天得出差", at(12, 3, 9, 30), at(12, 3, 10, 30), False, "周四上午九点半"),
         ("周五下午的会改到下周二，后天没空", at(12, 4, 13), at(12, 4, 18), False, "周五下午"),
         ("明天去3号楼拿快递", at(12, 1), at(12, 2), True, "明天"),
+        # a period said as how long it went on is no time of the day (NOW: Mon 10:00)
+        ("昨天的游泳没去成，刮了一下午的风", at(11, 29), at(11, 30), True, "昨天"),
+        ("周三开了一上午的会", at(12, 2), at(12, 3), True, "周三"),
+        ("周六一早上去爬山", at(12, 5, 6), at(12, 5, 9), False, "周六一早上"),
+        ("周六一整个下午都空着吗", at(12, 5, 13), at(12, 5, 18), False, "周六一整个下午"),
         # fixed-date holidays, the next one
         ("国庆节", at(10, 1).replace(year=2027), at(10, 2).replace(year=2027), True, "国庆节"),
         ("圣诞节那天", at(12, 25), at(12, 26), True, "圣诞节"),
