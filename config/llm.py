@@ -235,6 +235,12 @@ class CompactionConfig(Section):
     summary_max_chars: int = Field(default=600, gt=0, description="The summary message is never longer than this.")
     summarizer_timeout_s: float = Field(default=3.0, gt=0, description="After this the extractive summary is used.")
     pin_system: bool = Field(default=True, description="A leading system message (the prompt) is kept, not summarised.")
+    history_messages: int = Field(
+        default=200,
+        ge=0,
+        description="The most messages of the user's conversation log the LLM planner reads as its history (what "
+        "passes max_chars is then compacted); 0: only the session's last exchange.",
+    )
 
 
 class HookSpec(Section):

@@ -125,7 +125,7 @@ class ChatTurn:
                     debug.planner,
                     ctx.deadline,
                     now=self._clock(),
-                    history=session.recent_dialog(),
+                    history=await self._history(ctx, session),
                     memory=await self._recall(ctx, rewritten.text),
                     user_profile=await self._profile(ctx),
                 )
@@ -273,6 +273,17 @@ class ChatTurn:
                 return await ctx.profile() or None
         except StageTimeout:
             return None
+
+    async def _history(self, ctx: TurnContext, session: SessionState) -> list[dict[str, str]]:
+        """The conversation before this turn for the planner (compacted there when it passes its budget), read from
+        the log inside the store budget; the session's last exchange without a store or when the store is slow."""
+        if ctx.history is None:
+            return session.recent_dialog()
+        try:
+            async with ctx.deadline.phase("store", self._settings.budgets.stage_s("store")):
+                return await ctx.history()
+        except StageTimeout:
+            return session.recent_dialog()
 
     async def _recall(self, ctx: TurnContext, text: str) -> list[str]:
         """The user's earlier messages near this turn (its own vector: no encoder pass), inside the store budget;

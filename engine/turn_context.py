@@ -14,6 +14,8 @@ from protocol.workflow import NotDone, Workflow, WorkflowStep
 
 Recall = Callable[[tuple[float, ...], str], Awaitable[list[str]]]  # (vector, the turn's text) -> earlier messages
 Profile = Callable[[], Awaitable[dict[str, Any]]]  # the user's profile (seed 002's profile_data), {} before one exists
+# the conversation before this turn as chat messages ({role, content}), oldest first, as far back as the log is read
+History = Callable[[], Awaitable[list[dict[str, str]]]]
 
 
 @dataclass
@@ -30,6 +32,7 @@ class TurnContext:
     vector: tuple[float, ...] | None = None
     recall: Recall | None = None
     profile: Profile | None = None  # how the caller reads the user's profile (None: no store, no profile)
+    history: History | None = None  # how the caller reads the conversation (None: no store, the last exchange)
     replies: list[ReplyDebug] = field(default_factory=list)  # the LLM backends asked to write the reply
     not_done: list[NotDone] = field(default_factory=list)  # the clauses outside the catalog (engine/partial.py)
 

@@ -29,7 +29,7 @@ from engine.turn import TurnEngine
 from engine.turn_context import TurnContext, timings_of
 from protocol.http_chat import ChatRequest, ChatResponse, FillSlotsRequest
 from protocol.media import InputModality
-from serve_app.turns.turn_memory import profiler, recaller, remember
+from serve_app.turns.turn_memory import historian, profiler, recaller, remember
 from store import conversation, sessions, turn_log, worlds
 from store.database import Database
 from store.errors import Conflict, SessionBusy, SessionOfOtherAssistant, TurnExists
@@ -208,12 +208,8 @@ class LeasedTurn:
         *,
         stored: ChatResponse | None = None,
     ) -> None:
-        self._chat = chat
-        self._user_id = user_id
-        self._session_id = session_id
-        self._cmid = client_message_id
-        self._lease = lease
-        self._deadline = deadline
+        self._chat, self._user_id, self._session_id = chat, user_id, session_id
+        self._cmid, self._lease, self._deadline = client_message_id, lease, deadline
         self._world: TurnWorld | None = None
         self._loaded: worlds.Versioned | None = None
         self._ctx: TurnContext | None = None
@@ -224,12 +220,14 @@ class LeasedTurn:
     def context(self, listener: TurnListener | None = None) -> TurnContext:
         # the lease brought the world along; a turn without a lease (fill-slots on an unknown session) reads it
         self._world = TurnWorld(self._load_world, at_hand=self._lease is not None)
+        db, settings = self._chat._db, self._chat._settings
         self._ctx = TurnContext(
             deadline=self._deadline,
             world=self._world,
             listener=listener,
-            recall=recaller(self._chat._db, self._chat._settings.llm, self._user_id),
-            profile=profiler(self._chat._db, self._user_id),
+            recall=recaller(db, settings.llm, self._user_id),
+            profile=profiler(db, self._user_id),
+            history=historian(db, self._user_id, settings.compaction.history_messages),
         )
         return self._ctx
 

@@ -1,6 +1,6 @@
 """Semantic memory around a turn (store/memory.py): the user's earlier messages near the turn's vector, recalled
-for the engine, and the logged message's vector kept after the reply, off its path; and the user's profile, read for
-the planner's prompt (PROFILE.md)."""
+for the engine, and the logged message's vector kept after the reply, off its path; the user's profile, read for
+the planner's prompt (PROFILE.md); and the conversation before the turn, the planner's history."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 from uuid import UUID
 
 from config.llm import LlmConfig
-from engine.turn_context import Profile, Recall
-from store import facts, memory
+from engine.turn_context import History, Profile, Recall
+from store import conversation, facts, memory
 from store.database import Database
 
 logger = logging.getLogger(__name__)
@@ -24,6 +24,28 @@ def profiler(db: Database, user_id: UUID) -> Profile:
     async def read() -> dict[str, Any]:
         async with db.connection() as conn:
             return await facts.profile_data(conn, user_id)
+
+    return read
+
+
+# what the log holds beside what was said: progress notices are not part of the dialog
+_NOT_SAID = frozenset({"execution_processing"})
+
+
+def historian(db: Database, user_id: UUID, limit: int) -> History | None:
+    """The user's conversation before this turn, the last `limit` messages of the log (None when 0: the planner then
+    sees the session's last exchange)."""
+    if limit == 0:
+        return None
+
+    async def read() -> list[dict[str, str]]:
+        async with db.connection() as conn:
+            messages, _ = await conversation.page(conn, user_id, before_message_id=None, limit=limit)
+        return [
+            {"role": m.role, "content": m.raw_content}
+            for m in messages
+            if m.role in ("user", "assistant") and m.raw_content and m.metadata.message_kind not in _NOT_SAID
+        ]
 
     return read
 
