@@ -106,6 +106,20 @@ async def page(
     return [_dto(r) for r in reversed(rows[:limit])], has_more
 
 
+async def in_session(
+    conn: asyncpg.Connection, user_id: UUID, session_id: str, *, limit: int
+) -> list[ConversationMessageDTO]:
+    """The last `limit` messages of one of the user's sessions (metadata.session_id), oldest first."""
+    rows = await conn.fetch(
+        f"SELECT {_COLUMNS} FROM conversation_messages WHERE user_id = $1 AND metadata->>'session_id' = $2"
+        " ORDER BY message_index DESC LIMIT $3",
+        user_id,
+        session_id,
+        limit,
+    )
+    return [_dto(r) for r in reversed(rows)]
+
+
 async def expire_questions(conn: asyncpg.Connection, user_id: UUID) -> int:
     """Mark open clarification questions past their expiry as expired (seed 002's rule); returns how many."""
     result = await conn.execute(

@@ -227,7 +227,7 @@ class LeasedTurn:
             listener=listener,
             recall=recaller(db, settings.llm, self._user_id),
             profile=profiler(db, self._user_id),
-            history=historian(db, self._user_id, settings.compaction.history_messages),
+            history=historian(db, self._user_id, self._session_id, settings.compaction.history_messages),
         )
         return self._ctx
 

@@ -32,15 +32,15 @@ def profiler(db: Database, user_id: UUID) -> Profile:
 _NOT_SAID = frozenset({"execution_processing"})
 
 
-def historian(db: Database, user_id: UUID, limit: int) -> History | None:
-    """The user's conversation before this turn, the last `limit` messages of the log (None when 0: the planner then
+def historian(db: Database, user_id: UUID, session_id: str, limit: int) -> History | None:
+    """The session's conversation before this turn, its last `limit` logged messages (None when 0: the planner then
     sees the session's last exchange)."""
     if limit == 0:
         return None
 
     async def read() -> list[dict[str, str]]:
         async with db.connection() as conn:
-            messages, _ = await conversation.page(conn, user_id, before_message_id=None, limit=limit)
+            messages = await conversation.in_session(conn, user_id, session_id, limit=limit)
         return [
             {"role": m.role, "content": m.raw_content}
             for m in messages

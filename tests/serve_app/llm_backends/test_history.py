@@ -34,6 +34,8 @@ async def escalated_after_a_long_session(db, tmp_path, name: str, summariser: Op
         state = build_state(settings, ModelClients(nlu=models()), db)
         assert state.store is not None
         user = await state.store.callers.shadow_user(name)
+        elsewhere = ChatRequest(user_id=name, session_id="another", text="另一个会话里说的悄悄话")
+        await state.store.chat.chat(elsewhere, user.id, state.engine.deadline("text"))
         for i in range(TURNS):
             said = ChatRequest(user_id=name, session_id="long", text=f"第{i}次：今天路上有点堵，先随便聊聊天气和音乐吧")
             await state.store.chat.chat(said, user.id, state.engine.deadline("text"))
@@ -62,6 +64,8 @@ async def test_a_long_sessions_history_is_summarised_by_the_summariser_and_its_t
     assert any("第99次" in s for s in said), "the last messages are kept verbatim"
     assert not any("第0次" in s for s in said), "the oldest are folded into the summary"
     assert sum(len(m["content"]) for m in messages[1:]) <= 6000
+    # (the system prompt may recall it: semantic memory is the user's, across sessions; the history is the session's)
+    assert "悄悄话" not in json.dumps(messages[1:], ensure_ascii=False), "another session's dialog stays out"
 
 
 async def test_without_a_summariser_the_middle_is_folded_extractively(db, tmp_path):
