@@ -109,10 +109,8 @@ class ProgramTexts:
         ctx = ctx.model_copy(update={"current_pipeline_index": 1, "previous_signature_output": routed or {}})
         drafted = await run(self._action if facts.level == "L3" else self._plan, interaction_context=ctx)
         stream = _Stream(on_delta)
-        draft_text = self._checked((drafted or {}).get("action_description" if facts.level == "L3" else "draft_plan"))
-        if draft_text is not None:
-            draft_text = _with_every_slot(draft_text, facts)
-        draft_text = await stream.say(draft_text, template.draft_text)
+        said_draft = (drafted or {}).get("action_description" if facts.level == "L3" else "draft_plan")
+        draft_text = await stream.say(_with_every_slot(self._checked(said_draft, allowed), facts), template.draft_text)
         start = template.start_instructions
         if facts.level == "L3":
             start = await stream.say(self._checked((drafted or {}).get("start_instructions"), allowed), start)
@@ -125,8 +123,7 @@ class ProgramTexts:
             generated = self._checked((asked or {}).get("questions"), allowed)
             said = await stream.say(generated, "\n".join(questions))
             questions = [q.strip() for q in _QUESTION_END.split(said) if q.strip()] if generated else questions
-        await stream.say(None, template.next_steps_suggestion)  # how to confirm is the gate's, never generated
-        return DraftTexts(
+        return DraftTexts(  # how to confirm (the next step) is the gate's, never generated
             draft_text,
             start,
             questions,
@@ -134,22 +131,19 @@ class ProgramTexts:
             written_by=self._backend if stream.generated else "template",
         )
 
-    def _checked(self, text: Any, allowed: set[str] | None = None) -> str | None:
+    def _checked(self, text: Any, allowed: set[str]) -> str | None:
         if not isinstance(text, str):
             return None
         checked = checked_reply(text, max_chars=self._max_chars)
-        if checked is None or (allowed is not None and not set(_NUMBER.findall(checked)) <= allowed):
+        if checked is None or not set(_NUMBER.findall(checked)) <= allowed:
             return None
         return checked
 
 
-def _with_every_slot(text: str, facts: DraftFacts) -> str | None:
-    """The draft as generated when it states no number the facts do not hold, with the candidate slots said after it
-    unless it names each of them as the user reads it; None when it states a number of its own."""
+def _with_every_slot(text: str | None, facts: DraftFacts) -> str | None:
+    """The checked draft with the candidate slots said after it, unless it names each of them as the user reads it."""
     labels = [slot_label(s, facts.now) for s in facts.slots]
-    if not set(_NUMBER.findall(text)) <= numbers_from(known_facts(facts)):
-        return None
-    if labels and not all(label in text for label in labels):
+    if text is not None and labels and not all(label in text for label in labels):
         text = f"{text}\n候选时段：{'；'.join(labels)}。"
     return text
 
