@@ -16,6 +16,7 @@ from tests.engine.test_cloud_layer import cloud_settings
 from tests.serve_app.http.test_chat_stream import client
 from tests.support.fakes import FakeModelClient, Rig
 from tests.support.openai_server import OpenAiWire, Script
+from tests.support.packs import untimed
 
 ANXIOUS = "我好焦虑"
 
@@ -25,7 +26,10 @@ async def stream_turn(script: Script, *, timeout_s: float = 5.0) -> tuple[list[d
     try:
         lm = OpenAiLanguageModel("qwen", LlmBackend(base_url=wire.base_url, model="m"), SecretStr("k"))
         writer = SocialResponder([ReplyBackend("qwen", lm, timeout_s=timeout_s)], budget_s=0.3, extra_ms=2400.0)
-        r = Rig(models=FakeModelClient(), settings=cloud_settings(planner=[], social=["qwen"]), replies=writer)
+        # the NLU stages untimed: a stage late on a busy machine answers `fallback` before any writer is asked; the
+        # writer's own budgets (above) are what these tests time
+        settings = untimed(cloud_settings(planner=[], social=["qwen"]))
+        r = Rig(models=FakeModelClient(), settings=settings, replies=writer)
         async with client(r) as c:
             resp = await c.post("/api/v1/agent/chat-stream", json={"user_id": "u1", "text": ANXIOUS}, timeout=10)
         assert resp.status_code == 200
